@@ -1,0 +1,63 @@
+# DRLA developer commands. Every target that needs Python sets up .venv first.
+PYTHON_311 ?= $(shell command -v python3.11 2>/dev/null || echo python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+BLENDER_EXT = $(shell ls $(VENV)/lib/python3.11/site-packages/bpy/*/scripts/addons_core/bl_pkg/cli/blender_ext.py 2>/dev/null | head -n1)
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' blender_manifest.toml)
+ZIP := dist/drla-$(VERSION).zip
+OUT ?= out
+
+.PHONY: setup test test-fast test-blender demo bench lint format type check build validate clean help
+
+help:  ## list targets
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+$(STAMP): requirements-dev.txt
+	@$(PYTHON_311) -c 'import sys; assert sys.version_info[:2] == (3, 11), "DRLA needs Python 3.11 (the bpy wheels are cp311 only); set PYTHON_311=/path/to/python3.11"'
+	$(PYTHON_311) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	@touch $(STAMP)
+
+setup: $(STAMP)  ## create .venv with Python 3.11 and the pinned dev requirements (bpy==5.0.1 included)
+
+test: setup  ## the whole suite: pure core, then real Blender (headless)
+	$(PY) -m pytest -q tests
+
+test-fast: setup  ## the suite without tests marked slow
+	$(PY) -m pytest -q -m "not slow" tests
+
+test-blender: setup  ## run the Blender tests inside a real Blender binary: make test-blender BLENDER=/path/to/blender
+	@test -n "$(BLENDER)" || (echo "usage: make test-blender BLENDER=/path/to/blender (needs pytest-blender in that Blender's Python)"; exit 2)
+	$(BLENDER) -b --python-expr "import sys, pytest; sys.exit(pytest.main(['-q', 'tests']))"
+
+demo: setup  ## train the tank agent headless, write the model JSON and a report picture to out/
+	$(PY) -m drla demo --out $(OUT)
+
+bench: setup  ## run the benchmarks; each prints one JSON line of figures
+	$(PY) bench/dqn_cartpole.py
+	$(PY) bench/scene_env.py
+	$(PY) bench/ik.py
+
+lint: setup  ## ruff
+	$(PY) -m ruff check .
+
+format: setup  ## ruff format
+	$(PY) -m ruff format .
+
+type: setup  ## mypy on drla_core
+	$(PY) -m mypy
+
+check: lint type test  ## lint, type, test
+
+build: setup  ## build the installable extension zip into dist/
+	@mkdir -p dist
+	$(PY) $(BLENDER_EXT) build --source-dir . --output-dir dist
+
+validate: build  ## validate the manifest and the built zip
+	$(PY) $(BLENDER_EXT) validate .
+	$(PY) $(BLENDER_EXT) validate $(ZIP)
+
+clean:  ## remove build outputs (keeps .venv)
+	rm -rf dist $(OUT) .pytest_cache .mypy_cache .ruff_cache

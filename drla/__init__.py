@@ -1,0 +1,1 @@
+"""The DRLA command line: ``python -m drla --help``."""
