@@ -1,17 +1,40 @@
-"""Blender glue for DRLA: node tree, nodes, operators, panels, scene environment."""
+"""Blender glue for DRLA: node tree, nodes, operators, panels, scene environment.
 
-classes: tuple = ()
+Each module listed in ``MODULES`` may define ``classes`` (registered in order, unregistered
+in reverse) and optional ``register()`` / ``unregister()`` hooks for menus, handlers and
+properties. Add a module by adding its name here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+MODULES: tuple[str, ...] = (
+    # "sockets", "node_tree", "nodes", ...   (filled in as the modules land)
+)
+
+
+def _modules() -> list[ModuleType]:
+    return [importlib.import_module(f".{name}", __name__) for name in MODULES]
 
 
 def register() -> None:
     import bpy
 
-    for cls in classes:
-        bpy.utils.register_class(cls)
+    for module in _modules():
+        for cls in getattr(module, "classes", ()):
+            bpy.utils.register_class(cls)
+        if hasattr(module, "register"):
+            module.register()
 
 
 def unregister() -> None:
     import bpy
 
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+    for module in reversed(_modules()):
+        if hasattr(module, "unregister"):
+            module.unregister()
+        for cls in reversed(getattr(module, "classes", ())):
+            if cls.is_registered:
+                bpy.utils.unregister_class(cls)
