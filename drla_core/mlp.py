@@ -1,0 +1,299 @@
+"""A small float32 multi-layer perceptron with a hand-written backward pass.
+
+Every weight and bias lives in ONE flat float32 vector (``MLP.params``); the per-layer
+``weights[i]`` (shape ``(in, out)``, so ``y = x @ W + b``) and ``biases[i]`` are views into
+it. That makes optimisers, gradient clipping, target-network copies and soft updates a
+single vector operation each, and the gradient from ``backward`` has the same layout.
+
+Work arrays are preallocated per batch size and reused, because at DQN sizes
+(64x64 layers, batch 64) numpy call overhead, not arithmetic, is the cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ACTIVATIONS", "LayerSpec", "MLP", "as_layer_specs"]
+
+ACTIVATIONS = ("relu", "tanh", "leaky_relu", "linear", "sigmoid")
+LEAKY_SLOPE = np.float32(0.01)
+_MAX_CACHED_BATCH_SIZES = 8  # bounds the work-array caches when callers use many batch sizes
+
+
+@dataclass
+class LayerSpec:
+    """One hidden layer: its width and the activation applied after it."""
+
+    size: int
+    activation: str = "relu"
+
+    def __post_init__(self) -> None:
+        self.size = int(self.size)
+        if self.size <= 0:
+            raise ValueError(f"layer size must be positive, got {self.size}")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"unknown activation {self.activation!r}; choose from {ACTIVATIONS}")
+
+
+def as_layer_specs(hidden: Sequence[LayerSpec | tuple[int, str] | int | Mapping[str, Any]]) -> list[LayerSpec]:
+    """Accept LayerSpec, (size, activation) tuples, bare ints (relu) or {"size", "activation"} dicts."""
+    specs = []
+    for h in hidden:
+        if isinstance(h, LayerSpec):
+            specs.append(LayerSpec(h.size, h.activation))
+        elif isinstance(h, Mapping):
+            specs.append(LayerSpec(int(h["size"]), str(h.get("activation", "relu"))))
+        elif isinstance(h, (int, np.integer)):
+            specs.append(LayerSpec(int(h)))
+        else:
+            size, activation = h
+            specs.append(LayerSpec(int(size), str(activation)))
+    return specs
+
+
+def _activate(name: str, z: np.ndarray) -> None:
+    """Apply an activation in place (z holds pre-activations, then activations)."""
+    if name == "relu":
+        np.maximum(z, 0, out=z)
+    elif name == "tanh":
+        np.tanh(z, out=z)
+    elif name == "leaky_relu":
+        np.maximum(z, z * LEAKY_SLOPE, out=z)
+    elif name == "sigmoid":
+        # 0.5 * (1 + tanh(z / 2)) is the logistic function without exp overflow.
+        z *= 0.5
+        np.tanh(z, out=z)
+        z += 1.0
+        z *= 0.5
+
+
+def _activation_grad(name: str, a: np.ndarray, delta: np.ndarray, mask: np.ndarray) -> None:
+    """Turn dL/da into dL/dz in place, using the activation's output ``a`` (all five allow it)."""
+    if name == "relu":
+        np.greater(a, 0, out=mask)
+        np.multiply(delta, mask, out=delta)
+    elif name == "tanh":
+        delta *= 1.0 - a * a
+    elif name == "leaky_relu":
+        np.greater(a, 0, out=mask)
+        delta *= np.where(mask, np.float32(1.0), LEAKY_SLOPE)
+    elif name == "sigmoid":
+        delta *= a * (1.0 - a)
+
+
+def _init_bound(activation: str, fan_in: int, fan_out: int) -> float:
+    """Uniform init bound: He (Kaiming) for the relu family, Xavier/Glorot for tanh, sigmoid, linear."""
+    if activation in ("relu", "leaky_relu"):
+        return float(np.sqrt(6.0 / fan_in))
+    return float(np.sqrt(6.0 / (fan_in + fan_out)))
+
+
+class MLP:
+    """Fully connected network: ``hidden`` layers each with their own size and activation.
+
+    Args:
+        input_size: length of the (flattened) input vector.
+        hidden: one entry per hidden layer: ``LayerSpec``, ``(size, activation)`` or an int (relu).
+        output_size: number of outputs (Q-values for DQN).
+        output_activation: activation after the last layer, usually ``"linear"``.
+        rng: generator or seed for the initial weights.
+    """
+
+    def __init__(
+        self,
+        input_size: int,
+        hidden: Sequence[LayerSpec | tuple[int, str] | int | Mapping[str, Any]],
+        output_size: int,
+        output_activation: str = "linear",
+        rng: np.random.Generator | int | None = None,
+    ) -> None:
+        if output_activation not in ACTIVATIONS:
+            raise ValueError(f"unknown activation {output_activation!r}; choose from {ACTIVATIONS}")
+        self.input_size = int(input_size)
+        self.output_size = int(output_size)
+        self.hidden = as_layer_specs(hidden)
+        self.output_activation = output_activation
+        self.sizes = [self.input_size] + [h.size for h in self.hidden] + [self.output_size]
+        self.activations = [h.activation for h in self.hidden] + [output_activation]
+
+        n_params = sum(i * o + o for i, o in zip(self.sizes[:-1], self.sizes[1:]))
+        self.params = np.zeros(n_params, dtype=np.float32)
+        self.grad = np.zeros(n_params, dtype=np.float32)
+        self.weights: list[np.ndarray] = []
+        self.biases: list[np.ndarray] = []
+        self._grad_weights: list[np.ndarray] = []
+        self._grad_biases: list[np.ndarray] = []
+        offset = 0
+        for fan_in, fan_out in zip(self.sizes[:-1], self.sizes[1:]):
+            for views, flat in ((self.weights, self.params), (self._grad_weights, self.grad)):
+                views.append(flat[offset:offset + fan_in * fan_out].reshape(fan_in, fan_out))
+            offset += fan_in * fan_out
+            self.biases.append(self.params[offset:offset + fan_out])
+            self._grad_biases.append(self.grad[offset:offset + fan_out])
+            offset += fan_out
+
+        rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+        for w, activation in zip(self.weights, self.activations):
+            bound = _init_bound(activation, w.shape[0], w.shape[1])
+            w[...] = rng.uniform(-bound, bound, size=w.shape)
+
+        self._infer_cache: dict[tuple[int, ...], list[np.ndarray]] = {}
+        self._train_cache: dict[int, dict[str, Any]] = {}
+        self._last_train: dict[str, Any] | None = None
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.weights)
+
+    # ---- forward -------------------------------------------------------------------------------
+
+    def _buffers(self, lead: tuple[int, ...]) -> list[np.ndarray]:
+        bufs = self._infer_cache.get(lead)
+        if bufs is None:
+            bufs = [np.empty(lead + (n,), dtype=np.float32) for n in self.sizes[1:]]
+            if len(self._infer_cache) < _MAX_CACHED_BATCH_SIZES:
+                self._infer_cache[lead] = bufs
+        return bufs
+
+    def forward_into_cache(self, x: np.ndarray) -> np.ndarray:
+        """Inference into reused work arrays: fast, but the result is overwritten by the next call."""
+        x = np.asarray(x, dtype=np.float32)
+        h = x
+        for w, b, out, act in zip(self.weights, self.biases, self._buffers(x.shape[:-1]), self.activations):
+            np.dot(h, w, out=out)
+            out += b
+            if act != "linear":
+                _activate(act, out)
+            h = out
+        return h
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        """Inference: ``x`` of shape ``(in,)`` or ``(B, in)`` -> a new float32 array ``(out,)``/``(B, out)``."""
+        return self.forward_into_cache(x).copy()
+
+    __call__ = forward
+
+    def forward_train(self, x: np.ndarray) -> np.ndarray:
+        """Forward pass that keeps every layer's activations for ``backward``.
+
+        ``x`` is ``(B, in)`` (a 1-D input is treated as a batch of one). The returned array is a
+        work buffer reused by the next ``forward_train`` with the same batch size.
+        """
+        x = np.asarray(x, dtype=np.float32)
+        if x.ndim == 1:
+            x = x[None, :]
+        batch = x.shape[0]
+        cache = self._train_cache.get(batch)
+        if cache is None:
+            cache = {
+                "acts": [np.empty((batch, n), dtype=np.float32) for n in self.sizes],
+                "deltas": [np.empty((batch, n), dtype=np.float32) for n in self.sizes[1:]],
+                "masks": [np.empty((batch, n), dtype=bool) for n in self.sizes[1:]],
+                "ones": np.ones(batch, dtype=np.float32),
+            }
+            if len(self._train_cache) < _MAX_CACHED_BATCH_SIZES:
+                self._train_cache[batch] = cache
+        acts = cache["acts"]
+        np.copyto(acts[0], x)  # a copy, so callers may reuse their input array before backward
+        for i, (w, b, act) in enumerate(zip(self.weights, self.biases, self.activations)):
+            out = acts[i + 1]
+            np.dot(acts[i], w, out=out)
+            out += b
+            if act != "linear":
+                _activate(act, out)
+        self._last_train = cache
+        return acts[-1]
+
+    # ---- backward ------------------------------------------------------------------------------
+
+    def backward(self, grad_y: np.ndarray) -> np.ndarray:
+        """Gradient of the loss w.r.t. ``params`` given dL/dy for the last ``forward_train``.
+
+        Returns ``self.grad``: a flat float32 vector in the ``params`` layout, overwritten (not
+        accumulated) by each call.
+        """
+        cache = self._last_train
+        if cache is None:
+            raise RuntimeError("backward() needs a forward_train() first")
+        acts, deltas, masks = cache["acts"], cache["deltas"], cache["masks"]
+        grad_y = np.asarray(grad_y, dtype=np.float32).reshape(acts[-1].shape)
+        last = self.num_layers - 1
+        if self.activations[last] == "linear":
+            delta = grad_y  # read only below, so the caller's array is safe
+        else:
+            delta = deltas[last]
+            np.copyto(delta, grad_y)
+            _activation_grad(self.activations[last], acts[-1], delta, masks[last])
+        for i in range(last, -1, -1):
+            np.dot(acts[i].T, delta, out=self._grad_weights[i])
+            np.dot(cache["ones"], delta, out=self._grad_biases[i])
+            if i > 0:
+                prev = deltas[i - 1]
+                np.dot(delta, self.weights[i].T, out=prev)
+                if self.activations[i - 1] != "linear":
+                    _activation_grad(self.activations[i - 1], acts[i], prev, masks[i - 1])
+                delta = prev
+        return self.grad
+
+    # ---- description, copies and state dicts ---------------------------------------------------
+
+    def architecture(self) -> dict[str, Any]:
+        """Plain-data description, enough to rebuild the network (``MLP.from_architecture``)."""
+        return {
+            "input_size": self.input_size,
+            "hidden": [{"size": h.size, "activation": h.activation} for h in self.hidden],
+            "output_size": self.output_size,
+            "output_activation": self.output_activation,
+        }
+
+    @classmethod
+    def from_architecture(cls, arch: Mapping[str, Any], rng: np.random.Generator | int | None = None) -> MLP:
+        return cls(int(arch["input_size"]), arch["hidden"], int(arch["output_size"]),
+                   str(arch.get("output_activation", "linear")), rng=rng)
+
+    def copy(self) -> MLP:
+        """A new network with the same architecture and a copy of the parameters."""
+        clone = MLP.from_architecture(self.architecture(), rng=0)
+        np.copyto(clone.params, self.params)
+        return clone
+
+    def copy_params_from(self, other: MLP) -> None:
+        """Overwrite this network's parameters with ``other``'s (in place: views stay valid)."""
+        if other.architecture() != self.architecture():
+            raise ValueError("copy_params_from: architectures differ")
+        np.copyto(self.params, other.params)
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """``{"layers.0.weight": (out, in), "layers.0.bias": (out,), ...}`` in torch/tinygrad layout (copies)."""
+        d: dict[str, np.ndarray] = {}
+        for i, (w, b) in enumerate(zip(self.weights, self.biases)):
+            d[f"layers.{i}.weight"] = np.ascontiguousarray(w.T)
+            d[f"layers.{i}.bias"] = b.copy()
+        return d
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Load a ``state_dict``; raises ``ValueError`` naming the first missing/extra key or bad shape."""
+        expected = {f"layers.{i}.{k}" for i in range(self.num_layers) for k in ("weight", "bias")}
+        missing, extra = expected - set(state), set(state) - expected
+        if missing or extra:
+            raise ValueError(f"state dict keys differ: missing {sorted(missing)}, unexpected {sorted(extra)}")
+        arrays = {}
+        for i, (w, b) in enumerate(zip(self.weights, self.biases)):
+            for key, want in ((f"layers.{i}.weight", (w.shape[1], w.shape[0])), (f"layers.{i}.bias", b.shape)):
+                arr = np.asarray(state[key], dtype=np.float32)
+                if arr.shape != want:
+                    raise ValueError(f"{key}: expected shape {want}, got {arr.shape}")
+                if not np.all(np.isfinite(arr)):
+                    raise ValueError(f"{key}: contains NaN or infinity")
+                arrays[key] = arr
+        for i, (w, b) in enumerate(zip(self.weights, self.biases)):  # all checked first: no half-loaded network
+            w[...] = arrays[f"layers.{i}.weight"].T
+            b[...] = arrays[f"layers.{i}.bias"]
+
+    def __repr__(self) -> str:
+        layers = ", ".join(f"{h.size}:{h.activation}" for h in self.hidden)
+        return f"MLP({self.input_size} -> [{layers}] -> {self.output_size}:{self.output_activation})"
