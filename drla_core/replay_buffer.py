@@ -1,0 +1,84 @@
+"""Experience replay: a circular buffer of preallocated numpy arrays.
+
+``terminated`` (a true terminal state: the TD target must not bootstrap) is stored apart from
+``truncated`` (a time limit cut the episode: the next state still has value), as in SB3's
+``handle_timeout_termination``; only ``terminated`` may mask the bootstrap term.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+__all__ = ["Batch", "ReplayBuffer"]
+
+
+class Batch(NamedTuple):
+    """A sampled mini-batch; ``terminated`` and ``truncated`` are float32 0/1 so they enter arithmetic directly."""
+
+    obs: np.ndarray
+    actions: np.ndarray
+    rewards: np.ndarray
+    next_obs: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+
+
+class ReplayBuffer:
+    """Fixed-capacity FIFO of transitions; the oldest are overwritten once it is full.
+
+    Args:
+        capacity: the most transitions kept.
+        obs_shape: shape of one observation.
+        obs_dtype: float32 for vectors; uint8 saves 4x memory for pixel observations.
+        action_shape: ``()`` for discrete actions.
+        action_dtype: int64 for discrete actions, float32 for continuous ones.
+    """
+
+    def __init__(self, capacity: int, obs_shape: Sequence[int], obs_dtype: Any = np.float32,
+                 action_shape: Sequence[int] = (), action_dtype: Any = np.int64) -> None:
+        if int(capacity) <= 0:
+            raise ValueError("ReplayBuffer: capacity must be positive")
+        self.capacity = int(capacity)
+        self.obs_shape = tuple(int(s) for s in obs_shape)
+        self.action_shape = tuple(int(s) for s in action_shape)
+        self.obs = np.zeros((self.capacity, *self.obs_shape), dtype=obs_dtype)
+        self.next_obs = np.zeros_like(self.obs)
+        self.actions = np.zeros((self.capacity, *self.action_shape), dtype=action_dtype)
+        self.rewards = np.zeros(self.capacity, dtype=np.float32)
+        self.terminated = np.zeros(self.capacity, dtype=np.float32)
+        self.truncated = np.zeros(self.capacity, dtype=np.float32)
+        self.pos = 0
+        self.full = False
+
+    def __len__(self) -> int:
+        return self.capacity if self.full else self.pos
+
+    def add(self, obs: Any, action: Any, reward: float, next_obs: Any, terminated: bool, truncated: bool) -> None:
+        """Store one transition (copied into the buffer)."""
+        i = self.pos
+        self.obs[i] = obs
+        self.next_obs[i] = next_obs
+        self.actions[i] = action
+        self.rewards[i] = reward
+        self.terminated[i] = terminated
+        self.truncated[i] = truncated
+        self.pos = i + 1
+        if self.pos == self.capacity:
+            self.pos = 0
+            self.full = True
+
+    def sample(self, batch_size: int, rng: np.random.Generator) -> Batch:
+        """Draw ``batch_size`` transitions uniformly with replacement (fresh arrays)."""
+        size = len(self)
+        if size == 0:
+            raise ValueError("ReplayBuffer.sample: the buffer is empty")
+        idx = rng.integers(0, size, size=batch_size)
+        return Batch(self.obs[idx], self.actions[idx], self.rewards[idx], self.next_obs[idx],
+                     self.terminated[idx], self.truncated[idx])
+
+    def clear(self) -> None:
+        self.pos = 0
+        self.full = False
