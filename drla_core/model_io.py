@@ -1,0 +1,512 @@
+"""The DRLA model file (format ``drla-model``, version 1): JSON, pure data, strictly validated.
+
+A model file holds one network (its architecture and every weight), the spaces it was trained
+on (with action names), an optional input normalisation, and free-form metadata. Nothing in it is
+executable: no pickle, no code, no class names. The format is documented in
+``docs/model-format.md`` and described by the JSON Schema ``drla_core/model_schema.json``.
+
+Loading checks everything before building anything: sizes are capped, the architecture is
+checked before any array is made, every parameter's shape is compared with the architecture,
+and every problem raises ``ModelFormatError`` with a message naming the field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import __version__
+from .mlp import ACTIVATIONS, MLP
+from .spaces import Box, Discrete, Space, space_from_dict
+
+__all__ = [
+    "FORMAT", "VERSION", "KINDS", "REQUIRED_KEYS", "OPTIONAL_KEYS", "ARCHITECTURE_KEYS", "META_REQUIRED_KEYS",
+    "MAX_FILE_BYTES", "MAX_PARAMS", "MAX_LAYERS", "MAX_LAYER_SIZE", "MAX_DEPTH",
+    "Model", "ModelFormatError", "save_model", "load_model", "model_to_dict", "model_from_dict", "parse_model_json",
+]
+
+FORMAT = "drla-model"
+VERSION = 1
+KINDS = ("dqn", "ik", "mlp")
+REQUIRED_KEYS = ("format", "version", "kind", "architecture", "params", "observation_space", "action_space", "meta")
+OPTIONAL_KEYS = ("obs_norm", "extra")
+ARCHITECTURE_KEYS = ("input_size", "hidden", "output_size", "output_activation")
+META_REQUIRED_KEYS = ("drla_version", "created")
+BOX_DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+              "uint64", "bool")
+
+#: Refuse files larger than this before reading them.
+MAX_FILE_BYTES = 256 * 1024 * 1024
+#: Refuse architectures with more weights and biases than this before allocating anything.
+MAX_PARAMS = 50_000_000
+#: Most layers (hidden + output) a model may have.
+MAX_LAYERS = 64
+#: Widest layer (and largest observation / action vector) a model may have.
+MAX_LAYER_SIZE = 1_000_000
+#: Deepest nesting of lists/objects allowed in ``meta`` and ``extra``.
+MAX_DEPTH = 32
+
+
+class ModelFormatError(ValueError):
+    """A model file or dict is not a valid DRLA model; the message names the field at fault."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Model
+# ---------------------------------------------------------------------------------------------
+
+
+def _now_iso() -> str:
+    return datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+class Model:
+    """A trained network plus everything needed to use it: spaces, input normalisation, metadata.
+
+    Args:
+        network: the ``MLP``.
+        observation_space: the space of the observations it reads (flattened to ``input_size``).
+        action_space: the space of its actions; ``Discrete`` names are saved with the model.
+        kind: ``"dqn"`` (Q-values, act = argmax), ``"ik"`` (joint values) or ``"mlp"`` (anything else).
+        obs_norm: ``None`` or ``{"mean": [...], "std": [...]}``; ``predict`` feeds ``(obs - mean) / std``.
+        meta: free-form JSON data; ``drla_version`` and ``created`` (ISO 8601 UTC) are filled in if absent.
+        extra: free-form JSON data (for example an arm description for IK).
+    """
+
+    def __init__(self, network: MLP, observation_space: Space, action_space: Space, kind: str = "dqn",
+                 obs_norm: Mapping[str, Any] | None = None, meta: Mapping[str, Any] | None = None,
+                 extra: Mapping[str, Any] | None = None) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"Model: kind must be one of {KINDS}, not {kind!r}")
+        self.network = network
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self.kind = kind
+        self.obs_norm: dict[str, np.ndarray] | None = None
+        if obs_norm is not None:
+            mean = np.asarray(obs_norm["mean"], dtype=np.float32).reshape(-1)
+            std = np.asarray(obs_norm["std"], dtype=np.float32).reshape(-1)
+            if mean.shape != (network.input_size,) or std.shape != (network.input_size,):
+                raise ValueError(f"Model: obs_norm mean and std must have {network.input_size} values")
+            if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(std)) and np.all(std > 0)):
+                raise ValueError("Model: obs_norm needs finite means and positive, finite stds")
+            self.obs_norm = {"mean": mean, "std": std}
+        self.meta = {"drla_version": __version__, "created": _now_iso(), **dict(meta or {})}
+        self.extra = dict(extra or {})
+
+    def _input(self, obs: Any) -> np.ndarray:
+        x = np.asarray(obs, dtype=np.float32)
+        n = self.network.input_size
+        if x.size == n and x.ndim <= max(1, len(self.observation_space.shape)):
+            x = x.reshape(n)
+        elif x.ndim >= 2 and math.prod(x.shape[1:]) == n:
+            x = x.reshape(x.shape[0], n)
+        else:
+            raise ValueError(f"Model: observation of shape {x.shape} does not fit input size {n}")
+        if self.obs_norm is not None:
+            x = (x - self.obs_norm["mean"]) / self.obs_norm["std"]
+        return x
+
+    def predict(self, obs: Any) -> np.ndarray:
+        """The network's output for one observation ``(obs_shape)`` or a batch ``(B, *obs_shape)``."""
+        return self.network.forward(self._input(obs))
+
+    def act(self, obs: Any) -> Any:
+        """The greedy action: argmax for ``Discrete`` (an int, or an int array for a batch); for a
+        ``Box`` the output clipped to the bounds and shaped like the action space."""
+        y = self.predict(obs)
+        if isinstance(self.action_space, Discrete):
+            best = np.argmax(y, axis=-1)
+            return int(best) if best.ndim == 0 else best
+        if isinstance(self.action_space, Box):
+            space = self.action_space
+            lead = y.shape[:-1]
+            return np.clip(y.reshape(lead + space.shape), space.low, space.high).astype(space.dtype)
+        return y
+
+    def __repr__(self) -> str:
+        return f"Model(kind={self.kind!r}, network={self.network!r}, action_space={self.action_space!r})"
+
+
+# ---------------------------------------------------------------------------------------------
+# To plain data
+# ---------------------------------------------------------------------------------------------
+
+
+def _json_data(value: Any, field: str, depth: int = 0) -> Any:
+    """Plain JSON data from ``value`` (numpy scalars and arrays converted); raises on anything else."""
+    if depth > MAX_DEPTH:
+        raise ModelFormatError(f"{field}: nested deeper than {MAX_DEPTH} levels")
+    if value is None or isinstance(value, (bool, str, int)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ModelFormatError(f"{field}: NaN and infinity are not allowed (got {value})")
+        return value
+    if isinstance(value, np.generic):
+        return _json_data(value.item(), field, depth)
+    if isinstance(value, np.ndarray):
+        return _json_data(value.tolist(), field, depth)
+    if isinstance(value, Mapping):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise ModelFormatError(f"{field}: object keys must be strings, got {type(k).__name__} {k!r}")
+            out[k] = _json_data(v, f"{field}.{k}", depth + 1)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_json_data(v, f"{field}[{i}]", depth + 1) for i, v in enumerate(value)]
+    raise ModelFormatError(f"{field}: {type(value).__name__} is not JSON data")
+
+
+def model_to_dict(model: Model) -> dict[str, Any]:
+    """The model as plain JSON data (the v1 layout); ``model_from_dict`` is its inverse."""
+    params = {}
+    for key, arr in model.network.state_dict().items():
+        arr = np.asarray(arr, dtype=np.float32)
+        if not np.all(np.isfinite(arr)):
+            raise ModelFormatError(f"params.{key}: contains NaN or infinity; refusing to save a broken network")
+        params[key] = arr.tolist()
+    obs_norm = None
+    if model.obs_norm is not None:
+        obs_norm = {"mean": model.obs_norm["mean"].tolist(), "std": model.obs_norm["std"].tolist()}
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "kind": model.kind,
+        "architecture": model.network.architecture(),
+        "params": params,
+        "observation_space": model.observation_space.to_dict(),
+        "action_space": model.action_space.to_dict(),
+        "obs_norm": obs_norm,
+        "meta": _json_data(model.meta, "meta"),
+        "extra": _json_data(model.extra, "extra"),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation helpers: each names the field it checks
+# ---------------------------------------------------------------------------------------------
+
+
+def _type_name(value: Any) -> str:
+    return {bool: "a boolean", str: "a string", int: "an integer", float: "a number", list: "an array",
+            dict: "an object", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _is_number(value: Any) -> bool:
+    return type(value) in (int, float)  # exact types: bools are not numbers
+
+
+def _int(value: Any, field: str, low: int, high: int) -> int:
+    if type(value) is not int:
+        raise ModelFormatError(f"{field} must be an integer, got {_type_name(value)} ({value!r:.40})")
+    if not low <= value <= high:
+        raise ModelFormatError(f"{field} must be between {low} and {high}, got {value}")
+    return value
+
+
+def _str(value: Any, field: str) -> str:
+    if not isinstance(value, str):
+        raise ModelFormatError(f"{field} must be a string, got {_type_name(value)} ({value!r:.40})")
+    return value
+
+
+def _obj(value: Any, field: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ModelFormatError(f"{field} must be an object, got {_type_name(value)}")
+    return value
+
+
+def _keys(d: Mapping[str, Any], field: str, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> None:
+    missing = [k for k in required if k not in d]
+    if missing:
+        raise ModelFormatError(f"{field}: missing required key {missing[0]!r}")
+    unknown = sorted(set(d) - set(required) - set(optional))
+    if unknown:
+        raise ModelFormatError(f"{field}: unknown key {unknown[0]!r} (allowed: {', '.join(required + optional)})")
+
+
+def _activation(value: Any, field: str) -> str:
+    _str(value, field)
+    if value not in ACTIVATIONS:
+        raise ModelFormatError(f"{field}: unknown activation {value!r}; known: {', '.join(ACTIVATIONS)}")
+    return value
+
+
+def _number_list(value: Any, field: str, length: int) -> None:
+    """A flat list of ``length`` finite JSON numbers (checked without building an array)."""
+    if not isinstance(value, list):
+        raise ModelFormatError(f"{field} must be an array of numbers, got {_type_name(value)}")
+    if len(value) != length:
+        raise ModelFormatError(f"{field}: expected {length} values, got {len(value)}")
+    if not set(map(type, value)) <= {int, float}:
+        bad = next(v for v in value if not _is_number(v))
+        raise ModelFormatError(f"{field}: every value must be a number, found {_type_name(bad)} ({bad!r:.40})")
+
+
+def _float32_array(value: list, field: str) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        arr = np.array(value, dtype=np.float64).astype(np.float32)
+    if not np.all(np.isfinite(arr)):
+        raise ModelFormatError(f"{field}: values must be finite float32 numbers (NaN, infinity or overflow found)")
+    return arr
+
+
+def _check_depth(value: Any, field: str, depth: int = 0) -> None:
+    if depth > MAX_DEPTH:
+        raise ModelFormatError(f"{field}: nested deeper than {MAX_DEPTH} levels")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _check_depth(v, f"{field}.{k}", depth + 1)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _check_depth(v, f"{field}[{i}]", depth + 1)
+
+
+def _architecture(value: Any) -> dict[str, Any]:
+    arch = _obj(value, "architecture")
+    _keys(arch, "architecture", ARCHITECTURE_KEYS)
+    input_size = _int(arch["input_size"], "architecture.input_size", 1, MAX_LAYER_SIZE)
+    output_size = _int(arch["output_size"], "architecture.output_size", 1, MAX_LAYER_SIZE)
+    _activation(arch["output_activation"], "architecture.output_activation")
+    hidden = arch["hidden"]
+    if not isinstance(hidden, list):
+        raise ModelFormatError(f"architecture.hidden must be an array of layers, got {_type_name(hidden)}")
+    if len(hidden) + 1 > MAX_LAYERS:
+        raise ModelFormatError(f"architecture.hidden: {len(hidden)} hidden layers, at most {MAX_LAYERS - 1} allowed")
+    sizes = [input_size]
+    for i, layer in enumerate(hidden):
+        field = f"architecture.hidden[{i}]"
+        _keys(_obj(layer, field), field, ("size", "activation"))
+        sizes.append(_int(layer["size"], f"{field}.size", 1, MAX_LAYER_SIZE))
+        _activation(layer["activation"], f"{field}.activation")
+    sizes.append(output_size)
+    n_params = sum(i * o + o for i, o in zip(sizes[:-1], sizes[1:]))
+    if n_params > MAX_PARAMS:
+        raise ModelFormatError(f"architecture: {n_params} parameters, more than the limit of {MAX_PARAMS}")
+    return {"sizes": sizes}
+
+
+def _params(value: Any, sizes: list[int]) -> dict[str, np.ndarray]:
+    params = _obj(value, "params")
+    expected = [f"layers.{i}.{k}" for i in range(len(sizes) - 1) for k in ("weight", "bias")]
+    _keys(params, "params", tuple(expected))
+    arrays = {}
+    for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+        key = f"layers.{i}.weight"
+        field = f"params.{key}"
+        rows = params[key]
+        if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
+            raise ModelFormatError(f"{field} must be an array of arrays (out, in), got {_type_name(rows)}")
+        if len(rows) != fan_out or any(len(r) != fan_in for r in rows):
+            lengths = {len(r) for r in rows}
+            got = f"({len(rows)}, {lengths.pop()})" if len(lengths) == 1 else f"({len(rows)}, ragged rows)"
+            raise ModelFormatError(f"{field}: shape mismatch, the architecture needs ({fan_out}, {fan_in}) "
+                                   f"(out, in), the file has {got}")
+        for j, row in enumerate(rows):
+            _number_list(row, f"{field}[{j}]", fan_in)
+        arrays[key] = _float32_array(rows, field)
+        key = f"layers.{i}.bias"
+        bias = params[key]
+        if isinstance(bias, list) and len(bias) != fan_out:
+            raise ModelFormatError(f"params.{key}: shape mismatch, the architecture needs ({fan_out},), "
+                                   f"the file has ({len(bias)},)")
+        _number_list(bias, f"params.{key}", fan_out)
+        arrays[key] = _float32_array(bias, f"params.{key}")
+    return arrays
+
+
+def _bound(value: Any, field: str, size: int) -> None:
+    if value is None or _is_number(value):
+        return
+    if not isinstance(value, list):
+        raise ModelFormatError(f"{field} must be a number, null or an array, got {_type_name(value)}")
+    if len(value) != size:
+        raise ModelFormatError(f"{field}: expected {size} values (the space's size), got {len(value)}")
+    for j, v in enumerate(value):
+        if v is not None and not _is_number(v):
+            raise ModelFormatError(f"{field}[{j}] must be a number or null, got {_type_name(v)}")
+
+
+def _space(value: Any, field: str) -> Space:
+    d = _obj(value, field)
+    kind = d.get("type")
+    if kind == "discrete":
+        _keys(d, field, ("type", "n", "names"))
+        n = _int(d["n"], f"{field}.n", 1, MAX_LAYER_SIZE)
+        names = d["names"]
+        if not isinstance(names, list) or len(names) != n:
+            raise ModelFormatError(f"{field}.names must be an array of {n} strings")
+        for j, name in enumerate(names):
+            _str(name, f"{field}.names[{j}]")
+    elif kind == "box":
+        _keys(d, field, ("type", "shape", "low", "high"), ("dtype",))
+        shape = d["shape"]
+        if not isinstance(shape, list) or len(shape) > 8:
+            raise ModelFormatError(f"{field}.shape must be an array of at most 8 integers")
+        size = 1
+        for j, s in enumerate(shape):
+            size *= _int(s, f"{field}.shape[{j}]", 1, MAX_LAYER_SIZE)
+        if size > MAX_LAYER_SIZE:
+            raise ModelFormatError(f"{field}.shape: {size} elements, more than the limit of {MAX_LAYER_SIZE}")
+        _bound(d["low"], f"{field}.low", size)
+        _bound(d["high"], f"{field}.high", size)
+        if "dtype" in d and d["dtype"] not in BOX_DTYPES:
+            raise ModelFormatError(f"{field}.dtype: unknown dtype {d['dtype']!r}; known: {', '.join(BOX_DTYPES)}")
+    else:
+        raise ModelFormatError(f"{field}.type must be 'box' or 'discrete', got {kind!r:.40}")
+    try:
+        return space_from_dict(d)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ModelFormatError(f"{field}: {exc}") from None
+
+
+def _space_size(space: Space) -> int:
+    return space.n if isinstance(space, Discrete) else math.prod(space.shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# From plain data
+# ---------------------------------------------------------------------------------------------
+
+
+def model_from_dict(d: Any) -> Model:
+    """Build a ``Model`` from v1 plain data, checking every field; raises ``ModelFormatError``."""
+    if not isinstance(d, dict):
+        raise ModelFormatError(f"a model must be a JSON object, got {_type_name(d)}")
+    if "format" not in d:
+        raise ModelFormatError("missing required key 'format' (expected \"drla-model\"): not a DRLA model file")
+    if d["format"] != FORMAT:
+        raise ModelFormatError(f"format is {d['format']!r:.40}, expected {FORMAT!r}: not a DRLA model file")
+    if "version" not in d:
+        raise ModelFormatError(f"missing required key 'version' (this DRLA reads version {VERSION})")
+    version = d["version"]
+    if type(version) is not int:
+        raise ModelFormatError(f"version must be an integer, got {_type_name(version)} ({version!r:.40})")
+    if version != VERSION:
+        newer = " (a newer DRLA wrote it; update DRLA)" if version > VERSION else ""
+        raise ModelFormatError(f"unsupported model format version {version}: this DRLA reads version {VERSION}{newer}")
+    _keys(d, "model", REQUIRED_KEYS, OPTIONAL_KEYS)
+    kind = _str(d["kind"], "kind")
+    if kind not in KINDS:
+        raise ModelFormatError(f"kind: unknown kind {kind!r}; known: {', '.join(KINDS)}")
+
+    sizes = _architecture(d["architecture"])["sizes"]
+    observation_space = _space(d["observation_space"], "observation_space")
+    action_space = _space(d["action_space"], "action_space")
+    if _space_size(observation_space) != sizes[0]:
+        raise ModelFormatError(f"observation_space has {_space_size(observation_space)} values but "
+                               f"architecture.input_size is {sizes[0]}")
+    if _space_size(action_space) != sizes[-1]:
+        raise ModelFormatError(f"action_space has {_space_size(action_space)} values but "
+                               f"architecture.output_size is {sizes[-1]}")
+
+    obs_norm = d.get("obs_norm")
+    if obs_norm is not None:
+        _keys(_obj(obs_norm, "obs_norm"), "obs_norm", ("mean", "std"))
+        _number_list(obs_norm["mean"], "obs_norm.mean", sizes[0])
+        _number_list(obs_norm["std"], "obs_norm.std", sizes[0])
+        mean = _float32_array(obs_norm["mean"], "obs_norm.mean")
+        std = _float32_array(obs_norm["std"], "obs_norm.std")
+        if not np.all(std > 0):
+            raise ModelFormatError("obs_norm.std: every value must be positive")
+        obs_norm = {"mean": mean, "std": std}
+
+    meta = _obj(d["meta"], "meta")
+    for key in META_REQUIRED_KEYS:
+        if key not in meta:
+            raise ModelFormatError(f"meta: missing required key {key!r}")
+        _str(meta[key], f"meta.{key}")
+    _check_depth(meta, "meta")
+    extra = _obj(d.get("extra", {}), "extra")
+    _check_depth(extra, "extra")
+
+    arrays = _params(d["params"], sizes)  # the architecture is checked: now building arrays is bounded
+    arch = d["architecture"]
+    network = MLP(sizes[0], [(h["size"], h["activation"]) for h in arch["hidden"]], sizes[-1],
+                  arch["output_activation"], rng=0)
+    try:
+        network.load_state_dict(arrays)
+    except ValueError as exc:  # pragma: no cover - _params already checked keys and shapes
+        raise ModelFormatError(f"params: {exc}") from None
+    return Model(network, observation_space, action_space, kind=kind, obs_norm=obs_norm,
+                 meta=_json_data(meta, "meta"), extra=_json_data(extra, "extra"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Files
+# ---------------------------------------------------------------------------------------------
+
+
+def _reject_constant(name: str) -> Any:
+    raise ModelFormatError(f"{name} is not allowed in a model file (JSON numbers must be finite)")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ModelFormatError(f"number {text[:40]} is too large (it would be infinity)")
+    return value
+
+
+def parse_model_json(text: str | bytes) -> Any:
+    """Parse JSON text strictly: NaN/Infinity and overflowing numbers are refused; returns plain data."""
+    if len(text) > MAX_FILE_BYTES:
+        raise ModelFormatError(f"model data is {len(text)} bytes, more than the limit of {MAX_FILE_BYTES}")
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            msg = f"not a JSON model file: not UTF-8 text ({exc.reason} at byte {exc.start})"
+            raise ModelFormatError(msg) from None
+    try:
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+    except json.JSONDecodeError as exc:
+        raise ModelFormatError(f"not a JSON model file: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except RecursionError:
+        raise ModelFormatError("not a usable model file: JSON nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer with thousands of digits
+        if isinstance(exc, ModelFormatError):
+            raise
+        raise ModelFormatError(f"not a usable model file: {exc}") from None
+
+
+def load_model(path: str | os.PathLike[str]) -> Model:
+    """Read and validate a model file; raises ``ModelFormatError`` (or ``OSError`` if it cannot be read)."""
+    path = Path(path)
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise ModelFormatError(f"{path.name}: {size} bytes, more than the limit of {MAX_FILE_BYTES} for a model file")
+    with open(path, "rb") as f:
+        data = f.read(MAX_FILE_BYTES + 1)
+    return model_from_dict(parse_model_json(data))
+
+
+def save_model(path: str | os.PathLike[str], model: Model) -> Path:
+    """Write ``model`` as JSON atomically (a temporary file in the same folder, then ``os.replace``)."""
+    path = Path(path)
+    text = json.dumps(model_to_dict(model), allow_nan=False, separators=(",", ":"))
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
