@@ -11,7 +11,10 @@ import importlib
 from types import ModuleType
 
 MODULES: tuple[str, ...] = (
-    # "sockets", "node_tree", "nodes", ...   (filled in as the modules land)
+    "sockets",
+    "node_tree",
+    "nodes",
+    "node_menu",
 )
 
 

@@ -1,0 +1,88 @@
+"""The DRLA node tree and the node base mixin every DRLA node uses.
+
+A node file declares its sockets and properties as class attributes and, at most, a short
+``draw``; the mixin turns them into Blender's ``init`` / ``draw_buttons`` callbacks (the
+Animation Nodes shape). Errors found by ``compile.compile_tree`` are stored in
+``node.drla_error`` and drawn in red on the node; nothing here ever raises into Blender.
+"""
+
+from __future__ import annotations
+
+import bpy
+from bpy.props import StringProperty
+from bpy.types import Node, NodeTree
+
+TREE_ID = "DRLA_NodeTree"
+
+
+class DRLA_NodeTree(NodeTree):
+    """Deep reinforcement learning: describe what an agent sees, does and is rewarded for"""
+
+    bl_idname = TREE_ID
+    bl_label = "DRLA"
+    bl_icon = 'OUTLINER_OB_ARMATURE'
+
+
+class DRLANode:
+    """Mixin for every DRLA node.
+
+    Class attributes:
+        inputs_spec: ``(socket_idname, name)`` or ``(socket_idname, name, multi)`` tuples.
+        outputs_spec: ``(socket_idname, name)`` tuples.
+        draw_props: property names drawn on the node (and read by the compiler).
+    """
+
+    bl_width_default = 190
+    inputs_spec: tuple = ()
+    outputs_spec: tuple = ()
+    draw_props: tuple[str, ...] = ()
+
+    drla_error: StringProperty(name="Error", description="Problem found when the tree was compiled")
+
+    @classmethod
+    def poll(cls, ntree):
+        return ntree.bl_idname == TREE_ID
+
+    def init(self, context):
+        for spec in self.inputs_spec:
+            socket = self.inputs.new(spec[0], spec[1], use_multi_input=len(spec) > 2 and bool(spec[2]))
+            if len(spec) > 2 and spec[2]:
+                socket.link_limit = 4095
+        for idname, name in self.outputs_spec:
+            self.outputs.new(idname, name)
+
+    def draw_buttons(self, context, layout):
+        try:
+            if self.drla_error:
+                col = layout.column(align=True)
+                col.alert = True
+                for i, line in enumerate(self.drla_error.splitlines()):
+                    col.label(text=line, icon='ERROR' if i == 0 else 'BLANK1')
+            self.draw(layout)
+            summary = self.summary()
+            if summary:
+                layout.label(text=summary, icon='INFO')
+        except Exception as exc:  # never raise into Blender's UI
+            layout.label(text=f"draw failed: {exc}", icon='ERROR')
+
+    def draw(self, layout) -> None:
+        """Draw the properties; override for conditional layouts."""
+        for name in self.draw_props:
+            layout.prop(self, name)
+
+    def summary(self) -> str:
+        """A one-line fact shown under the properties (e.g. an observation size)."""
+        return ""
+
+    def update(self):  # Blender calls this on link changes: nothing to do, never raise
+        pass
+
+
+def linked_nodes(socket) -> list:
+    """Nodes feeding ``socket``, in the order drawn on a multi-input socket."""
+    links = sorted((lk for lk in socket.links if not lk.is_muted),
+                   key=lambda lk: getattr(lk, "multi_input_sort_id", 0))
+    return [lk.from_node for lk in links]
+
+
+classes = (DRLA_NodeTree,)

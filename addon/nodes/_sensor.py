@@ -1,0 +1,21 @@
+"""Base for sensor nodes: one Sensor output, a Scale, and the reading size drawn on the node."""
+
+from bpy.props import FloatProperty
+
+from ..node_tree import DRLANode
+
+
+class SensorNode(DRLANode):
+    outputs_spec = (("DRLA_SensorSocket", "Sensor"),)
+    scale: FloatProperty(name="Scale", default=1.0, description="Multiplies the reading (normalisation)")
+
+    def reading_size(self) -> int:
+        return 0
+
+    def draw(self, layout):
+        for name in self.draw_props:
+            layout.prop(self, name)
+        layout.prop(self, "scale")
+
+    def summary(self):
+        return f"size {self.reading_size()}"

@@ -1,0 +1,27 @@
+from bpy.props import EnumProperty, FloatProperty, StringProperty
+import bpy
+
+from ..node_tree import DRLANode
+from ._common import object_pointer
+from .sensor_bones import bone_names
+
+
+class DRLA_BoneActionsNode(DRLANode, bpy.types.Node):
+    """Continuous actions: 3 values in [-1, 1] per bone, Euler angles scaled by Max Angle,
+    set as the bone's rotation (Absolute) or added to it (Delta). Used by IK agents.
+    Triggers: continuous bones rotation ik joints box"""
+
+    bl_idname = "DRLA_BoneActionsNode"
+    bl_label = "Bone Rotation Actions"
+    outputs_spec = (("DRLA_ActionSetSocket", "Actions"),)
+
+    armature: object_pointer("Armature", kind='ARMATURE')
+    bones: StringProperty(name="Bones", description="Comma-separated bone names; empty = all bones")
+    mode: EnumProperty(name="Mode", default='ABSOLUTE', items=[('ABSOLUTE', "Absolute", ""), ('DELTA', "Delta", "")])
+    max_angle: FloatProperty(name="Max Angle", default=3.14159, min=0.0, subtype='ANGLE')
+    draw_props = ("armature", "bones", "mode", "max_angle")
+
+    def summary(self):
+        names = bone_names(self.bones)
+        n = len(names) if names else (len(self.armature.pose.bones) if self.armature else 0)
+        return f"{3 * n} continuous values"

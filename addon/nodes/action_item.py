@@ -1,0 +1,68 @@
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, FloatVectorProperty, StringProperty
+import bpy
+
+from ..node_tree import DRLANode
+from ._common import object_pointer
+
+KINDS = [
+    ('MOVE', "Move", "Move the object by Vector (in its local axes or the world's)"),
+    ('ROTATE', "Rotate", "Rotate the object by Vector (Euler degrees)"),
+    ('BONE_ROTATE', "Rotate Bone", "Rotate a pose bone by Vector (Euler degrees)"),
+    ('SET_PROPERTY', "Set Property", "Set a custom property to Value"),
+    ('ADD_PROPERTY', "Add to Property", "Add Value to a custom property"),
+    ('WAIT', "Wait", "Do nothing"),
+]
+
+
+class DRLA_ActionNode(DRLANode, bpy.types.Node):
+    """One discrete action the agent can choose: move or rotate an object, rotate a bone,
+    set or add to a property, or wait. Link several into an Action Set.
+    Limits clamp the result (location, Euler degrees, or the property value in X).
+    Triggers: action move rotate bone property wait"""
+
+    bl_idname = "DRLA_ActionNode"
+    bl_label = "Action"
+    outputs_spec = (("DRLA_ActionSocket", "Action"),)
+
+    action_name: StringProperty(name="Name", default="action")
+    kind: EnumProperty(name="Kind", items=KINDS, default='MOVE')
+    object: object_pointer("Object")
+    bone: StringProperty(name="Bone")
+    vector: FloatVectorProperty(name="Vector", subtype='XYZ', default=(0.0, 0.0, 0.0))
+    space: EnumProperty(name="Space", default='WORLD', items=[('WORLD', "World", ""), ('LOCAL', "Local", "")])
+    property: StringProperty(name="Property", default="score")
+    value: FloatProperty(name="Value", default=1.0)
+    use_limits: BoolProperty(name="Limits", default=False)
+    limit_min: FloatVectorProperty(name="Min", subtype='XYZ', default=(-1.0, -1.0, -1.0))
+    limit_max: FloatVectorProperty(name="Max", subtype='XYZ', default=(1.0, 1.0, 1.0))
+
+    draw_props = ("action_name", "kind", "object", "bone", "vector", "space", "property", "value",
+                  "use_limits", "limit_min", "limit_max")
+
+    def draw(self, layout):
+        layout.prop(self, "action_name")
+        layout.prop(self, "kind", text="")
+        if self.kind == 'WAIT':
+            return
+        layout.prop(self, "object")
+        if self.kind == 'BONE_ROTATE':
+            layout.prop(self, "bone")
+        if self.kind in {'MOVE', 'ROTATE', 'BONE_ROTATE'}:
+            layout.prop(self, "vector")
+            if self.kind == 'MOVE':
+                layout.prop(self, "space", expand=True)
+        else:
+            layout.prop(self, "property")
+            layout.prop(self, "value")
+        layout.prop(self, "use_limits")
+        if self.use_limits:
+            if self.kind in {'SET_PROPERTY', 'ADD_PROPERTY'}:
+                layout.prop(self, "limit_min", index=0, text="Min")
+                layout.prop(self, "limit_max", index=0, text="Max")
+            else:
+                row = layout.row()
+                row.column().prop(self, "limit_min")
+                row.column().prop(self, "limit_max")
+
+    def summary(self):
+        return ""

@@ -1,0 +1,19 @@
+from bpy.props import FloatProperty
+import bpy
+
+from ..node_tree import DRLANode
+
+
+class DRLA_EpsilonNode(DRLANode, bpy.types.Node):
+    """Exploration schedule: the chance of a random action falls linearly from Start to End
+    over the first Fraction of training.
+    Triggers: epsilon exploration greedy schedule random"""
+
+    bl_idname = "DRLA_EpsilonNode"
+    bl_label = "Epsilon Schedule"
+    outputs_spec = (("DRLA_EpsilonSocket", "Epsilon"),)
+
+    start: FloatProperty(name="Start", default=1.0, min=0.0, max=1.0)
+    end: FloatProperty(name="End", default=0.05, min=0.0, max=1.0)
+    fraction: FloatProperty(name="Fraction", default=0.3, min=0.0, max=1.0)
+    draw_props = ("start", "end", "fraction")

@@ -1,0 +1,19 @@
+from bpy.props import IntProperty
+import bpy
+
+from ..node_tree import DRLANode
+
+
+class DRLA_ReplayMemoryNode(DRLANode, bpy.types.Node):
+    """Replay memory: the last Capacity transitions, sampled in batches to learn from.
+    Learning starts once Learning Starts transitions are stored.
+    Triggers: replay memory buffer batch experience"""
+
+    bl_idname = "DRLA_ReplayMemoryNode"
+    bl_label = "Replay Memory"
+    outputs_spec = (("DRLA_ReplaySocket", "Replay"),)
+
+    capacity: IntProperty(name="Capacity", default=50000, min=1)
+    batch_size: IntProperty(name="Batch Size", default=64, min=1)
+    learning_starts: IntProperty(name="Learning Starts", default=1000, min=0)
+    draw_props = ("capacity", "batch_size", "learning_starts")

@@ -1,0 +1,35 @@
+from bpy.props import EnumProperty, FloatProperty, FloatVectorProperty
+import bpy
+
+from ..node_tree import DRLANode
+from ._common import object_pointer
+
+
+class DRLA_OutOfBoundsNode(DRLANode, bpy.types.Node):
+    """Ends the episode (terminated) when Object leaves the bounds: a box from Min to Max,
+    or the X/Y extent of another object (e.g. the ground). Reward is added on that step.
+    Triggers: done end out of bounds fall off ground terminate"""
+
+    bl_idname = "DRLA_OutOfBoundsNode"
+    bl_label = "Out of Bounds"
+    outputs_spec = (("DRLA_DoneSocket", "Done"),)
+
+    object: object_pointer("Object")
+    bounds: EnumProperty(name="Bounds", default='OBJECT', items=[
+        ('OBJECT', "Object", "The X/Y extent of Bounds Object"), ('BOX', "Box", "From Min to Max")])
+    bounds_object: object_pointer("Bounds Object")
+    box_min: FloatVectorProperty(name="Min", subtype='XYZ', default=(-10.0, -10.0, -10.0))
+    box_max: FloatVectorProperty(name="Max", subtype='XYZ', default=(10.0, 10.0, 10.0))
+    reward: FloatProperty(name="Reward", default=0.0)
+    draw_props = ("object", "bounds", "bounds_object", "box_min", "box_max", "reward")
+
+    def draw(self, layout):
+        layout.prop(self, "object")
+        layout.prop(self, "bounds", expand=True)
+        if self.bounds == 'OBJECT':
+            layout.prop(self, "bounds_object")
+        else:
+            row = layout.row()
+            row.column().prop(self, "box_min")
+            row.column().prop(self, "box_max")
+        layout.prop(self, "reward")

@@ -1,0 +1,44 @@
+from bpy.props import FloatVectorProperty, IntProperty, PointerProperty
+import bpy
+
+from ..node_tree import DRLANode
+from ._common import object_pointer
+
+
+class DRLA_EnvironmentNode(DRLANode, bpy.types.Node):
+    """The scene as an environment: state, actions, rewards and endings.
+    Each step applies the action, advances the scene by Frames per Step frames and reads the state.
+    Every episode starts at the scene's start frame in the scene's initial state.
+    Triggers: environment gym episode reset"""
+
+    bl_idname = "DRLA_EnvironmentNode"
+    bl_label = "Environment"
+    inputs_spec = (("DRLA_StateSocket", "State"), ("DRLA_ActionSetSocket", "Actions"),
+                   ("DRLA_RewardSocket", "Rewards", True), ("DRLA_DoneSocket", "Done", True))
+    outputs_spec = (("DRLA_EnvironmentSocket", "Environment"),)
+
+    frames_per_step: IntProperty(name="Frames per Step", default=1, min=1, max=100,
+                                 description="Scene frames advanced per action (action repeat)")
+    max_steps: IntProperty(name="Max Steps", default=200, min=1, description="Episode length limit (truncation)")
+    random_collection: PointerProperty(type=bpy.types.Collection, name="Randomize",
+                                       description="Objects whose start location is randomised each episode")
+    random_object_1: object_pointer("Randomize", "An object whose start location is randomised")
+    random_object_2: object_pointer("Randomize", "An object whose start location is randomised")
+    random_object_3: object_pointer("Randomize", "An object whose start location is randomised")
+    random_min: FloatVectorProperty(name="Min", subtype='XYZ', default=(-1.0, -1.0, 0.0))
+    random_max: FloatVectorProperty(name="Max", subtype='XYZ', default=(1.0, 1.0, 0.0))
+
+    draw_props = ("frames_per_step", "max_steps", "random_collection", "random_object_1", "random_object_2",
+                  "random_object_3", "random_min", "random_max")
+
+    def draw(self, layout):
+        layout.prop(self, "frames_per_step")
+        layout.prop(self, "max_steps")
+        box = layout.box()
+        box.label(text="Random start locations")
+        box.prop(self, "random_collection", text="")
+        for i in (1, 2, 3):
+            box.prop(self, f"random_object_{i}", text="")
+        row = box.row()
+        row.column().prop(self, "random_min")
+        row.column().prop(self, "random_max")

@@ -1,0 +1,16 @@
+from bpy.props import StringProperty
+import bpy
+
+from ..node_tree import DRLANode
+
+
+class DRLA_ExportJSONNode(DRLANode, bpy.types.Node):
+    """Writes the trained model to a JSON file (the DRLA model format) when training ends.
+    Triggers: export json save model weights file"""
+
+    bl_idname = "DRLA_ExportJSONNode"
+    bl_label = "Export JSON"
+    inputs_spec = (("DRLA_ModelSocket", "Model"),)
+
+    filepath: StringProperty(name="File", default="//model.json", subtype='FILE_PATH')
+    draw_props = ("filepath",)

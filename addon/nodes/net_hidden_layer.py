@@ -1,0 +1,22 @@
+from bpy.props import EnumProperty, IntProperty
+import bpy
+
+from ..node_tree import DRLANode
+
+ACTIVATIONS = [(a.upper(), a.replace("_", " ").title(), "") for a in
+               ("relu", "tanh", "leaky_relu", "linear", "sigmoid")]
+
+
+class DRLA_HiddenLayerNode(DRLANode, bpy.types.Node):
+    """One hidden layer: Size neurons and an activation. Chain layers from the input side:
+    each layer's Previous input takes the layer before it; the last one feeds a Network.
+    Triggers: hidden layer neurons dense fully connected"""
+
+    bl_idname = "DRLA_HiddenLayerNode"
+    bl_label = "Hidden Layer"
+    inputs_spec = (("DRLA_LayerSocket", "Previous"),)
+    outputs_spec = (("DRLA_LayerSocket", "Layer"),)
+
+    size: IntProperty(name="Size", default=64, min=1, max=4096)
+    activation: EnumProperty(name="Activation", items=ACTIVATIONS, default='RELU')
+    draw_props = ("size", "activation")

@@ -1,0 +1,23 @@
+from bpy.props import EnumProperty, FloatProperty
+import bpy
+
+from ..node_tree import DRLANode
+from ._common import object_pointer
+
+
+class DRLA_DistanceRewardNode(DRLANode, bpy.types.Node):
+    """Shaped reward from the distance between two objects.
+    Progress: Weight x (previous distance - distance), positive when getting closer.
+    Negative: -Weight x distance every step.
+    Triggers: reward distance shaping approach reach"""
+
+    bl_idname = "DRLA_DistanceRewardNode"
+    bl_label = "Distance Reward"
+    outputs_spec = (("DRLA_RewardSocket", "Reward"),)
+
+    object_a: object_pointer("From")
+    object_b: object_pointer("To")
+    mode: EnumProperty(name="Mode", default='PROGRESS', items=[
+        ('PROGRESS', "Progress", "Reward getting closer"), ('NEGATIVE', "Negative", "Penalise the distance")])
+    weight: FloatProperty(name="Weight", default=1.0)
+    draw_props = ("object_a", "object_b", "mode", "weight")

@@ -1,0 +1,22 @@
+from bpy.props import EnumProperty, FloatProperty, StringProperty
+import bpy
+
+from ..node_tree import DRLANode
+from ._common import object_pointer
+
+
+class DRLA_PropertyChangeRewardNode(DRLANode, bpy.types.Node):
+    """Reward when a property changes during a step: Increase when it went up
+    (the score rose), Decrease when it went down.
+    Triggers: reward score property change points"""
+
+    bl_idname = "DRLA_PropertyChangeRewardNode"
+    bl_label = "Property Change Reward"
+    outputs_spec = (("DRLA_RewardSocket", "Reward"),)
+
+    source: EnumProperty(name="Source", default='OBJECT', items=[('OBJECT', "Object", ""), ('SCENE', "Scene", "")])
+    object: object_pointer("Object")
+    property: StringProperty(name="Property", default="score")
+    increase: FloatProperty(name="Increase", default=1.0)
+    decrease: FloatProperty(name="Decrease", default=0.0)
+    draw_props = ("source", "object", "property", "increase", "decrease")

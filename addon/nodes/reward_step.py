@@ -1,0 +1,16 @@
+from bpy.props import FloatProperty
+import bpy
+
+from ..node_tree import DRLANode
+
+
+class DRLA_StepCostNode(DRLANode, bpy.types.Node):
+    """A constant cost (negative reward) paid every step: hurry up.
+    Triggers: reward step cost time penalty"""
+
+    bl_idname = "DRLA_StepCostNode"
+    bl_label = "Step Cost"
+    outputs_spec = (("DRLA_RewardSocket", "Reward"),)
+
+    cost: FloatProperty(name="Cost", default=0.01)
+    draw_props = ("cost",)

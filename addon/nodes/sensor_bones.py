@@ -1,0 +1,28 @@
+from bpy.props import StringProperty
+import bpy
+
+from ._common import object_pointer
+from ._sensor import SensorNode
+
+
+def bone_names(text: str) -> list[str]:
+    return [b.strip() for b in text.split(",") if b.strip()]
+
+
+class DRLA_BoneRotationsSensorNode(SensorNode, bpy.types.Node):
+    """Pose-bone rotations of an armature as quaternions (4 values per bone, w x y z).
+    Bones: comma-separated names; empty means every bone.
+    Triggers: armature bones quaternion pose joints rig"""
+
+    bl_idname = "DRLA_BoneRotationsSensorNode"
+    bl_label = "Bone Rotations Sensor"
+
+    armature: object_pointer("Armature", kind='ARMATURE')
+    bones: StringProperty(name="Bones", description="Comma-separated bone names; empty = all bones")
+    draw_props = ("armature", "bones")
+
+    def reading_size(self):
+        names = bone_names(self.bones)
+        if not names and self.armature is not None:
+            return 4 * len(self.armature.pose.bones)
+        return 4 * len(names)

@@ -1,0 +1,19 @@
+import bpy
+
+from ._common import object_pointer
+from ._sensor import SensorNode
+
+
+class DRLA_DistanceSensorNode(SensorNode, bpy.types.Node):
+    """World-space distance between two objects' origins (1 value).
+    Triggers: distance range proximity"""
+
+    bl_idname = "DRLA_DistanceSensorNode"
+    bl_label = "Distance Sensor"
+
+    object_a: object_pointer("From")
+    object_b: object_pointer("To")
+    draw_props = ("object_a", "object_b")
+
+    def reading_size(self):
+        return 1

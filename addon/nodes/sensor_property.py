@@ -1,0 +1,29 @@
+from bpy.props import EnumProperty, StringProperty
+import bpy
+
+from ._common import object_pointer
+from ._sensor import SensorNode
+
+
+class DRLA_PropertySensorNode(SensorNode, bpy.types.Node):
+    """A number read from an object or the scene: a custom property name (score)
+    or an RNA path (location.z, ["score"]).
+    Triggers: custom property score rna path value"""
+
+    bl_idname = "DRLA_PropertySensorNode"
+    bl_label = "Property Sensor"
+
+    source: EnumProperty(name="Source", default='OBJECT', items=[('OBJECT', "Object", ""), ('SCENE', "Scene", "")])
+    object: object_pointer("Object")
+    property: StringProperty(name="Property", default="score", description="Custom property name or RNA path")
+    draw_props = ("source", "object", "property")
+
+    def draw(self, layout):
+        layout.prop(self, "source", expand=True)
+        if self.source == 'OBJECT':
+            layout.prop(self, "object")
+        layout.prop(self, "property")
+        layout.prop(self, "scale")
+
+    def reading_size(self):
+        return 1

@@ -1,0 +1,22 @@
+from bpy.props import FloatProperty
+import bpy
+
+from ..node_tree import DRLANode, linked_nodes
+
+
+class DRLA_StateNode(DRLANode, bpy.types.Node):
+    """Gathers sensor readings, in link order, into one observation vector.
+    Each sensor's Scale multiplies its values; Clip (when above 0) bounds every value to [-Clip, Clip].
+    Triggers: observation state vector"""
+
+    bl_idname = "DRLA_StateNode"
+    bl_label = "State"
+    inputs_spec = (("DRLA_SensorSocket", "Sensors", True),)
+    outputs_spec = (("DRLA_StateSocket", "State"),)
+
+    clip: FloatProperty(name="Clip", default=0.0, min=0.0, description="Bound values to [-Clip, Clip]; 0 = off")
+    draw_props = ("clip",)
+
+    def summary(self):
+        sizes = [getattr(n, "reading_size", lambda: 0)() for n in linked_nodes(self.inputs[0])]
+        return f"observation size {sum(sizes)}"
