@@ -22,8 +22,9 @@ Both methods draw every object as one flat colour (no lighting), so their pictur
   matrices. One batch per mesh (per material slot with ``color_source='MATERIAL'``) is built
   once; object matrices and colours are read again on every ``read()``. Depth comes from the
   depth buffer. Geometry is captured when the batches are built: rigid motion is seen at once,
-  and added, removed or render-hidden objects are noticed automatically, but a mesh edited in
-  place (modifiers, shape keys, edit mode) is only seen after ``invalidate()``. Collection
+  and added, removed or render-hidden (``hide_render``) objects are noticed automatically, but a
+  mesh edited in place (modifiers, shape keys, edit mode) or a collection's render visibility
+  toggled is only seen after ``invalidate()``. Collection
   instances and particles are not drawn.
 - ``method='workbench'`` (reference, about 2.3 ms at 64x64): a real Workbench render with
   FLAT lighting, anti-aliasing off, view transform Standard and dithering off, saved to
@@ -269,6 +270,7 @@ class _GpuPath:
         self._color_np = np.asarray(self._color_buf)  # views sharing the buffers' memory
         self._depth_np = np.asarray(self._depth_buf)
         self.entries: list[tuple[Any, list[tuple[int, Any]]]] = []  # (object, [(slot, batch)])
+        self.hidden_objects: list[Any] = []
         self._signature: tuple[int, int] = (-1, -1)
         self._color_cache: dict[tuple[float, float, float], tuple[float, float, float, float]] = {}
         self.dirty = True
@@ -286,8 +288,11 @@ class _GpuPath:
             depsgraph = cam.scene.view_layers[cam.view_layer.name].depsgraph
         hidden = _render_hidden_collections(cam.view_layer)
         entries = []
+        self.hidden_objects = []
         for ob in cam.view_layer.objects:
             if not _render_visible(ob, cam.view_layer, hidden):
+                if ob.type in GEOMETRY_TYPES and ob.hide_render:
+                    self.hidden_objects.append(ob)  # watched: un-hiding it triggers a rebuild
                 continue
             ob_eval = ob.evaluated_get(depsgraph)
             try:
@@ -355,6 +360,9 @@ class _GpuPath:
                 mw = ob.matrix_world
                 for slot, batch in batches:
                     draws.append((mw, self._color_of(ob, slot), batch))
+            for ob in self.hidden_objects:
+                if not ob.hide_render:
+                    raise ReferenceError("render visibility changed")
         except ReferenceError:  # an object was removed (or hidden) since the batches were built
             self._build()
             self._draw()

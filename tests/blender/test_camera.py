@@ -1,0 +1,240 @@
+"""addon.camera: the gpu-module camera renderer agrees with the Workbench reference."""
+
+import math
+import time
+
+import numpy as np
+import pytest
+
+bpy = pytest.importorskip("bpy")
+
+
+@pytest.fixture
+def camera_mod(ext):
+    from drla_ext.addon import camera
+
+    return camera
+
+
+def _add_box(scene, name, location, size, color):
+    bpy.ops.mesh.primitive_cube_add(size=1.0, location=location)
+    ob = bpy.context.active_object
+    ob.name = name
+    ob.scale = size
+    ob.color = color
+    return ob
+
+
+@pytest.fixture
+def stand_in(empty_scene):
+    """A plane, a red box, a blue sphere, a world colour and a perspective camera."""
+    sc = empty_scene
+    bpy.ops.mesh.primitive_plane_add(size=10)
+    ground = bpy.context.active_object
+    ground.name, ground.color = "Ground", (0.2, 0.5, 0.2, 1.0)
+    _add_box(sc, "Box", (-2.0, 1.0, 0.5), (1.0, 1.5, 1.0), (0.8, 0.1, 0.1, 1.0))
+    bpy.ops.mesh.primitive_uv_sphere_add(radius=1.0, location=(2.0, -1.0, 1.0))
+    sphere = bpy.context.active_object
+    sphere.name, sphere.color = "Sphere", (0.1, 0.2, 0.9, 1.0)
+    cam = bpy.data.objects.new("Cam", bpy.data.cameras.new("Cam"))
+    sc.collection.objects.link(cam)
+    cam.location = (7.0, -7.0, 6.0)
+    cam.rotation_euler = (1.0, 0.0, math.radians(45.0))
+    world = bpy.data.worlds.new("W")
+    world.color = (0.05, 0.05, 0.05)
+    sc.world = world
+    bpy.context.view_layer.update()
+    return sc, cam
+
+
+def _pair(camera_mod, sc, cam, mode, **kw):
+    with camera_mod.CameraRenderer(sc, cam, 64, 64, mode, 'gpu', **kw) as g:
+        a = g.read()
+        assert g.method == 'gpu'
+    with camera_mod.CameraRenderer(sc, cam, 64, 64, mode, 'workbench', **kw) as w:
+        b = w.read()
+    return a, b
+
+
+@pytest.mark.parametrize("mode, shape", [('RGB', (48, 64, 3)), ('GRAY', (48, 64)), ('BW', (48, 64)), ('DEPTH', (48, 64))])
+@pytest.mark.parametrize("method", ['gpu', 'workbench'])
+def test_shapes_dtypes_ranges(camera_mod, stand_in, mode, shape, method):
+    sc, cam = stand_in
+    with camera_mod.CameraRenderer(sc, cam, 64, 48, mode, method) as r:
+        a = r.read()
+        assert r.shape == shape
+    assert a.shape == shape and a.dtype == np.float32
+    assert 0.0 <= a.min() and a.max() <= 1.0
+    if mode == 'BW':
+        assert set(np.unique(a)) <= {0.0, 1.0}
+
+
+@pytest.mark.parametrize("mode", ['RGB', 'GRAY', 'BW', 'DEPTH'])
+def test_gpu_agrees_with_workbench(camera_mod, stand_in, mode):
+    sc, cam = stand_in
+    a, b = _pair(camera_mod, sc, cam, mode)
+    if mode == 'BW':
+        assert (a == b).mean() >= 0.97
+        assert 0.05 < a.mean() < 0.95  # the picture is not trivially uniform
+    elif mode == 'DEPTH':
+        assert np.abs(a - b).max() < 1e-3
+    else:
+        assert np.corrcoef(a.ravel(), b.ravel())[0, 1] > 0.99
+        assert (np.abs(a - b) < 0.02).mean() >= 0.97
+
+
+def test_material_colours_agree(camera_mod, stand_in):
+    sc, cam = stand_in
+    mat = bpy.data.materials.new("M")
+    mat.diffuse_color = (0.9, 0.8, 0.1, 1.0)
+    sc.objects["Box"].data.materials.append(mat)  # the sphere and ground have no material: grey
+    a, b = _pair(camera_mod, sc, cam, 'RGB', color_source='MATERIAL')
+    assert (np.abs(a - b) < 0.02).mean() >= 0.97
+    assert np.any(np.all(np.abs(a - camera_mod.srgb_encode([0.9, 0.8, 0.1])) < 0.01, axis=-1))
+
+
+def test_depth_units_and_background(camera_mod, stand_in):
+    sc, cam = stand_in
+    cam.rotation_euler = (math.radians(80), 0.0, math.radians(45.0))  # horizon in view: background pixels
+    bpy.context.view_layer.update()
+    with camera_mod.CameraRenderer(sc, cam, 32, 32, 'DEPTH', normalize_depth=False) as r:
+        d = r.read()
+    assert d.max() == pytest.approx(cam.data.clip_end)  # nothing hit
+    hit = d[d < cam.data.clip_end]
+    assert hit.size and 3.0 < hit.min() < 15.0  # the scene is about 10 units away
+
+
+def test_workbench_restores_every_setting(camera_mod, stand_in):
+    sc, cam = stand_in
+    sc.render.engine = 'CYCLES'
+    sc.render.image_settings.file_format = 'JPEG'
+    sc.render.resolution_x, sc.render.resolution_y = 1234, 567
+    sc.display.shading.light = 'STUDIO'
+    sc.camera = None
+    before = _snapshot(sc)
+    groups, images = len(bpy.data.node_groups), {i.name for i in bpy.data.images if i.name != "Render Result"}
+    for mode in ('RGB', 'DEPTH'):
+        with camera_mod.CameraRenderer(sc, cam, 32, 32, mode, 'workbench') as r:
+            r.read()
+            r.read()
+        assert _snapshot(sc) == before
+    assert len(bpy.data.node_groups) == groups
+    assert {i.name for i in bpy.data.images if i.name != "Render Result"} == images
+    assert [s.name for s in bpy.data.scenes] == [sc.name]
+
+
+def _snapshot(sc):
+    def props(struct):
+        out = {}
+        for p in struct.bl_rna.properties:
+            if p.type in {'COLLECTION', 'POINTER'} or p.identifier == "rna_type":
+                continue
+            v = getattr(struct, p.identifier)
+            out[p.identifier] = tuple(v) if hasattr(v, "__len__") and not isinstance(v, str) else v
+        return out
+
+    r = sc.render
+    return {
+        "render": props(r),
+        "image_settings": props(r.image_settings),
+        "display": props(sc.display),
+        "shading": props(sc.display.shading),
+        "view": props(sc.view_settings),
+        "display_settings": props(sc.display_settings),
+        "view_layer": props(sc.view_layers[0]),
+        "camera": sc.camera,
+        "compositing": getattr(sc, "compositing_node_group", None),
+    }
+
+
+def test_gpu_sees_moves_additions_removals_and_hiding(camera_mod, stand_in):
+    sc, cam = stand_in
+    with camera_mod.CameraRenderer(sc, cam, 64, 64, 'RGB') as r:
+        base = r.read()
+        box = sc.objects["Box"]
+        box.location.x += 1.5
+        bpy.context.view_layer.update()
+        moved = r.read()
+        assert np.abs(moved - base).max() > 0.1
+        box.location.x -= 1.5
+        bpy.context.view_layer.update()
+        np.testing.assert_allclose(r.read(), base, atol=1e-6)
+
+        new = _add_box(sc, "New", (0.0, 0.0, 2.5), (1.0, 1.0, 1.0), (1.0, 1.0, 0.0, 1.0))
+        bpy.context.view_layer.update()
+        with_new = r.read()
+        assert (np.abs(with_new - base).max(axis=-1) > 0.1).sum() > 10
+
+        new.hide_render = True
+        np.testing.assert_allclose(r.read(), base, atol=1e-6)
+        new.hide_render = False
+        np.testing.assert_allclose(r.read(), with_new, atol=1e-6)
+
+        bpy.data.objects.remove(sc.objects["Sphere"])
+        bpy.data.objects.remove(new)
+        without = r.read()
+        assert not np.allclose(without, base)
+        with camera_mod.CameraRenderer(sc, cam, 64, 64, 'RGB', 'workbench') as w:
+            assert (np.abs(without - w.read()) < 0.02).mean() >= 0.97
+
+
+def test_colour_changes_are_seen_each_read(camera_mod, stand_in):
+    sc, cam = stand_in
+    with camera_mod.CameraRenderer(sc, cam, 32, 32, 'GRAY') as r:
+        a = r.read()
+        sc.objects["Box"].color = (1.0, 1.0, 1.0, 1.0)
+        assert r.read().max() > a.max()
+
+
+def test_bw_threshold_is_a_property(camera_mod, stand_in):
+    sc, cam = stand_in
+    with camera_mod.CameraRenderer(sc, cam, 32, 32, 'BW', threshold=0.01) as r:
+        assert r.read().mean() == 1.0
+        r.threshold = 0.999
+        assert r.read().mean() == 0.0
+
+
+def test_fallback_to_workbench(camera_mod, stand_in, monkeypatch):
+    sc, cam = stand_in
+
+    def no_gpu(owner):
+        raise SystemError("GPU functions for drawing are not available")
+
+    monkeypatch.setattr(camera_mod, "_GpuPath", no_gpu)
+    with pytest.warns(RuntimeWarning, match="Workbench"):
+        r = camera_mod.CameraRenderer(sc, cam, 16, 16, 'GRAY', 'gpu')
+    with r:
+        assert r.method == 'workbench' and "not available" in r.fallback_reason
+        assert r.read().shape == (16, 16)
+
+
+def test_bad_arguments(camera_mod, stand_in):
+    sc, cam = stand_in
+    with pytest.raises(ValueError, match="mode"):
+        camera_mod.CameraRenderer(sc, cam, 8, 8, 'HSV')
+    with pytest.raises(ValueError, match="method"):
+        camera_mod.CameraRenderer(sc, cam, 8, 8, 'GRAY', 'cycles')
+    with pytest.raises(ValueError, match="camera"):
+        camera_mod.CameraRenderer(sc, sc.objects["Box"], 8, 8)
+    r = camera_mod.CameraRenderer(sc, cam, 8, 8)
+    r.close()
+    r.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        r.read()
+
+
+def test_gpu_is_faster_than_workbench(camera_mod, stand_in):
+    sc, cam = stand_in
+
+    def median_ms(method):
+        with camera_mod.CameraRenderer(sc, cam, 64, 64, 'GRAY', method) as r:
+            r.read()
+            ts = []
+            for _ in range(10):
+                t = time.perf_counter()
+                r.read()
+                ts.append(time.perf_counter() - t)
+        return 1e3 * float(np.median(ts))
+
+    gpu_ms, wb_ms = median_ms('gpu'), median_ms('workbench')
+    assert gpu_ms < wb_ms, (gpu_ms, wb_ms)
