@@ -15,6 +15,13 @@ MODULES: tuple[str, ...] = (
     "node_tree",
     "nodes",
     "node_menu",
+    # UI (properties first: operators and panels read Scene.drla)
+    "properties",
+    "preferences",
+    "live_curve",
+    "session",
+    "operators",
+    "panels",
 )
 
 

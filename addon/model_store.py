@@ -1,0 +1,101 @@
+"""The trained network lives in the .blend: one text datablock per RL tree.
+
+The text ``"DRLA model: <tree name>"`` holds the model JSON in the v1 format of
+``drla_core.model_io`` (the same bytes Export writes), with a fake user so saving the file
+keeps it. Import validates with ``model_io`` before touching anything, so a bad file leaves
+the stored model as it was.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import bpy
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..drla_core.model_io import Model
+
+PREFIX = "DRLA model: "
+
+
+def text_name(tree) -> str:
+    """The text datablock's name for ``tree`` (a tree or a tree name)."""
+    return PREFIX + (tree if isinstance(tree, str) else tree.name)
+
+
+def find_text(tree):
+    """The text datablock holding ``tree``'s model, or None."""
+    if tree is None:
+        return None
+    return bpy.data.texts.get(text_name(tree))
+
+
+def has_model(tree) -> bool:
+    text = find_text(tree)
+    return text is not None and bool(text.as_string().strip())
+
+
+def model_json(model: Model) -> str:
+    from ..drla_core import model_io
+
+    return json.dumps(model_io.model_to_dict(model), allow_nan=False, separators=(",", ":"))
+
+
+def store_model(tree, model: Model):
+    """Write ``model`` into ``tree``'s text datablock (created with a fake user); return the text."""
+    return store_json(tree, model_json(model))
+
+
+def store_json(tree, text_json: str):
+    name = text_name(tree)
+    text = bpy.data.texts.get(name) or bpy.data.texts.new(name)
+    text.clear()
+    text.write(text_json)
+    text.use_fake_user = True
+    return text
+
+
+def load_stored_model(tree) -> Model:
+    """The model stored for ``tree``; raises ``ModelFormatError`` (a readable message) when absent or corrupt."""
+    from ..drla_core import model_io
+
+    text = find_text(tree)
+    if text is None:
+        raise model_io.ModelFormatError(f"No trained model stored for '{tree.name}' yet: train or import one")
+    try:
+        return model_io.model_from_dict(model_io.parse_model_json(text.as_string()))
+    except model_io.ModelFormatError as exc:
+        raise model_io.ModelFormatError(f"The stored model '{text.name}' is damaged: {exc}") from None
+
+
+def export_model(tree, filepath: str) -> None:
+    """Write ``tree``'s stored model to ``filepath`` (validated: a corrupt stored text raises)."""
+    from ..drla_core import model_io
+
+    model_io.save_model(filepath, load_stored_model(tree))
+
+
+def import_model(tree, filepath: str, check=None) -> Model:
+    """Read and validate ``filepath``, then store it for ``tree``; raise ``ModelFormatError`` before any change.
+
+    ``check(model)`` may raise ``ModelFormatError`` too (e.g. the spaces don't match the tree).
+    """
+    from ..drla_core import model_io
+
+    try:
+        model = model_io.load_model(filepath)
+    except model_io.ModelFormatError:
+        raise
+    except OSError as exc:
+        raise model_io.ModelFormatError(f"Cannot read '{filepath}': {exc.strerror or exc}") from exc
+    if check is not None:
+        check(model)
+    store_model(tree, model)
+    return model
+
+
+def remove_model(tree) -> None:
+    text = find_text(tree)
+    if text is not None:
+        bpy.data.texts.remove(text)

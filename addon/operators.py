@@ -1,0 +1,413 @@
+"""DRLA operators: Train / Stop / Resume / Play / Export / Import / Bake.
+
+Every operator runs headless (``bpy.ops.drla.train()`` trains synchronously: ``execute`` is the
+blocking path). Invoked from the UI, Train, Resume and Play become modal: a window timer calls
+``session.tick(TICK_BUDGET_S)`` so Blender stays responsive; Esc or the Stop button end them.
+Buttons that cannot act are greyed out, their reason shown as the tooltip (``poll_message_set``).
+
+Undo: the tick work never pushes undo steps (no 'UNDO' flag on Train/Resume/Play/Stop); a
+finished run pushes exactly one ("DRLA Training"). Import and Bake are ordinary undoable steps.
+"""
+
+from __future__ import annotations
+
+import os
+
+import bpy
+from bpy.props import EnumProperty, IntProperty, StringProperty
+from bpy_extras.io_utils import ExportHelper, ImportHelper
+
+from . import model_store, session
+from .properties import settings
+
+MODES = (
+    ('AUTO', "Auto", "Modal (Blender stays responsive) from the UI; blocking from scripts and headless"),
+    ('MODAL', "Modal", "Train in short slices from a timer; Esc stops"),
+    ('BLOCKING', "Blocking", "Train to the end before returning (scripts, command line, tests)"),
+)
+
+
+# --------------------------------------------------------------------------- shared polls
+def _why_not_idle(context) -> str:
+    """The reason the scene cannot start something now, or '' when it can."""
+    scene = context.scene
+    if scene is None or not hasattr(scene, "drla"):
+        return "No scene"
+    s = settings(scene)
+    if s.tree is None:
+        return "Pick an RL tree in the DRLA panel first"
+    running = session.active(scene)
+    if running is not None:
+        return "Training is running: stop it first" if running.kind == "TRAIN" else "Playing: stop it first"
+    return ""
+
+
+def _why_no_model(context) -> str:
+    reason = _why_not_idle(context)
+    if reason:
+        return reason
+    tree = settings(context.scene).tree
+    if not model_store.has_model(tree):
+        return f"No trained model for '{tree.name}' yet: train it or import one"
+    return ""
+
+
+def _poll(cls, reason: str) -> bool:
+    if reason:
+        cls.poll_message_set(reason)
+        return False
+    return True
+
+
+def _report_failure(op, context, exc: Exception) -> set[str]:
+    message = session.describe_error(exc)
+    settings(context.scene).error = message
+    op.report({'ERROR'}, message)
+    return {'CANCELLED'}
+
+
+def _use_modal(op, context) -> bool:
+    if op.mode == 'BLOCKING' or bpy.app.background:
+        return False
+    return context.window is not None
+
+
+def _clear_status(context) -> None:
+    workspace = getattr(context, "workspace", None)
+    if workspace is not None:
+        workspace.status_text_set(None)
+
+
+def _undo_push(message: str) -> None:
+    """One undo step for a finished run (GUI only: headless has no undo history to speak of)."""
+    if bpy.app.background:
+        return
+    try:
+        bpy.ops.ed.undo_push(message=message)
+    except RuntimeError:
+        pass
+
+
+class _ModalSession:
+    """The modal wrapper around a session: a timer calls ``session.tick``; Esc stops."""
+
+    _timer = None
+    _session = None
+
+    def _begin_modal(self, context, sess) -> set[str]:
+        self._session = sess
+        wm = context.window_manager
+        self._timer = wm.event_timer_add(session.TIMER_INTERVAL_S, window=context.window)
+        wm.modal_handler_add(self)
+        context.workspace.status_text_set(sess.status_line())
+        session.redraw_ui()
+        return {'RUNNING_MODAL'}
+
+    def _end_modal(self, context) -> None:
+        if self._timer is not None:
+            context.window_manager.event_timer_remove(self._timer)
+            self._timer = None
+        _clear_status(context)
+        session.redraw_ui()
+
+    def modal(self, context, event):
+        sess = self._session
+        if event.type == 'ESC' and event.value == 'PRESS':
+            sess.stop()
+        elif event.type in {'Z', 'Y'} and (event.ctrl or event.oskey) and sess.state == session.RUNNING:
+            self.report({'WARNING'}, "Undo is off while DRLA runs: stop it first")
+            return {'RUNNING_MODAL'}
+        elif event.type == 'TIMER' and event.timer == self._timer and sess.state == session.RUNNING:
+            try:
+                sess.tick(session.TICK_BUDGET_S)
+            except session.SessionError as exc:
+                self.report({'ERROR'}, str(exc))
+            if sess.state == session.RUNNING:
+                context.workspace.status_text_set(sess.status_line())
+            session.redraw_ui()
+        if sess.state != session.RUNNING:
+            self._end_modal(context)
+            self._finished(context, sess)
+            return {'FINISHED'}
+        return {'PASS_THROUGH'}
+
+    def _finished(self, context, sess) -> None:
+        pass
+
+
+# --------------------------------------------------------------------------- train / resume / stop
+class _TrainBase(_ModalSession):
+    bl_options = {'REGISTER'}  # no UNDO: one undo step is pushed when the run ends
+
+    mode: EnumProperty(name="Mode", items=MODES, default='AUTO', options={'SKIP_SAVE'})
+    steps: IntProperty(name="Steps", default=0, min=0, options={'SKIP_SAVE'},
+                       description="Training steps; 0 uses the scene setting, then the tree's")
+
+    def _finished(self, context, sess) -> None:
+        if sess.state in (session.DONE, session.STOPPED):
+            self.report({'INFO'}, sess.message)
+            _undo_push("DRLA Training")
+
+
+class DRLA_OT_train(_TrainBase, bpy.types.Operator):
+    """Train the agent of the selected RL tree in this scene. The scene is put back exactly as it was afterwards"""
+
+    bl_idname = "drla.train"
+    bl_label = "Train"
+
+    @classmethod
+    def poll(cls, context):
+        return _poll(cls, _why_not_idle(context))
+
+    def _make_session(self, context):
+        s = settings(context.scene)
+        return session.TrainSession(context.scene, s.tree, total_steps=self.steps or s.total_steps,
+                                    output_dir=s.output_dir)
+
+    def execute(self, context):
+        try:
+            sess = self._make_session(context).start()
+            sess.run_blocking()
+        except session.SessionError as exc:
+            return _report_failure(self, context, exc)
+        self._finished(context, sess)
+        return {'FINISHED'}
+
+    def invoke(self, context, event):
+        if not _use_modal(self, context):
+            return self.execute(context)
+        try:
+            sess = self._make_session(context).start()
+        except session.SessionError as exc:
+            return _report_failure(self, context, exc)
+        return self._begin_modal(context, sess)
+
+
+class DRLA_OT_resume(_TrainBase, bpy.types.Operator):
+    """Continue the stopped training run where it stopped (same network, replay memory and schedule)"""
+
+    bl_idname = "drla.resume"
+    bl_label = "Resume"
+
+    @classmethod
+    def poll(cls, context):
+        reason = _why_not_idle(context)
+        if not reason:
+            sess = session.get(context.scene)
+            tree = settings(context.scene).tree
+            if sess is None or sess.kind != "TRAIN" or sess.state != session.STOPPED or sess.tree_name != tree.name:
+                reason = "No stopped run to resume in this Blender session: press Train"
+        return _poll(cls, reason)
+
+    def _resume(self, context):
+        sess = session.get(context.scene)
+        if self.steps:
+            sess.total_steps = sess.steps + self.steps
+        return sess.resume()
+
+    def execute(self, context):
+        try:
+            sess = self._resume(context)
+            sess.run_blocking()
+        except session.SessionError as exc:
+            return _report_failure(self, context, exc)
+        self._finished(context, sess)
+        return {'FINISHED'}
+
+    def invoke(self, context, event):
+        if not _use_modal(self, context):
+            return self.execute(context)
+        try:
+            sess = self._resume(context)
+        except session.SessionError as exc:
+            return _report_failure(self, context, exc)
+        return self._begin_modal(context, sess)
+
+
+class DRLA_OT_stop(bpy.types.Operator):
+    """Stop training (keeps the model so far; Resume continues) or playing. The scene is restored exactly"""
+
+    bl_idname = "drla.stop"
+    bl_label = "Stop"
+    bl_options = {'REGISTER'}
+
+    @classmethod
+    def poll(cls, context):
+        scene = context.scene
+        return _poll(cls, "" if scene is not None and session.active(scene) else "Nothing is running")
+
+    def execute(self, context):
+        try:
+            session.stop(context.scene)
+        except session.SessionError as exc:
+            return _report_failure(self, context, exc)
+        session.redraw_ui()
+        return {'FINISHED'}
+
+
+# --------------------------------------------------------------------------- play
+class DRLA_OT_play(_ModalSession, bpy.types.Operator):
+    """Let the trained agent act in the viewport (greedy: its best action every step). Stop puts the scene back"""
+
+    bl_idname = "drla.play"
+    bl_label = "Play"
+    bl_options = {'REGISTER'}
+
+    mode: EnumProperty(name="Mode", items=MODES, default='AUTO', options={'SKIP_SAVE'})
+    steps: IntProperty(name="Steps", default=0, min=0, options={'SKIP_SAVE'},
+                       description="Blocking mode: steps to play (0: one episode), then restore the scene")
+
+    @classmethod
+    def poll(cls, context):
+        return _poll(cls, _why_no_model(context))
+
+    def _make_session(self, context):
+        s = settings(context.scene)
+        return session.PlaySession(context.scene, s.tree, fps=s.play_fps)
+
+    def execute(self, context):
+        try:
+            sess = self._make_session(context).start()
+            if self.steps:
+                sess.run_steps(self.steps)
+            else:
+                sess.run_episode()
+            sess.stop()
+        except session.SessionError as exc:
+            return _report_failure(self, context, exc)
+        self.report({'INFO'}, settings(context.scene).message)
+        return {'FINISHED'}
+
+    def invoke(self, context, event):
+        if not _use_modal(self, context):
+            return self.execute(context)
+        try:
+            sess = self._make_session(context).start()
+        except session.SessionError as exc:
+            return _report_failure(self, context, exc)
+        return self._begin_modal(context, sess)
+
+
+# --------------------------------------------------------------------------- model files
+class DRLA_OT_export_model(bpy.types.Operator, ExportHelper):
+    """Write the trained network to a JSON file (DRLA model format v1) to use in a game, a web page or a robot"""
+
+    bl_idname = "drla.export_model"
+    bl_label = "Export Model"
+    bl_options = {'REGISTER'}
+
+    filename_ext = ".json"
+    filter_glob: StringProperty(default="*.json", options={'HIDDEN'})
+
+    @classmethod
+    def poll(cls, context):
+        scene = context.scene
+        tree = settings(scene).tree if scene is not None and hasattr(scene, "drla") else None
+        if tree is None:
+            return _poll(cls, "Pick an RL tree in the DRLA panel first")
+        # exporting is read-only, so it is allowed while something runs (it writes the stored model)
+        return _poll(cls, "" if model_store.has_model(tree) else
+                     f"No trained model for '{tree.name}' yet: train it or import one")
+
+    def invoke(self, context, event):
+        tree = settings(context.scene).tree
+        if not self.filepath:
+            self.filepath = session.safe_name(tree.name) + self.filename_ext
+        return ExportHelper.invoke(self, context, event)
+
+    def execute(self, context):
+        from ..drla_core.model_io import ModelFormatError
+
+        tree = settings(context.scene).tree
+        try:
+            model_store.export_model(tree, self.filepath)
+        except (ModelFormatError, OSError) as exc:
+            return _report_failure(self, context, exc)
+        settings(context.scene).message = f"Exported '{tree.name}' to {self.filepath}"
+        self.report({'INFO'}, settings(context.scene).message)
+        return {'FINISHED'}
+
+
+class DRLA_OT_import_model(bpy.types.Operator, ImportHelper):
+    """Load a trained network from a DRLA JSON model file into the selected RL tree (checked before anything changes)"""
+
+    bl_idname = "drla.import_model"
+    bl_label = "Import Model"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    filename_ext = ".json"
+    filter_glob: StringProperty(default="*.json", options={'HIDDEN'})
+
+    @classmethod
+    def poll(cls, context):
+        return _poll(cls, _why_not_idle(context))
+
+    def execute(self, context):
+        from ..drla_core.model_io import ModelFormatError
+
+        s = settings(context.scene)
+        path = bpy.path.abspath(self.filepath)
+        if not os.path.isfile(path):
+            return _report_failure(self, context, ModelFormatError(f"No such file: {path}"))
+        try:
+            model_store.import_model(s.tree, path)
+        except ModelFormatError as exc:
+            return _report_failure(self, context, ModelFormatError(f"{os.path.basename(path)}: {exc}"))
+        s.error = ""
+        s.message = f"Imported {os.path.basename(path)} into '{s.tree.name}'"
+        self.report({'INFO'}, s.message)
+        return {'FINISHED'}
+
+
+# --------------------------------------------------------------------------- bake
+class DRLA_OT_bake(bpy.types.Operator):
+    """Record one greedy episode of the trained agent as keyframes on the objects and bones it moves"""
+
+    bl_idname = "drla.bake"
+    bl_label = "Bake to Keyframes"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    steps: IntProperty(name="Steps", default=0, min=0, options={'SKIP_SAVE'},
+                       description="Steps to record; 0 uses the scene setting (0 there: one episode)")
+
+    @classmethod
+    def poll(cls, context):
+        return _poll(cls, _why_no_model(context))
+
+    def execute(self, context):
+        from . import bake
+
+        s = settings(context.scene)
+        try:
+            result = bake.bake(context.scene, s.tree, max_steps=self.steps or s.bake_steps,
+                               frame_step=s.bake_frame_step)
+        except Exception as exc:  # bake restores the scene itself before raising
+            return _report_failure(self, context, exc)
+        s.error = ""
+        s.message = result.summary()
+        self.report({'INFO'}, s.message)
+        return {'FINISHED'}
+
+
+class DRLA_OT_clear_error(bpy.types.Operator):
+    """Dismiss the error message"""
+
+    bl_idname = "drla.clear_error"
+    bl_label = "Dismiss"
+    bl_options = {'INTERNAL'}
+
+    def execute(self, context):
+        settings(context.scene).error = ""
+        return {'FINISHED'}
+
+
+classes = (
+    DRLA_OT_train,
+    DRLA_OT_resume,
+    DRLA_OT_stop,
+    DRLA_OT_play,
+    DRLA_OT_export_model,
+    DRLA_OT_import_model,
+    DRLA_OT_bake,
+    DRLA_OT_clear_error,
+)
