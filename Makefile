@@ -51,13 +51,19 @@ type: setup  ## mypy on drla_core
 
 check: lint type test  ## lint, type, test
 
-build: setup  ## build the installable extension zip into dist/
+# build/validate need only Python 3.11 and the blender_ext.py CLI inside the bpy wheel (no blender
+# binary); they run `setup` only when .venv lacks that wheel.
+FIND_BLENDER_EXT = ls $(VENV)/lib/python3.11/site-packages/bpy/*/scripts/addons_core/bl_pkg/cli/blender_ext.py 2>/dev/null | head -n1
+
+build:  ## build the installable extension zip into dist/
+	@test -n "$$($(FIND_BLENDER_EXT))" || $(MAKE) setup
 	@mkdir -p dist
-	$(PY) $(BLENDER_EXT) build --source-dir . --output-dir dist
+	@rm -f $(ZIP)
+	$(PY) "$$($(FIND_BLENDER_EXT))" build --source-dir . --output-dir dist
 
 validate: build  ## validate the manifest and the built zip
-	$(PY) $(BLENDER_EXT) validate .
-	$(PY) $(BLENDER_EXT) validate $(ZIP)
+	$(PY) "$$($(FIND_BLENDER_EXT))" validate .
+	$(PY) "$$($(FIND_BLENDER_EXT))" validate $(ZIP)
 
 clean:  ## remove build outputs (keeps .venv)
 	rm -rf dist $(OUT) .pytest_cache .mypy_cache .ruff_cache
