@@ -1,0 +1,7 @@
+"""``python -m drla``: see ``drla.cli``."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

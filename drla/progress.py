@@ -1,0 +1,80 @@
+"""A dependency-free progress bar for training runs (a ``TrainingRun`` callback)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, TextIO
+
+from drla_core.train import Callback
+
+
+def _fmt_seconds(s: float) -> str:
+    s = max(0, int(round(s)))
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
+class ProgressBar(Callback):
+    """Prints ``[####....] steps | episodes | mean return | epsilon | steps/s | ETA``.
+
+    On a terminal it redraws one line a few times a second; elsewhere (CI, a log file) it
+    prints a line at every 10 % so logs stay short.
+    """
+
+    def __init__(self, total_steps: int, stream: TextIO | None = None, width: int = 24, every_s: float = 0.25):
+        self.total = max(1, int(total_steps))
+        self.stream = stream or sys.stderr
+        self.width = width
+        self.every_s = every_s
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._last_draw = 0.0
+        self._last_decile = -1
+        self._t0 = time.perf_counter()
+
+    # -- callback interface -------------------------------------------------------------
+    def on_start(self, run: Any) -> None:
+        self._t0 = time.perf_counter()
+
+    def on_step(self, run: Any) -> None:  # type: ignore[override]
+        now = time.perf_counter()
+        decile = run.steps * 10 // self.total
+        if self.tty and now - self._last_draw >= self.every_s:
+            self._draw(run, end="")
+            self._last_draw = now
+        elif not self.tty and decile != self._last_decile:
+            self._last_decile = decile
+            self._draw(run, end="\n")
+
+    def on_end(self, run: Any) -> None:
+        self._draw(run, end="\n")
+
+    # -- drawing --------------------------------------------------------------------------
+    def line(self, run: Any) -> str:
+        steps = int(run.steps)
+        frac = min(1.0, steps / self.total)
+        filled = int(frac * self.width)
+        elapsed = time.perf_counter() - self._t0
+        rate = steps / elapsed if elapsed > 0 else 0.0
+        eta = (self.total - steps) / rate if rate > 0 else 0.0
+        returns = run.history.episode_returns[-20:]
+        mean_return = f"{sum(returns) / len(returns):8.2f}" if returns else "       -"
+        parts = [
+            f"[{'#' * filled}{'.' * (self.width - filled)}] {steps:>{len(str(self.total))}}/{self.total}",
+            f"ep {run.episodes:>5}",
+            f"return(20) {mean_return}",
+        ]
+        eps = getattr(run.agent, "epsilon", None)
+        if eps is not None:
+            parts.append(f"eps {eps:.2f}")
+        metric = run.history.task_metric
+        recent = [m for m in run.history.episode_metrics[-20:] if m is not None]
+        if metric and recent:
+            parts.append(f"{metric} {sum(recent) / len(recent):.0%}")
+        parts.append(f"{rate:,.0f} steps/s")
+        parts.append(f"ETA {_fmt_seconds(eta)}")
+        return " | ".join(parts)
+
+    def _draw(self, run: Any, end: str) -> None:
+        prefix = "\r" if self.tty else ""
+        self.stream.write(prefix + self.line(run) + end)
+        self.stream.flush()
