@@ -28,8 +28,10 @@ class DRLA_FireActionNode(DRLANode, bpy.types.Node):
     respawn: BoolProperty(name="Respawn", default=True)
     respawn_min: FloatVectorProperty(name="Min", subtype='XYZ', default=(-5.0, -5.0, 0.0))
     respawn_max: FloatVectorProperty(name="Max", subtype='XYZ', default=(5.0, 5.0, 0.0))
+    respawn_grid: FloatProperty(name="Grid", default=0.0, min=0.0,
+                                description="Snap respawn locations to multiples of this step (0 = continuous)")
     draw_props = ("action_name", "origin", "axis", "axis_object", "target", "max_distance", "score_object",
-                  "score_property", "add", "respawn", "respawn_min", "respawn_max")
+                  "score_property", "add", "respawn", "respawn_min", "respawn_max", "respawn_grid")
 
     def draw(self, layout):
         for name in self.draw_props[:9]:
@@ -39,3 +41,4 @@ class DRLA_FireActionNode(DRLANode, bpy.types.Node):
             row = layout.row()
             row.column().prop(self, "respawn_min")
             row.column().prop(self, "respawn_max")
+            layout.prop(self, "respawn_grid")

@@ -1,4 +1,4 @@
-from bpy.props import BoolProperty, FloatProperty, IntProperty
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
 import bpy
 
 from ..node_tree import DRLANode
@@ -7,22 +7,30 @@ from ..node_tree import DRLANode
 class DRLA_DQNAgentNode(DRLANode, bpy.types.Node):
     """A Deep Q-Network agent: learns the value of each discrete action,
     Q(s, a) = r + gamma max Q(s', a'), and picks the best (epsilon-greedy while training).
-    Properties mirror drla_core.dqn.DQNConfig.
+    Properties mirror drla_core.dqn.DQNConfig (same names and defaults); the Epsilon,
+    Replay and Network inputs set the rest.
     Triggers: agent dqn q-learning deep q network"""
 
     bl_idname = "DRLA_DQNAgentNode"
     bl_label = "DQN Agent"
+    bl_width_default = 220
     inputs_spec = (("DRLA_NetworkSocket", "Network"), ("DRLA_EpsilonSocket", "Epsilon"),
                    ("DRLA_ReplaySocket", "Replay"))
     outputs_spec = (("DRLA_AgentSocket", "Agent"),)
 
-    learning_rate: FloatProperty(name="Learning Rate", default=1e-3, min=0.0, precision=5)
+    learning_rate: FloatProperty(name="Learning Rate", default=2.3e-3, min=0.0, precision=5,
+                                 description="Adam step size")
     gamma: FloatProperty(name="Gamma", default=0.99, min=0.0, max=1.0, description="Discount factor")
-    train_frequency: IntProperty(name="Train Every", default=1, min=1, description="Env steps per update")
-    target_update_interval: IntProperty(name="Target Update", default=500, min=1,
+    train_freq: IntProperty(name="Train Every", default=256, min=1, description="Env steps between training phases")
+    gradient_steps: IntProperty(name="Gradient Steps", default=128, min=1,
+                                description="Gradient steps per training phase")
+    target_update_interval: IntProperty(name="Target Update", default=10, min=1,
                                         description="Env steps between target network updates")
-    tau: FloatProperty(name="Tau", default=1.0, min=0.0, max=1.0, description="Target update rate (1 = copy)")
+    tau: FloatProperty(name="Tau", default=1.0, min=0.001, max=1.0, description="Target update rate (1 = copy)")
     double_dqn: BoolProperty(name="Double DQN", default=True)
     max_grad_norm: FloatProperty(name="Max Grad Norm", default=10.0, min=0.0)
-    draw_props = ("learning_rate", "gamma", "train_frequency", "target_update_interval", "tau", "double_dqn",
-                  "max_grad_norm")
+    loss: EnumProperty(name="Loss", default='HUBER', items=[('HUBER', "Huber", ""), ('MSE', "MSE", "")])
+    keep_best: BoolProperty(name="Keep Best", default=True,
+                            description="Restore the parameters with the best evaluation when training ends")
+    draw_props = ("learning_rate", "gamma", "train_freq", "gradient_steps", "target_update_interval", "tau",
+                  "double_dqn", "max_grad_norm", "loss", "keep_best")

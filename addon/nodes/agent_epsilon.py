@@ -14,6 +14,6 @@ class DRLA_EpsilonNode(DRLANode, bpy.types.Node):
     outputs_spec = (("DRLA_EpsilonSocket", "Epsilon"),)
 
     start: FloatProperty(name="Start", default=1.0, min=0.0, max=1.0)
-    end: FloatProperty(name="End", default=0.05, min=0.0, max=1.0)
-    fraction: FloatProperty(name="Fraction", default=0.3, min=0.0, max=1.0)
+    end: FloatProperty(name="End", default=0.04, min=0.0, max=1.0)
+    fraction: FloatProperty(name="Fraction", default=0.16, min=0.0, max=1.0)
     draw_props = ("start", "end", "fraction")

@@ -13,7 +13,7 @@ class DRLA_ReplayMemoryNode(DRLANode, bpy.types.Node):
     bl_label = "Replay Memory"
     outputs_spec = (("DRLA_ReplaySocket", "Replay"),)
 
-    capacity: IntProperty(name="Capacity", default=50000, min=1)
+    capacity: IntProperty(name="Capacity", default=100000, min=1)
     batch_size: IntProperty(name="Batch Size", default=64, min=1)
     learning_starts: IntProperty(name="Learning Starts", default=1000, min=0)
     draw_props = ("capacity", "batch_size", "learning_starts")

@@ -1,4 +1,4 @@
-from bpy.props import FloatVectorProperty, IntProperty, PointerProperty
+from bpy.props import FloatProperty, FloatVectorProperty, IntProperty, PointerProperty
 import bpy
 
 from ..node_tree import DRLANode
@@ -27,9 +27,11 @@ class DRLA_EnvironmentNode(DRLANode, bpy.types.Node):
     random_object_3: object_pointer("Randomize", "An object whose start location is randomised")
     random_min: FloatVectorProperty(name="Min", subtype='XYZ', default=(-1.0, -1.0, 0.0))
     random_max: FloatVectorProperty(name="Max", subtype='XYZ', default=(1.0, 1.0, 0.0))
+    random_grid: FloatProperty(name="Grid", default=0.0, min=0.0,
+                               description="Snap random locations to multiples of this step (0 = continuous)")
 
     draw_props = ("frames_per_step", "max_steps", "random_collection", "random_object_1", "random_object_2",
-                  "random_object_3", "random_min", "random_max")
+                  "random_object_3", "random_min", "random_max", "random_grid")
 
     def draw(self, layout):
         layout.prop(self, "frames_per_step")
@@ -42,3 +44,4 @@ class DRLA_EnvironmentNode(DRLANode, bpy.types.Node):
         row = box.row()
         row.column().prop(self, "random_min")
         row.column().prop(self, "random_max")
+        box.prop(self, "random_grid")

@@ -12,5 +12,6 @@ class DRLA_ExportJSONNode(DRLANode, bpy.types.Node):
     bl_label = "Export JSON"
     inputs_spec = (("DRLA_ModelSocket", "Model"),)
 
-    filepath: StringProperty(name="File", default="//model.json", subtype='FILE_PATH')
+    filepath: StringProperty(name="File", default="//model.json", subtype='FILE_PATH',
+                              options={'PATH_SUPPORTS_BLEND_RELATIVE'})
     draw_props = ("filepath",)

@@ -17,5 +17,6 @@ class DRLA_TrainerNode(DRLANode, bpy.types.Node):
     total_steps: IntProperty(name="Total Steps", default=20000, min=1)
     seed: IntProperty(name="Seed", default=0, min=0)
     checkpoint_interval: IntProperty(name="Checkpoint Every", default=0, min=0)
-    output_path: StringProperty(name="Output", default="//drla_out", subtype='DIR_PATH')
+    output_path: StringProperty(name="Output", default="//drla_out", subtype='DIR_PATH',
+                                options={'PATH_SUPPORTS_BLEND_RELATIVE'})
     draw_props = ("total_steps", "seed", "checkpoint_interval", "output_path")

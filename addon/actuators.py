@@ -1,0 +1,180 @@
+"""Everything that writes numbers into the live scene (the ONLY numpy -> bpy code).
+
+``DiscreteActuator.apply(index, rng)`` performs one named action (move, rotate, rotate a
+bone, set or add to a property, wait, fire) and returns what happened (``fired``, ``hit``);
+``BoneActuator.apply(vector)`` sets continuous bone rotations; ``randomize_locations`` places
+objects at random start locations. Objects are looked up once, when built.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import numpy as np
+from mathutils import Euler, Quaternion, Vector
+
+from . import sensors
+
+NO_EVENT: dict[str, bool] = {"fired": False, "hit": False}
+
+
+def property_setter(owner, path: str):
+    """A setter for a custom property (``["score"]``) or an RNA path (``location.z``, ``location[2]``)."""
+    m = re.fullmatch(r'\["(.+)"\]', path)
+    if m:
+        key = m.group(1)
+
+        def set_custom(v):
+            owner[key] = type(owner[key])(v) if isinstance(owner[key], (int, float)) else v
+        return set_custom
+    m = re.fullmatch(r'(.*?)\.?(\w+)(?:\[(\d+)\])?', path)
+    base, attr, index = m.group(1), m.group(2), m.group(3)
+    target = owner.path_resolve(base) if base else owner
+    if index is None:
+        return lambda v: setattr(target, attr, v)
+    arr = getattr(target, attr)
+    return lambda v: arr.__setitem__(int(index), v)
+
+
+def _clamp(values, limits):
+    lo, hi = limits
+    return [min(max(v, lo[i]), hi[i]) for i, v in enumerate(values)]
+
+
+def _rotate(owner, degrees, limits) -> None:
+    """Rotate an object or pose bone by Euler degrees (clamped per axis in degrees for Euler modes)."""
+    delta = Euler([math.radians(d) for d in degrees])
+    if owner.rotation_mode == 'QUATERNION':
+        owner.rotation_quaternion = owner.rotation_quaternion @ delta.to_quaternion()
+    elif owner.rotation_mode == 'AXIS_ANGLE':
+        w, x, y, z = owner.rotation_axis_angle
+        q = Quaternion((x, y, z), w) @ delta.to_quaternion()
+        axis, angle = q.to_axis_angle()
+        owner.rotation_axis_angle = (angle, *axis)
+    else:
+        e = owner.rotation_euler
+        new = [e[0] + delta[0], e[1] + delta[1], e[2] + delta[2]]
+        if limits is not None:
+            lo, hi = limits
+            new = _clamp(new, ([math.radians(v) for v in lo], [math.radians(v) for v in hi]))
+        owner.rotation_euler = new
+
+
+class _Item:
+    """One compiled discrete action bound to live objects."""
+
+    def __init__(self, spec, scene):
+        self.spec, self.kind = spec, spec.kind
+        self.ob = scene.objects[spec.obj] if spec.obj else None
+        if self.kind == 'BONE_ROTATE':
+            self.owner = self.ob.pose.bones[spec.bone]
+        if self.kind in {'SET_PROPERTY', 'ADD_PROPERTY'}:
+            self.get = sensors.property_probe(self.ob, spec.path)
+            self.set = property_setter(self.ob, spec.path)
+        if self.kind == 'FIRE':
+            o = spec.options
+            self.scene = scene
+            self.axis_ob = scene.objects[o["axis_obj"]] if o["axis_obj"] else self.ob
+            self.target = scene.objects[o["target"]]
+            self.root = sensors._top(self.ob)
+            score_ob = scene.objects[o["score_obj"]] if o["score_obj"] else None
+            if score_ob is not None:
+                self.get_score = sensors.property_probe(score_ob, o["score_path"])
+                self.set_score = property_setter(score_ob, o["score_path"])
+            else:
+                self.get_score = None
+
+    def apply(self, rng) -> dict[str, bool]:
+        kind, spec = self.kind, self.spec
+        if kind == 'WAIT':
+            return NO_EVENT
+        if kind == 'MOVE':
+            step = Vector(spec.vector)
+            if spec.space == 'LOCAL':
+                step = self.ob.matrix_basis.to_3x3().normalized() @ step
+            new = self.ob.location + step
+            self.ob.location = _clamp(new, spec.limits) if spec.limits else new
+        elif kind == 'ROTATE':
+            _rotate(self.ob, spec.vector, spec.limits)
+        elif kind == 'BONE_ROTATE':
+            _rotate(self.owner, spec.vector, spec.limits)
+        elif kind in {'SET_PROPERTY', 'ADD_PROPERTY'}:
+            value = spec.value if kind == 'SET_PROPERTY' else float(self.get()) + spec.value
+            if spec.limits:
+                value = min(max(value, spec.limits[0][0]), spec.limits[1][0])
+            self.set(value)
+        elif kind == 'FIRE':
+            return self.fire(rng)
+        return NO_EVENT
+
+    def fire(self, rng) -> dict[str, bool]:
+        o = self.spec.options
+        origin = self.ob.matrix_world.translation
+        hit_ob, _dist = sensors.cast_ray(self.scene, origin, sensors.world_axis(self.axis_ob, o["axis"]),
+                                         o["range"], self.root)
+        hit = hit_ob is not None and (hit_ob == self.target or sensors._top(hit_ob) == self.target
+                                      or self.target in _ancestors(hit_ob))
+        if hit:
+            if self.get_score is not None:
+                self.set_score(float(self.get_score()) + o["add"])
+            if o["respawn"]:
+                randomize_locations([self.target], rng, o["respawn_min"], o["respawn_max"], o["respawn_grid"])
+        return {"fired": True, "hit": bool(hit)}
+
+
+def _ancestors(ob) -> list[Any]:
+    out = []
+    while ob.parent is not None:
+        ob = ob.parent
+        out.append(ob)
+    return out
+
+
+class DiscreteActuator:
+    """Performs discrete action ``index`` of a compiled action list."""
+
+    def __init__(self, action_specs, scene):
+        self.items = [_Item(spec, scene) for spec in action_specs]
+
+    def apply(self, index: int, rng: np.random.Generator) -> dict[str, bool]:
+        return self.items[int(index)].apply(rng)
+
+
+class BoneActuator:
+    """Continuous actions: 3 values in [-1, 1] per bone, Euler angles times ``max_angle``."""
+
+    def __init__(self, spec, scene):
+        arm = scene.objects[spec.armature]
+        self.bones = [arm.pose.bones[name] for name in spec.bones]
+        self.delta = spec.mode == 'DELTA'
+        self.max_angle = float(spec.max_angle)
+
+    def apply(self, action, rng=None) -> dict[str, bool]:
+        a = np.clip(np.asarray(action, np.float64).reshape(-1, 3), -1.0, 1.0) * self.max_angle
+        for pb, e in zip(self.bones, a):
+            q = Euler(e.tolist()).to_quaternion()
+            if self.delta:
+                q = (pb.rotation_quaternion if pb.rotation_mode == 'QUATERNION'
+                     else pb.matrix_basis.to_quaternion()) @ q
+            if pb.rotation_mode == 'QUATERNION':
+                pb.rotation_quaternion = q
+            else:
+                pb.rotation_euler = q.to_euler(pb.rotation_mode if len(pb.rotation_mode) == 3 else 'XYZ')
+        return NO_EVENT
+
+
+def random_location(rng: np.random.Generator, low, high, grid: float = 0.0) -> list[float]:
+    """Uniform between ``low`` and ``high``; with ``grid``, a uniform pick among the multiples of ``grid`` inside."""
+    if grid <= 0:
+        return rng.uniform(low, high).tolist()
+    lo = np.ceil(np.asarray(low, np.float64) / grid - 1e-9)
+    hi = np.floor(np.asarray(high, np.float64) / grid + 1e-9)
+    return (rng.integers(lo, np.maximum(hi, lo) + 1) * grid).tolist()
+
+
+def randomize_locations(objects, rng: np.random.Generator, low, high, grid: float = 0.0) -> None:
+    """Place each object at a random location between ``low`` and ``high`` (world, unparented)."""
+    for ob in objects:
+        ob.location = random_location(rng, low, high, grid)

@@ -1,0 +1,202 @@
+"""Ready-made DRLA node trees: the tank game and a transform-only "reach the goal" example.
+
+``EXAMPLES`` maps a display name to a builder ``fn(scene) -> tree``; the Add > Examples menu
+and the CLI list it. Each builder makes a new tree (``use_fake_user`` so it is saved) over
+objects that already exist in the scene; ``build_transform_tree`` creates its two objects
+when they are missing.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import bpy
+
+from .node_tree import TREE_ID
+
+
+class _Builder:
+    """Adds nodes in columns and links them by socket name, to keep the trees below readable."""
+
+    def __init__(self, name: str):
+        self.tree = bpy.data.node_groups.new(name, TREE_ID)
+        self.tree.use_fake_user = True
+        self.rows: dict[int, int] = {}
+
+    def node(self, idname: str, column: int, label: str = "", **props) -> Any:
+        node = self.tree.nodes.new(idname)
+        row = self.rows.get(column, 0)
+        node.location = (column * 260, -row)
+        self.rows[column] = row + 60 + 24 * (len(node.inputs) + len(node.outputs)) + 22 * len(
+            getattr(node, "draw_props", ()))
+        if label:
+            node.label = label
+        for key, value in props.items():
+            setattr(node, key, value)
+        return node
+
+    def link(self, a, b, socket: str | int = 0) -> None:
+        self.tree.links.new(a.outputs[0], b.inputs[socket])
+
+
+def _agent(b: _Builder, env, column: int, hidden=(64, 64), total_steps=20000, seed=0, epsilon=(1.0, 0.05, 0.3),
+           replay=(50000, 64, 500), **dqn) -> Any:
+    prev = None
+    for size in hidden:
+        layer = b.node("DRLA_HiddenLayerNode", column - 1, size=size, activation='RELU')
+        if prev is not None:
+            b.link(prev, layer, "Previous")
+        prev = layer
+    net = b.node("DRLA_NetworkNode", column)
+    if prev is not None:
+        b.link(prev, net, "Layers")
+    eps = b.node("DRLA_EpsilonNode", column, start=epsilon[0], end=epsilon[1], fraction=epsilon[2])
+    rep = b.node("DRLA_ReplayMemoryNode", column, capacity=replay[0], batch_size=replay[1], learning_starts=replay[2])
+    agent = b.node("DRLA_DQNAgentNode", column + 1, **dqn)
+    b.link(net, agent, "Network")
+    b.link(eps, agent, "Epsilon")
+    b.link(rep, agent, "Replay")
+    trainer = b.node("DRLA_TrainerNode", column + 2, total_steps=total_steps, seed=seed)
+    b.link(env, trainer, "Environment")
+    b.link(agent, trainer, "Agent")
+    export = b.node("DRLA_ExportJSONNode", column + 3, filepath=f"//{b.tree.name.lower()}_model.json")
+    b.link(trainer, export, "Model")
+    return trainer
+
+
+# --------------------------------------------------------------------------- tank
+
+
+TANK_ACTIONS = ("move_right", "move_left", "move_front", "move_back", "wait", "canon_up", "canon_down", "fire")
+#: Where TankB starts and respawns: always in the half of the arena in front of TankA's start.
+TANK_SPAWN_MIN = (-4.0, 0.5, 0.0)
+TANK_SPAWN_MAX = (4.0, 4.0, 0.0)
+
+
+def build_tank_tree(scene, name: str = "Tank", camera_size: int = 32, total_steps: int = 60000) -> Any:
+    """The tank game over the tank scene (``scenes/tank``): TankA learns to shoot TankB.
+
+    State: the top-down camera in black/white (``camera_size`` squared), the score, and the
+    cannon pitch. Actions: the eight of ``TANK_ACTIONS`` (moves of 0.5, pitch steps of 5
+    degrees within [-10, 10]). Rewards: +1 per hit (the score goes up), -1 per missed shot,
+    -1 for leaving the ground (which ends the episode). TankB starts and respawns after each
+    hit at a random spot (on a 0.5 grid, so TankA's 0.5 moves can line up exactly) in front of
+    TankA's start. Episodes last at most 100 steps.
+    """
+    obs = scene.objects
+    tank_a, cannon, muzzle, tank_b = obs["TankA"], obs["Cannon"], obs["Muzzle"], obs["TankB"]
+    b = _Builder(name)
+    cam = b.node("DRLA_CameraSensorNode", 0, camera=obs["Camera"], width=camera_size, height=camera_size, mode='BW',
+                 threshold=0.5)
+    score = b.node("DRLA_PropertySensorNode", 0, object=tank_a, property="score", scale=0.1)
+    pitch = b.node("DRLA_PropertySensorNode", 0, label="Cannon Pitch", object=cannon, property="rotation_euler[0]",
+                   scale=1.0 / math.radians(10))
+    state = b.node("DRLA_StateNode", 1)
+    for sensor in (cam, score, pitch):
+        b.link(sensor, state, "Sensors")
+
+    items = []
+    for action, kind, ob, vector in (
+            ("move_right", 'MOVE', tank_a, (0.5, 0, 0)), ("move_left", 'MOVE', tank_a, (-0.5, 0, 0)),
+            ("move_front", 'MOVE', tank_a, (0, 0.5, 0)), ("move_back", 'MOVE', tank_a, (0, -0.5, 0)),
+            ("wait", 'WAIT', None, (0, 0, 0)),
+            ("canon_up", 'ROTATE', cannon, (5, 0, 0)), ("canon_down", 'ROTATE', cannon, (-5, 0, 0))):
+        item = b.node("DRLA_ActionNode", 0, action_name=action, kind=kind, vector=vector)
+        if ob is not None:
+            item.object = ob
+        if kind == 'ROTATE':
+            item.use_limits, item.limit_min, item.limit_max = True, (-10, -180, -180), (10, 180, 180)
+        items.append(item)
+    fire = b.node("DRLA_FireActionNode", 0, action_name="fire", origin=muzzle, axis='POS_Y', axis_object=cannon,
+                  target=tank_b, max_distance=30.0, score_object=tank_a, score_property="score", add=1.0,
+                  respawn=True, respawn_min=TANK_SPAWN_MIN, respawn_max=TANK_SPAWN_MAX, respawn_grid=0.5)
+    items.append(fire)
+    action_set = b.node("DRLA_ActionSetNode", 1)
+    for item in items:
+        b.link(item, action_set, "Actions")
+
+    score_reward = b.node("DRLA_PropertyChangeRewardNode", 1, object=tank_a, property="score", increase=1.0)
+    miss = b.node("DRLA_HitRewardNode", 1, label="Miss", hit=0.0, miss=-1.0)
+    bounds = b.node("DRLA_OutOfBoundsNode", 1, object=tank_a, bounds='OBJECT', bounds_object=obs["Ground"], reward=-1.0)
+
+    env = b.node("DRLA_EnvironmentNode", 2, frames_per_step=1, max_steps=100, random_object_1=tank_b,
+                 random_min=TANK_SPAWN_MIN, random_max=TANK_SPAWN_MAX, random_grid=0.5)
+    b.link(state, env, "State")
+    b.link(action_set, env, "Actions")
+    b.link(score_reward, env, "Rewards")
+    b.link(miss, env, "Rewards")
+    b.link(bounds, env, "Done")
+    _agent(b, env, 4, hidden=(128, 64), total_steps=total_steps, epsilon=(1.0, 0.02, 0.3),
+           replay=(50000, 64, 1000), learning_rate=1e-3, gamma=0.9, train_freq=4, gradient_steps=1,
+           target_update_interval=500)
+    return b.tree
+
+
+# --------------------------------------------------------------------------- transform example
+
+
+def build_transform_scene(scene) -> tuple[Any, Any]:
+    """Add (or reuse) the cube ``Agent`` and the empty ``Goal`` of the transform example."""
+    agent = scene.objects.get("Agent")
+    if agent is None:
+        mesh = bpy.data.meshes.new("Agent")
+        h = 0.25
+        mesh.from_pydata([(x, y, z) for z in (-h, h) for y in (-h, h) for x in (-h, h)], [],
+                         [(0, 2, 3, 1), (4, 5, 7, 6), (0, 1, 5, 4), (2, 6, 7, 3), (0, 4, 6, 2), (1, 3, 7, 5)])
+        agent = bpy.data.objects.new("Agent", mesh)
+        scene.collection.objects.link(agent)
+    goal = scene.objects.get("Goal")
+    if goal is None:
+        goal = bpy.data.objects.new("Goal", None)
+        goal.empty_display_type = 'SPHERE'
+        scene.collection.objects.link(goal)
+        goal.location = (2.0, 1.0, 0.0)
+    return agent, goal
+
+
+def build_transform_tree(scene, name: str = "Reach", total_steps: int = 6000) -> Any:
+    """Move the cube ``Agent`` to the empty ``Goal`` (both start at random spots in [-3, 3]^2).
+
+    State: the goal's location relative to the agent (3) and their distance (1). Actions:
+    move +-X / +-Y by 0.5 and wait. Reward: progress towards the goal, -0.01 per step, +1 when
+    within 0.5 (episode ends); leaving [-5, 5]^2 ends the episode with -1. At most 50 steps.
+    """
+    agent, goal = build_transform_scene(scene)
+    b = _Builder(name)
+    rel = b.node("DRLA_TransformSensorNode", 0, object=goal, relative_to=agent, use_location=True,
+                 use_rotation=False, scale=0.2)
+    dist = b.node("DRLA_DistanceSensorNode", 0, object_a=agent, object_b=goal, scale=0.2)
+    state = b.node("DRLA_StateNode", 1)
+    b.link(rel, state, "Sensors")
+    b.link(dist, state, "Sensors")
+    action_set = b.node("DRLA_ActionSetNode", 1)
+    for action, vector in (("right", (0.5, 0, 0)), ("left", (-0.5, 0, 0)), ("front", (0, 0.5, 0)),
+                           ("back", (0, -0.5, 0)), ("wait", None)):
+        item = b.node("DRLA_ActionNode", 0, action_name=action, kind='WAIT' if vector is None else 'MOVE')
+        if vector is not None:
+            item.object, item.vector = agent, vector
+        b.link(item, action_set, "Actions")
+    progress = b.node("DRLA_DistanceRewardNode", 1, object_a=agent, object_b=goal, mode='PROGRESS', weight=1.0)
+    cost = b.node("DRLA_StepCostNode", 1, cost=0.01)
+    reached = b.node("DRLA_WithinDistanceNode", 1, object_a=agent, object_b=goal, distance=0.5, reward=1.0)
+    bounds = b.node("DRLA_OutOfBoundsNode", 1, object=agent, bounds='BOX', box_min=(-5, -5, -5),
+                    box_max=(5, 5, 5), reward=-1.0)
+    env = b.node("DRLA_EnvironmentNode", 2, frames_per_step=1, max_steps=50, random_object_1=agent,
+                 random_object_2=goal, random_min=(-3, -3, 0), random_max=(3, 3, 0))
+    b.link(state, env, "State")
+    b.link(action_set, env, "Actions")
+    for node in (progress, cost):
+        b.link(node, env, "Rewards")
+    for node in (reached, bounds):
+        b.link(node, env, "Done")
+    _agent(b, env, 4, hidden=(64, 64), total_steps=total_steps, epsilon=(1.0, 0.05, 0.3),
+           replay=(20000, 64, 500), learning_rate=1e-3, gamma=0.95, train_freq=4, gradient_steps=1,
+           target_update_interval=250)
+    return b.tree
+
+
+EXAMPLES: dict[str, Callable[[Any], Any]] = {
+    "Tank": build_tank_tree,
+    "Reach (transform)": build_transform_tree,
+}

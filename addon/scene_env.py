@@ -1,0 +1,225 @@
+"""``SceneEnv``: a Gymnasium-exact environment over the live Blender scene.
+
+One step: apply the action (``actuators``), advance the scene ``frames_per_step`` frames
+with ``scene.frame_set`` (animation, drivers and rigid-body physics are evaluated), read the
+state (``sensors``), sum the reward terms, and check the endings. ``reset`` puts every object
+the actions touch back into the state it had when the env was built, jumps to the scene's
+start frame, and places the randomised objects with ``self.np_random``.
+
+Observation: ``Box(-inf, inf, (state size,))`` (or ``[-clip, clip]``); action: ``Discrete(n,
+names)`` or ``Box(-1, 1, (3 x bones,))`` for continuous bone rotations. With a Fire action,
+``info["hit"]`` is 1/0 on every shot and ``task_metric == "hit"``.
+
+The env changes the scene while it runs; wrap it in ``snapshot.scene_session(scene)`` (as
+``compile.train_tree`` and the operators do) to get the user's scene back afterwards.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from ..drla_core.env import Env
+from ..drla_core.spaces import Box, Discrete
+from . import actuators, sensors
+from .snapshot import ObjectState, prepare_for_training
+
+
+# --------------------------------------------------------------------------- reward terms and endings
+
+class _DistanceReward:
+    def __init__(self, spec, scene):
+        self.get = sensors.distance_probe(scene.objects[spec.obj], scene.objects[spec.other])
+        self.progress = spec.options["mode"] == 'PROGRESS'
+        self.weight = float(spec.options["weight"])
+
+    def reset(self):
+        self.prev = self.get()
+
+    def __call__(self, events):
+        d = self.get()
+        r = self.weight * (self.prev - d) if self.progress else -self.weight * d
+        self.prev = d
+        return r
+
+
+class _PropertyChangeReward:
+    def __init__(self, spec, scene):
+        owner = scene if spec.options["source"] == 'SCENE' else scene.objects[spec.obj]
+        self.get = sensors.property_probe(owner, spec.path)
+        self.up, self.down = float(spec.options["increase"]), float(spec.options["decrease"])
+
+    def reset(self):
+        self.prev = float(self.get())
+
+    def __call__(self, events):
+        v = float(self.get())
+        r = self.up if v > self.prev else self.down if v < self.prev else 0.0
+        self.prev = v
+        return r
+
+
+class _HitReward:
+    def __init__(self, spec, scene):
+        self.hit, self.miss = float(spec.options["hit"]), float(spec.options["miss"])
+
+    def reset(self):
+        pass
+
+    def __call__(self, events):
+        if not events["fired"]:
+            return 0.0
+        return self.hit if events["hit"] else self.miss
+
+
+class _StepCost:
+    def __init__(self, spec, scene):
+        self.cost = float(spec.options["cost"])
+
+    def reset(self):
+        pass
+
+    def __call__(self, events):
+        return -self.cost
+
+
+REWARDS = {"distance": _DistanceReward, "property_change": _PropertyChangeReward, "hit": _HitReward,
+           "step_cost": _StepCost}
+
+
+class _OutOfBounds:
+    def __init__(self, spec, scene):
+        self.loc = sensors.location_probe(scene.objects[spec.obj])
+        self.bounds_ob = scene.objects[spec.other] if spec.other else None
+        self.box = (spec.options.get("min"), spec.options.get("max"))
+        self.reward = spec.reward
+
+    def reset(self):
+        if self.bounds_ob is not None:
+            x0, x1, y0, y1 = sensors.xy_extent(self.bounds_ob)
+            self.box = ((x0, y0, -np.inf), (x1, y1, np.inf))
+
+    def __call__(self):
+        p, (lo, hi) = self.loc(), self.box
+        return not (lo[0] <= p[0] <= hi[0] and lo[1] <= p[1] <= hi[1] and lo[2] <= p[2] <= hi[2])
+
+
+class _WithinDistance:
+    def __init__(self, spec, scene):
+        self.get = sensors.distance_probe(scene.objects[spec.obj], scene.objects[spec.other])
+        self.distance, self.reward = float(spec.options["distance"]), spec.reward
+
+    def reset(self):
+        pass
+
+    def __call__(self):
+        return self.get() <= self.distance
+
+
+_COMPARE = {'GE': operator.ge, 'LE': operator.le, 'GT': operator.gt, 'LT': operator.lt, 'EQ': operator.eq}
+
+
+class _PropertyCondition:
+    def __init__(self, spec, scene):
+        owner = scene if spec.options["source"] == 'SCENE' else scene.objects[spec.obj]
+        self.get = sensors.property_probe(owner, spec.path)
+        self.op, self.value = _COMPARE[spec.options["compare"]], float(spec.options["value"])
+        self.reward = spec.reward
+
+    def reset(self):
+        pass
+
+    def __call__(self):
+        return self.op(float(self.get()), self.value)
+
+
+DONES = {"out_of_bounds": _OutOfBounds, "within_distance": _WithinDistance, "property": _PropertyCondition}
+
+
+# --------------------------------------------------------------------------- the environment
+
+class SceneEnv(Env):
+    """The compiled tree's environment over ``scene`` (see the module docstring)."""
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, spec, scene):
+        self.spec, self.scene = spec, scene
+        self.state = sensors.StateReader(spec.state, scene)
+        clip = spec.state.clip
+        self.observation_space = Box(-clip if clip else -np.inf, clip if clip else np.inf, (self.state.size,))
+        if spec.continuous is not None:
+            self.actuator = actuators.BoneActuator(spec.continuous, scene)
+            self.action_space = Box(-1.0, 1.0, (spec.continuous.size,))
+        else:
+            self.actuator = actuators.DiscreteActuator(spec.actions, scene)
+            self.action_space = Discrete(len(spec.actions), spec.action_names)
+        self.task_metric = "hit" if spec.has_fire else None
+        self.rewards = [REWARDS[r.kind](r, scene) for r in spec.rewards]
+        self.dones = [DONES[d.kind](d, scene) for d in spec.dones]
+        self.random_objects = [scene.objects[n] for n in spec.random_objects]
+        self.frames_per_step = int(spec.frames_per_step)
+        self.max_steps = int(spec.max_steps)
+        self.frame_start = scene.frame_start
+        self.initial = [(scene.objects[n], ObjectState(scene.objects[n])) for n in self._touched_objects()]
+        self.initial_scene_props = {k: scene[k] for k in scene.keys() if isinstance(scene[k], (int, float))}
+        prepare_for_training(scene)
+        self._frame = self.frame_start
+        self._steps = 0
+        self._needs_reset = True
+
+    def _touched_objects(self) -> list[str]:
+        names: list[str] = list(self.spec.random_objects)
+        for a in self.spec.actions:
+            names += [a.obj, a.options.get("target", ""), a.options.get("score_obj", "")]
+        if self.spec.continuous is not None:
+            names.append(self.spec.continuous.armature)
+        return [n for n in dict.fromkeys(names) if n]
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        scene = self.scene
+        for ob, state in self.initial:
+            state.restore(ob)
+        for k, v in self.initial_scene_props.items():
+            scene[k] = v
+        if self.random_objects:
+            actuators.randomize_locations(self.random_objects, self.np_random, self.spec.random_min,
+                                          self.spec.random_max, self.spec.random_grid)
+        self._frame = self.frame_start
+        scene.frame_set(self._frame)
+        self._steps = 0
+        self._needs_reset = False
+        for term in self.rewards:
+            term.reset()
+        for done in self.dones:
+            done.reset()
+        return self.state.read(), {}
+
+    def step(self, action):
+        if self._needs_reset:
+            raise RuntimeError("SceneEnv.step() called before reset() or after the episode ended")
+        events = self.actuator.apply(action, self.np_random)
+        scene = self.scene
+        for _ in range(self.frames_per_step):
+            self._frame += 1
+            scene.frame_set(self._frame)
+        obs = self.state.read()
+        reward = 0.0
+        for term in self.rewards:
+            reward += term(events)
+        terminated = False
+        for done in self.dones:
+            if done():
+                terminated = True
+                reward += done.reward
+        self._steps += 1
+        truncated = not terminated and self._steps >= self.max_steps
+        self._needs_reset = terminated or truncated
+        info = {"hit": int(events["hit"])} if events["fired"] else {}
+        return obs, float(reward), terminated, truncated, info
+
+    def close(self) -> None:
+        self.state.close()
