@@ -177,6 +177,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.target not in ENV_NAMES:
         raise CLIError(f"unknown environment {args.target!r}: give a .blend file or one of {', '.join(ENV_NAMES)}")
     steps = args.steps or 50_000
+    args.seed = 0 if args.seed is None else args.seed
     env, eval_env = make(args.target), make(args.target)
     config = make_config(None, config_overrides(args), steps)
     agent = DQNAgent(env.observation_space, env.action_space, config, seed=args.seed)
@@ -266,7 +267,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("target", metavar="TARGET", help=f"{' | '.join(ENV_NAMES)} | path/to/scene.blend")
     p.add_argument("--tree", help="DRLA node tree in the .blend (default: the only one)")
     p.add_argument("--steps", type=int, help="environment steps (default: 50000, or the scene's Trainer node)")
-    p.add_argument("--seed", type=int, default=0, help="random seed; the same seed gives the same run (default 0)")
+    p.add_argument("--seed", type=int, help="random seed; the same seed gives the same run "
+                                            "(default 0, or the scene's Trainer node)")
     p.add_argument("--out", help="model file to write (default: out/<name>.json); the report PNG goes beside it")
     p.add_argument("--eval-interval", type=int, default=2000, help="greedy evaluation every N steps (0: never)")
     p.add_argument("--eval-episodes", type=int, default=10, help="episodes per evaluation (default 10)")

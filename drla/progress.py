@@ -46,7 +46,8 @@ class ProgressBar(Callback):
             self._draw(run, end="\n")
 
     def on_end(self, run: Any) -> None:
-        self._draw(run, end="\n")
+        if self.tty or self._last_decile != 10:
+            self._draw(run, end="\n")
 
     # -- drawing --------------------------------------------------------------------------
     def line(self, run: Any) -> str:
