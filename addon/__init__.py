@@ -22,6 +22,7 @@ MODULES: tuple[str, ...] = (
     "session",
     "operators",
     "panels",
+    "examples_menu",
 )
 
 

@@ -45,7 +45,7 @@ def series(history: Any, metric: str) -> tuple[np.ndarray, np.ndarray | None]:
         raw = np.asarray(_field(history, "epsilons"), dtype=np.float64)
         return raw, None
     else:
-        raw = np.asarray([np.nan if v is None else v for v in _field(history, "task_metric")], dtype=np.float64)
+        raw = np.asarray([np.nan if v is None else v for v in _field(history, "episode_metrics")], dtype=np.float64)
     return raw, moving_average(raw)
 
 
@@ -66,12 +66,18 @@ def moving_average(values: np.ndarray, window: int | None = None) -> np.ndarray:
         return np.where(cnt > 0, (csum[idx] - csum[lo]) / np.maximum(cnt, 1), np.nan)
 
 
+def _metric_name(history: Any) -> str:
+    name = history.get("task_metric") if isinstance(history, dict) else getattr(history, "task_metric", None)
+    return name if isinstance(name, str) else ""
+
+
 def summary(history: Any, metric: str) -> str:
     raw, _ = series(history, metric)
     raw = raw[np.isfinite(raw)]
     if raw.size == 0:
-        return "no data yet"
-    return f"last {raw[-1]:.3g}   min {raw.min():.3g}   max {raw.max():.3g}"
+        return "no data yet" if metric != 'METRIC' or _metric_name(history) else "this task has no metric"
+    prefix = f"{_metric_name(history)}: " if metric == 'METRIC' else ""
+    return f"{prefix}last {raw[-1]:.3g}   min {raw.min():.3g}   max {raw.max():.3g}"
 
 
 # --------------------------------------------------------------------------- pixels

@@ -314,11 +314,10 @@ class TrainSession(Session):
             return False
         t0 = time.perf_counter()
         self._guard(self.run.advance, max_seconds=budget_s)
+        self.train_seconds += time.perf_counter() - t0
         if self.run.done or self.steps >= self.total_steps:
             self._guard(self._finish)
-        dt = time.perf_counter() - t0
-        self.train_seconds += dt
-        self.tick_seconds.append(dt)
+        self.tick_seconds.append(time.perf_counter() - t0)
         with contextlib.suppress(SessionError):
             self._mirror()
         return self.state == RUNNING
@@ -372,7 +371,8 @@ class TrainSession(Session):
 
         folder = checkpoint_dir(override=self.output_dir)
         path = os.path.join(folder, f"{safe_name(self.tree_name)}_report.png")
-        plot.save_report(path, self.history, f"DRLA: {self.tree_name} ({self.steps} steps)")
+        history = self.history.to_dict() if hasattr(self.history, "to_dict") else self.history
+        plot.save_report(path, history, f"DRLA: {self.tree_name} ({self.steps} steps)")
         self.report_path = path
 
     # -- numbers -------------------------------------------------------------
@@ -444,7 +444,7 @@ def rebind_run(run, env) -> None:
 
 
 def _compiled_total_steps(compiled) -> int:
-    for holder in (compiled, getattr(compiled, "training", None), getattr(compiled, "agent", None)):
+    for holder in (compiled, getattr(compiled, "trainer", None)):
         value = getattr(holder, "total_steps", None) if holder is not None else None
         if isinstance(value, int) and value > 0:
             return value

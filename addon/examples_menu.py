@@ -1,0 +1,99 @@
+"""Add > DRLA Examples: build an example scene and its RL tree (from ``examples.EXAMPLES``) in one click.
+
+The entries are in the 3D viewport's Add menu and in the DRLA node editor's Add menu. The new
+tree becomes the scene's RL tree, so the DRLA panel is ready to Train.
+"""
+
+from __future__ import annotations
+
+import bpy
+from bpy.props import StringProperty
+
+from .properties import TREE_IDNAME
+
+
+def _examples() -> dict:
+    from .examples import EXAMPLES
+
+    return EXAMPLES
+
+
+def label(name: str) -> str:
+    return name.replace("_", " ").title()
+
+
+class DRLA_OT_add_example(bpy.types.Operator):
+    """Add a DRLA example: its objects and a ready-to-train RL tree"""
+
+    bl_idname = "drla.add_example"
+    bl_label = "Add DRLA Example"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    name: StringProperty(name="Example", default="", options={'SKIP_SAVE'})
+
+    @classmethod
+    def description(cls, context, properties):
+        builder = _examples().get(properties.name)
+        doc = (builder.__doc__ or "").strip().splitlines() if builder is not None else []
+        return doc[0] if doc else cls.__doc__
+
+    @classmethod
+    def poll(cls, context):
+        from . import session
+
+        if context.scene is not None and session.active(context.scene) is not None:
+            cls.poll_message_set("DRLA is running in this scene: stop it first")
+            return False
+        return context.scene is not None
+
+    def execute(self, context):
+        examples = _examples()
+        builder = examples.get(self.name)
+        if builder is None:
+            self.report({'ERROR'}, f"Unknown example '{self.name}': one of {', '.join(sorted(examples))}")
+            return {'CANCELLED'}
+        try:
+            tree = builder(context.scene)
+        except Exception as exc:  # never a traceback for the user
+            self.report({'ERROR'}, f"Building the {label(self.name)} example failed: {exc}")
+            return {'CANCELLED'}
+        context.scene.drla.tree = tree
+        context.scene.drla.error = ""
+        context.scene.drla.message = f"Added the {label(self.name)} example: press Train"
+        self.report({'INFO'}, context.scene.drla.message)
+        return {'FINISHED'}
+
+
+class DRLA_MT_examples(bpy.types.Menu):
+    """Ready-made DRLA scenes to learn from"""
+
+    bl_idname = "DRLA_MT_examples"
+    bl_label = "DRLA Examples"
+
+    def draw(self, context):
+        for name in _examples():
+            self.layout.operator(DRLA_OT_add_example.bl_idname, text=label(name)).name = name
+
+
+def draw_view3d_add(self, context):
+    self.layout.separator()
+    self.layout.menu(DRLA_MT_examples.bl_idname, icon='OUTLINER_OB_ARMATURE')
+
+
+def draw_node_add(self, context):
+    if getattr(context.space_data, "tree_type", "") == TREE_IDNAME:
+        self.layout.separator()
+        self.layout.menu(DRLA_MT_examples.bl_idname, icon='OUTLINER_OB_ARMATURE')
+
+
+classes = (DRLA_OT_add_example, DRLA_MT_examples)
+
+
+def register() -> None:
+    bpy.types.VIEW3D_MT_add.append(draw_view3d_add)
+    bpy.types.NODE_MT_add.append(draw_node_add)
+
+
+def unregister() -> None:
+    bpy.types.NODE_MT_add.remove(draw_node_add)
+    bpy.types.VIEW3D_MT_add.remove(draw_view3d_add)

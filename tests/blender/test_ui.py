@@ -1,0 +1,239 @@
+"""The sidebar's draw() with stand-in layouts: the right operators and states (idle, training,
+stopped, playing, trained, error), the greyed-out reasons, and the live learning curve."""
+
+from types import SimpleNamespace
+from unittest.mock import MagicMock, patch
+
+import numpy as np
+import pytest
+
+bpy = pytest.importorskip("bpy")
+
+
+def operators(layout) -> list[str]:
+    """Operator idnames drawn anywhere in a MagicMock layout (nested rows/columns included)."""
+    return [c.args[0] for c in layout.mock_calls if c[0].split(".")[-1] == "operator"]
+
+
+def calls(layout, name: str) -> list:
+    return [c for c in layout.mock_calls if c[0].split(".")[-1] == name]
+
+
+def labels(layout) -> list[str]:
+    return [c.kwargs.get("text", "") for c in calls(layout, "label")]
+
+
+def draw(panel_cls, context=None):
+    layout = MagicMock()
+    panel_cls.draw(SimpleNamespace(layout=layout), context or bpy.context)
+    return layout
+
+
+@pytest.fixture
+def ui(ext):
+    from drla_ext.addon import live_curve, model_store, panels, session
+
+    return SimpleNamespace(panels=panels, session=session, model_store=model_store, live_curve=live_curve)
+
+
+@pytest.fixture
+def tree(empty_scene):
+    tree = bpy.data.node_groups.new("Brain", "DRLA_NodeTree")
+    tree.use_fake_user = True
+    return tree
+
+
+def fake_session(ui, scene, tree, kind="TRAIN", state="RUNNING"):
+    s = SimpleNamespace(kind=kind, state=state, tree_name=tree.name, close=lambda: None)
+    ui.session._sessions[scene.session_uid] = s
+    return s
+
+
+@pytest.fixture(autouse=True)
+def _no_sessions_left(ext):
+    yield
+    from drla_ext.addon import session
+
+    session._sessions.clear()
+
+
+def store_some_model(tree):
+    from drla_ext.addon import model_store
+    from drla_ext.drla_core import mlp, model_io, spaces
+
+    model = model_io.Model(mlp.MLP(2, [(4, "relu")], 2, rng=0), spaces.Box(-1, 1, (2,)), spaces.Discrete(2))
+    model_store.store_model(tree, model)
+
+
+def test_panels_registered_in_both_sidebars(ui):
+    for cls in ui.panels.classes:
+        assert cls.is_registered and cls.bl_category == "DRLA" and cls.bl_region_type == 'UI'
+    spaces = {cls.bl_space_type for cls in ui.panels.classes}
+    assert spaces == {'VIEW_3D', 'NODE_EDITOR'}
+    node_main = ui.panels.DRLA_PT_node
+    assert node_main.poll(SimpleNamespace(scene=bpy.context.scene, space_data=SimpleNamespace(tree_type="DRLA_NodeTree")))
+    assert not node_main.poll(SimpleNamespace(scene=bpy.context.scene,
+                                              space_data=SimpleNamespace(tree_type="ShaderNodeTree")))
+
+
+def test_no_tree_state(ui, empty_scene):
+    layout = draw(ui.panels.DRLA_PT_view3d)
+    assert ui.session.ui_state(empty_scene) == "NO_TREE"
+    assert operators(layout) == []
+    assert any("Examples" in t for t in labels(layout))
+    assert calls(layout, "prop")[0].args[1] == "tree"
+
+
+def test_idle_state_offers_train_and_greys_the_rest(ui, tree, empty_scene):
+    empty_scene.drla.tree = tree
+    assert ui.session.ui_state(empty_scene) == "IDLE"
+    main = draw(ui.panels.DRLA_PT_view3d)
+    assert operators(main) == ["drla.train", "drla.resume"]
+    assert calls(main, "progress") == []
+    model = draw(ui.panels.DRLA_PT_view3d_model)
+    assert operators(model) == ["drla.play", "drla.export_model", "drla.import_model", "drla.bake"]
+    # the buttons that can't act are greyed out by poll, with the reason as tooltip
+    assert bpy.ops.drla.train.poll() and bpy.ops.drla.import_model.poll()
+    assert not bpy.ops.drla.resume.poll() and not bpy.ops.drla.play.poll() and not bpy.ops.drla.bake.poll()
+    assert not bpy.ops.drla.export_model.poll() and not bpy.ops.drla.stop.poll()
+    from drla_ext.addon import operators as ops
+
+    for cls, words in ((ops.DRLA_OT_play, "No trained model"), (ops.DRLA_OT_resume, "No stopped run"),
+                       (ops.DRLA_OT_stop, "Nothing is running")):
+        with patch.object(cls, "poll_message_set") as message:
+            assert not cls.poll(bpy.context)
+        assert words in message.call_args.args[0]
+
+
+def test_no_tree_reason_on_train(ui, empty_scene):
+    from drla_ext.addon import operators as ops
+
+    with patch.object(ops.DRLA_OT_train, "poll_message_set") as message:
+        assert not ops.DRLA_OT_train.poll(bpy.context)
+    assert "Pick an RL tree" in message.call_args.args[0]
+
+
+def test_training_state_shows_progress_and_stop(ui, tree, empty_scene):
+    s = empty_scene.drla
+    s.tree = tree
+    s.steps_done, s.steps_total, s.progress, s.episodes, s.epsilon = 500, 2000, 0.25, 7, 0.6
+    fake_session(ui, empty_scene, tree)
+    assert ui.session.ui_state(empty_scene) == "TRAINING"
+    main = draw(ui.panels.DRLA_PT_view3d)
+    assert operators(main) == ["drla.stop"]
+    (progress,) = calls(main, "progress")
+    assert progress.kwargs["factor"] == pytest.approx(0.25) and progress.kwargs["type"] == 'BAR'
+    assert "500 / 2000" in progress.kwargs["text"]
+    assert "Episodes 7" in labels(main) and "Epsilon 0.60" in labels(main)
+    # nothing else can start while training; the reason says so
+    assert not bpy.ops.drla.train.poll() and not bpy.ops.drla.import_model.poll()
+    assert bpy.ops.drla.stop.poll()
+    from drla_ext.addon import operators as ops
+
+    with patch.object(ops.DRLA_OT_train, "poll_message_set") as message:
+        ops.DRLA_OT_train.poll(bpy.context)
+    assert "Training is running" in message.call_args.args[0]
+
+
+def test_stopped_state_offers_resume(ui, tree, empty_scene):
+    empty_scene.drla.tree = tree
+    fake_session(ui, empty_scene, tree, state="STOPPED")
+    store_some_model(tree)
+    assert ui.session.ui_state(empty_scene) == "STOPPED"
+    main = draw(ui.panels.DRLA_PT_view3d)
+    assert operators(main) == ["drla.train", "drla.resume"]
+    assert "(stopped)" in calls(main, "progress")[0].kwargs["text"]
+    assert bpy.ops.drla.resume.poll() and bpy.ops.drla.play.poll()
+
+
+def test_trained_state(ui, tree, empty_scene):
+    empty_scene.drla.tree = tree
+    empty_scene.drla.message = "Trained 100 steps"
+    store_some_model(tree)
+    assert ui.session.ui_state(empty_scene) == "TRAINED"
+    main = draw(ui.panels.DRLA_PT_view3d)
+    train_call = [c for c in calls(main, "operator") if c.args[0] == "drla.train"][0]
+    assert train_call.kwargs["text"] == "Train Again"
+    assert "Trained 100 steps" in labels(main)
+    model = draw(ui.panels.DRLA_PT_view3d_model)
+    assert operators(model) == ["drla.play", "drla.export_model", "drla.import_model", "drla.bake"]
+    assert "DRLA model: Brain" in labels(model)
+    assert bpy.ops.drla.play.poll() and bpy.ops.drla.bake.poll() and bpy.ops.drla.export_model.poll()
+
+
+def test_playing_state(ui, tree, empty_scene):
+    empty_scene.drla.tree = tree
+    store_some_model(tree)
+    fake_session(ui, empty_scene, tree, kind="PLAY")
+    assert ui.session.ui_state(empty_scene) == "PLAYING"
+    assert operators(draw(ui.panels.DRLA_PT_view3d)) == ["drla.stop"]
+    model = draw(ui.panels.DRLA_PT_view3d_model)
+    assert operators(model)[0] == "drla.stop"
+    assert not bpy.ops.drla.bake.poll() and not bpy.ops.drla.play.poll()
+
+
+def test_error_state_shows_the_message_and_dismiss(ui, tree, empty_scene):
+    empty_scene.drla.tree = tree
+    empty_scene.drla.error = "Environment: no Action node is linked to the Actions input of this environment"
+    main = draw(ui.panels.DRLA_PT_view3d)
+    assert "drla.clear_error" in operators(main)
+    text = " ".join(labels(main))
+    assert "no Action node is linked" in text.replace("  ", " ")
+    bpy.ops.drla.clear_error()
+    assert empty_scene.drla.error == ""
+    assert "drla.clear_error" not in operators(draw(ui.panels.DRLA_PT_view3d))
+
+
+def test_node_editor_panels_draw_the_same(ui, tree, empty_scene):
+    empty_scene.drla.tree = tree
+    assert operators(draw(ui.panels.DRLA_PT_node)) == operators(draw(ui.panels.DRLA_PT_view3d))
+    assert operators(draw(ui.panels.DRLA_PT_node_model)) == operators(draw(ui.panels.DRLA_PT_view3d_model))
+
+
+# --------------------------------------------------------------------------- live curve
+def test_curve_rasteriser_draws_the_line():
+    from drla_ext.addon import live_curve
+
+    values = np.linspace(0.0, 1.0, 50)
+    img = live_curve.rasterise(values, None, width=100, height=40, colour=(1, 0, 0, 1))
+    assert img.shape == (40, 100, 4) and img.dtype == np.float32
+    red = np.argwhere(np.all(img == (1, 0, 0, 1), axis=-1))
+    assert len(red) >= 100
+    # rising values: the line starts low (bottom rows) on the left and ends high on the right
+    left, right = red[red[:, 1] == 0][:, 0].mean(), red[red[:, 1] == 99][:, 0].mean()
+    assert left > 30 and right < 10
+    # many points are binned into columns with a min..max band
+    noisy = np.random.default_rng(0).normal(size=5000)
+    assert live_curve.rasterise(noisy).shape == (live_curve.HEIGHT, live_curve.WIDTH, 4)
+    assert live_curve.rasterise(np.array([])).shape == (live_curve.HEIGHT, live_curve.WIDTH, 4)
+
+
+def test_curve_update_is_throttled_and_follows_the_metric(ext):
+    from drla_ext.addon import live_curve
+
+    history = {"episode_returns": [0.0, 1.0, 3.0], "losses": [1.0, 0.5], "epsilons": [1.0, 0.5, 0.1],
+               "episode_metrics": [0.0, 0.5, None]}
+    assert live_curve.update("k", history, 'RETURN', now=100.0)
+    first = live_curve.pixels("k").copy()
+    history["episode_returns"].append(-5.0)
+    assert not live_curve.update("k", history, 'RETURN', now=100.1)   # inside 0.25 s: skipped
+    assert live_curve.update("k", history, 'RETURN', now=100.3)
+    assert not np.array_equal(first, live_curve.pixels("k"))
+    assert live_curve.update("k", history, 'LOSS', now=100.31)          # a metric switch redraws at once
+    assert live_curve.info("k")["count"] == 2
+    assert live_curve.update("k", history, 'METRIC', force=True)
+    assert "last 0.5" in live_curve.info("k")["summary"]
+
+
+def test_curve_panel_draws_the_picture(ui, tree, empty_scene):
+    empty_scene.drla.tree = tree
+    layout = draw(ui.panels.DRLA_PT_view3d_curve)
+    assert any("appears when training starts" in t for t in labels(layout))
+    ui.live_curve.remember_history(empty_scene.name, {"episode_returns": [1.0, 2.0]})
+    ui.live_curve.update(empty_scene.name, {"episode_returns": [1.0, 2.0]}, 'RETURN', force=True)
+    ui.live_curve._state[empty_scene.name]["icon_id"] = 42  # headless previews get no icon ids
+    layout = draw(ui.panels.DRLA_PT_view3d_curve)
+    (icon,) = calls(layout, "template_icon")
+    assert icon.kwargs["icon_value"] == 42
+    assert calls(layout, "prop")[0].args[1] == "curve"
+    ui.live_curve.forget(empty_scene.name)
