@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["write_png", "read_png", "render_report", "save_report", "render_curve", "draw_text", "text_width",
-           "moving_average"]
+__all__ = ["write_png", "read_png", "encode_png", "render_report", "save_report", "render_curve", "draw_text",
+           "text_width", "moving_average", "normalise_history"]
 
 # ---------------------------------------------------------------------------------------------
 # PNG
@@ -553,14 +553,43 @@ def _values(history: Mapping[str, Any], key: str) -> np.ndarray:
     return np.asarray(out, dtype=np.float64)
 
 
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+
+
+def normalise_history(history: Any) -> dict[str, Any]:
+    """Accept both history layouts and return the pair-list one ``render_report`` documents.
+
+    Besides ``{"losses": [(step, loss)], "epsilons": [(step, eps)], "task_metric_name": name,
+    "task_metric": [(step, value)]}``, this takes ``train.History`` (or its ``to_dict()``), which keeps
+    ``losses`` with separate ``loss_steps``, one epsilon per episode, ``task_metric`` as the metric's
+    name and ``episode_metrics`` per episode, aligned with ``episode_end_steps``.
+    """
+    h = dict(history.to_dict() if hasattr(history, "to_dict") else history or {})
+    ends = list(h.get("episode_steps") or h.get("episode_end_steps") or [])
+    h["episode_steps"] = ends
+
+    def paired(values: list, steps: list) -> list:
+        if values and all(_is_number(v) or v is None for v in values):
+            xs = steps if len(steps) == len(values) else range(1, len(values) + 1)
+            return [(x, v) for x, v in zip(xs, values) if v is not None]
+        return values
+
+    h["losses"] = paired(list(h.get("losses") or []), list(h.get("loss_steps") or []))
+    h["epsilons"] = paired(list(h.get("epsilons") or []), ends)
+    if isinstance(h.get("task_metric"), str):
+        h["task_metric_name"] = h["task_metric"]
+        h["task_metric"] = paired(list(h.get("episode_metrics") or []), ends)
+    return h
+
+
 def _line_panels(history: Mapping[str, Any]) -> tuple[list[Panel], list[str]]:
     """The report's plot panels and the lines of its summary."""
+    history = normalise_history(history)
     panels: list[Panel] = []
     summary: list[str] = []
     returns = _values(history, "episode_returns")
     ends = _values(history, "episode_steps")
-    if len(ends) == 0:
-        ends = _values(history, "episode_end_steps")
     evals = _pairs(history, "evals", 3)
     by_step = len(ends) == len(returns) and len(returns) > 0 and np.all(np.isfinite(ends))
     x = ends if by_step else np.arange(1, len(returns) + 1, dtype=np.float64)
@@ -619,14 +648,15 @@ def _line_panels(history: Mapping[str, Any]) -> tuple[list[Panel], list[str]]:
     return panels, summary
 
 
-def render_report(history: Mapping[str, Any], title: str = "DRLA training", width: int = 1200) -> np.ndarray:
+def render_report(history: Mapping[str, Any] | Any, title: str = "DRLA training", width: int = 1200) -> np.ndarray:
     """Picture of a training run: return, loss, epsilon and task-metric panels (those with data).
 
     Args:
         history: plain dict of lists, every key optional: ``episode_returns``, ``episode_steps`` (the step
             at which each episode ended), ``losses`` ``[(step, loss)]``, ``epsilons`` ``[(step, eps)]``,
             ``evals`` ``[(step, mean_return, metric_or_None)]``, ``task_metric_name`` and
-            ``task_metric`` ``[(step, 0/1 value)]``.
+            ``task_metric`` ``[(step, 0/1 value)]``. A ``train.History`` (or its ``to_dict()``) works too,
+            see ``normalise_history``.
         title: drawn at the top.
         width: picture width in pixels (text scales with it).
 
@@ -654,7 +684,7 @@ def render_report(history: Mapping[str, Any], title: str = "DRLA training", widt
     return img
 
 
-def save_report(path: str | os.PathLike[str], history: Mapping[str, Any], title: str = "DRLA training",
+def save_report(path: str | os.PathLike[str], history: Mapping[str, Any] | Any, title: str = "DRLA training",
                 width: int = 1200) -> Path:
     """``render_report`` written as a PNG; returns the path."""
     return write_png(path, render_report(history, title, width))

@@ -224,3 +224,17 @@ def test_invalid_actions_are_refused(name: str) -> None:
     env.reset(seed=0)
     with pytest.raises(ValueError, match="invalid action"):
         env.step(99)
+
+
+@pytest.mark.slow
+def test_dqn_learns_to_escape() -> None:
+    """A 2x64 DQN finds the exits of the default building within a few thousand steps."""
+    dqn = pytest.importorskip("drla_core.dqn")
+    train = pytest.importorskip("drla_core.train")
+    env, eval_env = make("evacuation"), make("evacuation")
+    config = dqn.DQNConfig(learning_starts=500, train_freq=4, gradient_steps=1, target_update_interval=500,
+                           learning_rate=1e-3, exploration_fraction=0.3, exploration_final_eps=0.05)
+    agent = dqn.DQNAgent(env.observation_space, env.action_space, config, seed=0)
+    train.train(env, agent, 8000, seed=0, eval_env=eval_env, eval_interval=1000, eval_episodes=10)
+    result = train.evaluate(make("evacuation"), agent.predict, episodes=30, seed=1)
+    assert result.metric >= 0.8 and result.mean_return > 0.5

@@ -12,6 +12,7 @@ import pytest
 from drla_core.plot import (
     draw_text,
     moving_average,
+    normalise_history,
     read_png,
     render_curve,
     render_report,
@@ -161,3 +162,20 @@ def test_render_curve() -> None:
     assert np.array_equal(flipped, curve[::-1])
     assert not render_curve([], 10, 10)[:, :, 3].any()
     assert render_curve([float("nan"), 1.0, 1.0], 10, 10, smooth=2).shape == (10, 10, 4)
+
+
+def test_report_accepts_the_training_history_layout() -> None:
+    """train.History keeps losses/loss_steps apart, one epsilon per episode and the metric name in task_metric."""
+    history = {
+        "episode_returns": [-1.0, 0.0, 1.0, 1.0], "episode_lengths": [10, 10, 10, 10],
+        "episode_end_steps": [10, 20, 30, 40], "epsilons": [0.9, 0.5, 0.1, 0.1],
+        "losses": [0.5, 0.2, 0.1], "loss_steps": [15, 25, 35], "evals": [(20, 0.5, 0.5), (40, 1.0, 1.0)],
+        "task_metric": "hit", "episode_metrics": [0.0, None, 1.0, 1.0], "final_eval": None,
+    }
+    h = normalise_history(history)
+    assert h["losses"] == [(15, 0.5), (25, 0.2), (35, 0.1)]
+    assert h["epsilons"] == [(10, 0.9), (20, 0.5), (30, 0.1), (40, 0.1)]
+    assert h["task_metric_name"] == "hit" and h["task_metric"] == [(10, 0.0), (30, 1.0), (40, 1.0)]
+    img = render_report(history, "from train.History")
+    for color in ((240, 190, 190), (30, 150, 90), (120, 70, 180)):
+        assert np.any(np.all(img == color, axis=-1)), color
