@@ -139,10 +139,12 @@ class SceneSnapshot:
         _set_props(scene, self.scene_props)
         rbw = scene.rigidbody_world
         if rbw is not None and rbw.point_cache is not None:
+            # Re-simulate from the start, frame by frame, as playing the scene to this frame did.
             free_rigid_body_cache(scene)
             if self.rigid_body is not None:
                 rbw.point_cache.frame_start, rbw.point_cache.frame_end = self.rigid_body
-            scene.frame_set(scene.frame_start)
+            for frame in range(scene.frame_start, self.frame):
+                scene.frame_set(frame)
         scene.frame_set(self.frame, subframe=self.subframe)
         view_layer.update()
 
