@@ -18,7 +18,8 @@ import dataclasses
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import bpy
 

@@ -9,7 +9,8 @@ when they are missing.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import bpy
 
@@ -78,14 +79,15 @@ def build_tank_tree(scene, name: str = "Tank", camera_size: int = 16, total_step
                     target_sensor: bool = True) -> Any:
     """The tank game over the tank scene (``scenes/tank``): TankA learns to shoot TankB.
 
-    State: the top-down camera in black/white (``camera_size`` squared), the score, the
-    cannon pitch and (``target_sensor``) TankB's location relative to TankA: in the
-    black/white picture both tanks are white blobs, and reading "same column" off a 16 x 16
-    picture takes DQN far longer than the few minutes this example is meant to train. Actions: the eight of ``TANK_ACTIONS`` (moves of 0.5, pitch steps of 5
-    degrees within [-10, 10]). Rewards: +1 per hit (the score goes up), -1 per missed shot,
-    -1 for leaving the ground (which ends the episode). TankB starts and respawns after each
-    hit at a random spot (on a 0.5 grid, so TankA's 0.5 moves can line up exactly) in front of
-    TankA's start. Episodes last at most 100 steps.
+    State: the top-down camera in black/white (``camera_size`` squared), the score, the cannon
+    pitch and (``target_sensor``) TankB's location relative to TankA: in the black/white picture
+    both tanks are white blobs, and reading "same column" off a small picture takes DQN far
+    longer than the few minutes this example is meant to train.
+    Actions: the eight of ``TANK_ACTIONS`` (moves of 0.5, pitch steps of 5 degrees within
+    [-10, 10]). Rewards: +1 per hit (the score goes up), -1 per missed shot, -1 for leaving the
+    ground (which ends the episode). TankB starts and respawns after each hit at a random spot
+    (on a 0.5 grid, so TankA's 0.5 moves can line up exactly) in front of TankA's start.
+    Episodes last at most 100 steps.
     """
     obs = scene.objects
     tank_a, cannon, muzzle, tank_b = obs["TankA"], obs["Cannon"], obs["Muzzle"], obs["TankB"]

@@ -8,9 +8,8 @@ Animation Nodes shape). Errors found by ``compile.compile_tree`` are stored in
 
 from __future__ import annotations
 
-import bpy
 from bpy.props import StringProperty
-from bpy.types import Node, NodeTree
+from bpy.types import NodeTree
 
 TREE_ID = "DRLA_NodeTree"
 

@@ -1,3 +1,4 @@
+# ruff: noqa: F401  (the imports are the registry: _collect() gathers them)
 """Every DRLA node class, one node per file. To add a node: write nodes/<name>.py and add one
 import line here (and its idname to node_menu.CATEGORIES)."""
 
