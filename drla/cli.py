@@ -61,6 +61,15 @@ def _field_docs(cls: type) -> dict[str, str]:
 
 _SKIP_FIELDS = {"total_timesteps"}  # set from --steps
 
+#: Tuned defaults per built-in environment (rl-zoo style); CartPole uses DQNConfig's own defaults.
+ENV_DEFAULTS: dict[str, dict[str, Any]] = {
+    "tank_grid": {"learning_rate": 1e-3, "train_freq": 4, "gradient_steps": 1, "target_update_interval": 500,
+                  "exploration_fraction": 0.3, "exploration_final_eps": 0.02, "learning_starts": 1000},
+    "evacuation": {"learning_rate": 1e-3, "train_freq": 4, "gradient_steps": 1, "target_update_interval": 250,
+                   "exploration_fraction": 0.3, "learning_starts": 500},
+    "identity": {"learning_rate": 1e-3, "train_freq": 4, "gradient_steps": 1, "learning_starts": 100},
+}
+
 
 def _add_config_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("DQN hyper-parameters (defaults: rl-zoo CartPole; a scene's Agent node wins)")
@@ -114,22 +123,6 @@ def make_config(base: DQNConfig | None, overrides: dict[str, Any], steps: int) -
 # ---- shared helpers ---------------------------------------------------------------------------------------
 
 
-def history_for_plot(run: TrainingRun) -> dict[str, Any]:
-    """``TrainingRun.history`` in the shape ``drla_core.plot.render_report`` draws."""
-    h = run.history
-    ends = h.episode_end_steps
-    data: dict[str, Any] = {
-        "episode_returns": list(h.episode_returns),
-        "episode_steps": list(ends),
-        "losses": list(zip(h.loss_steps, h.losses)),
-        "epsilons": list(zip(ends, h.epsilons)),
-        "evals": [tuple(e) for e in h.evals],
-        "task_metric_name": h.task_metric,
-        "task_metric": [(s, m) for s, m in zip(ends, h.episode_metrics) if m is not None],
-    }
-    return data
-
-
 def _out_paths(out: str | None, default_stem: str) -> tuple[Path, Path]:
     model_path = Path(out) if out else DEFAULT_OUT_DIR / f"{default_stem}.json"
     if model_path.suffix.lower() != ".json":
@@ -179,7 +172,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     steps = args.steps or 50_000
     args.seed = 0 if args.seed is None else args.seed
     env, eval_env = make(args.target), make(args.target)
-    config = make_config(None, config_overrides(args), steps)
+    config = make_config(None, {**ENV_DEFAULTS.get(args.target, {}), **config_overrides(args)}, steps)
     agent = DQNAgent(env.observation_space, env.action_space, config, seed=args.seed)
     model_path, report_path = _out_paths(args.out, args.target)
     meta = {"env": args.target, "seed": args.seed}
@@ -192,7 +185,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     run.run()
     wall = time.perf_counter() - t0
     save_model(model_path, agent.to_model({**meta, "training_steps": run.steps, "episodes": run.episodes}))
-    save_report(report_path, history_for_plot(run), f"DQN on {args.target} - seed {args.seed}")
+    save_report(report_path, run.history, f"DQN on {args.target} - seed {args.seed}")
     print(_summary(run, model_path, report_path, wall))
     return 0
 

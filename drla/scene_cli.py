@@ -17,7 +17,7 @@ from drla_core.model_io import ModelFormatError, load_model, save_model
 from drla_core.plot import save_report, write_png
 from drla_core.train import TrainingRun, evaluate
 
-from .cli import CLIError, _out_paths, _summary, config_overrides, history_for_plot, make_config
+from .cli import CLIError, _out_paths, _summary, config_overrides, make_config
 from .progress import ProgressBar
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -108,7 +108,7 @@ def train_scene(args: argparse.Namespace) -> int:
     meta = {"scene": Path(args.target).name, "tree": tree.name, "seed": seed, "training_steps": run.steps,
             "episodes": run.episodes}
     save_model(model_path, agent.to_model(meta))
-    save_report(report_path, history_for_plot(run), f"DQN on {tree.name} ({Path(args.target).name}) - seed {seed}")
+    save_report(report_path, run.history, f"DQN on {tree.name} ({Path(args.target).name}) - seed {seed}")
     print(_summary(run, model_path, report_path, wall))
     return 0
 
