@@ -100,7 +100,7 @@ def build_tank_tree(scene, name: str = "Tank", camera_size: int = 16, total_step
     sensors = [cam, score, pitch]
     if target_sensor:
         sensors.append(b.node("DRLA_TransformSensorNode", 0, label="Target", object=tank_b, relative_to=tank_a,
-                              use_location=True, use_rotation=False, scale=0.2))
+                              use_location=True, use_rotation=False, scale=1.0))
     state = b.node("DRLA_StateNode", 1)
     for sensor in sensors:
         b.link(sensor, state, "Sensors")
@@ -136,8 +136,8 @@ def build_tank_tree(scene, name: str = "Tank", camera_size: int = 16, total_step
     b.link(score_reward, env, "Rewards")
     b.link(miss, env, "Rewards")
     b.link(bounds, env, "Done")
-    _agent(b, env, 4, hidden=(128, 64), total_steps=total_steps, epsilon=(1.0, 0.02, 0.3),
-           replay=(50000, 64, 1000), learning_rate=1e-3, gamma=0.9, train_freq=4, gradient_steps=1,
+    _agent(b, env, 4, hidden=(128, 64), total_steps=total_steps, epsilon=(1.0, 0.05, 0.4),
+           replay=(50000, 64, 1000), learning_rate=1e-3, gamma=0.95, train_freq=4, gradient_steps=1,
            target_update_interval=500)
     return b.tree
 
