@@ -1,0 +1,340 @@
+"""The one training loop: any ``Env`` (pure or a Blender scene) with any agent that has ``act``/``observe``.
+
+``TrainingRun`` owns the loop state, so the loop can run in slices: ``advance(max_steps,
+max_seconds)`` does a bounded amount of work and returns, which is what Blender's modal
+timer calls once per tick; ``run()`` just advances until done. Same seeds, same run, bit
+for bit, whatever the slicing.
+
+Evaluation is greedy (``agent.predict``) and its time is excluded from ``train_seconds``.
+It uses ``eval_env`` when given. Without one it reuses the training env, but only at an
+episode boundary (the next one after the evaluation is due), re-seeding it for the
+evaluation, so no training episode is ever cut short.
+
+Agents may implement optional hooks, called when present: ``on_training_start(total_steps)``,
+``on_evaluation(step, mean_return)`` and ``on_training_end()`` (``DQNAgent`` uses them for
+its epsilon schedule and keep-best).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .env import Env
+
+__all__ = ["Callback", "EvalResult", "History", "PrintProgress", "TrainingRun", "evaluate", "train"]
+
+EVAL_SEED_OFFSET = 10_000  # evaluation episodes use seed + this, so they never replay training episodes
+
+
+class EvalResult(NamedTuple):
+    """Greedy evaluation: mean return, each episode's return, and the task metric (None if the env has none)."""
+
+    mean_return: float
+    returns: list[float]
+    metric: float | None
+
+
+def evaluate(env: Env, policy: Callable[[Any], Any] | Any, episodes: int = 10, seed: int | None = 0,
+             max_steps_per_episode: int = 1_000_000) -> EvalResult:
+    """Run ``episodes`` episodes with ``policy`` (a callable obs -> action, or an object with ``predict``).
+
+    The first reset uses ``seed`` and later ones continue the env's generator, so one seed fixes
+    the whole evaluation. The metric is the mean of ``info[env.task_metric]`` over the steps that report it.
+    """
+    act = policy.predict if hasattr(policy, "predict") else policy
+    key = env.task_metric
+    returns: list[float] = []
+    metric_sum, metric_count = 0.0, 0
+    for episode in range(episodes):
+        obs, _ = env.reset(seed=seed if episode == 0 else None)
+        total = 0.0
+        for _ in range(max_steps_per_episode):
+            obs, reward, terminated, truncated, info = env.step(act(obs))
+            total += float(reward)
+            if key is not None and key in info:
+                metric_sum += float(info[key])
+                metric_count += 1
+            if terminated or truncated:
+                break
+        returns.append(total)
+    metric = metric_sum / metric_count if metric_count else None
+    return EvalResult(float(np.mean(returns)) if returns else 0.0, returns, metric)
+
+
+@dataclass
+class History:
+    """What a run recorded; plain lists so it converts to JSON (``to_dict``) and plots directly."""
+
+    episode_returns: list[float] = field(default_factory=list)
+    episode_lengths: list[int] = field(default_factory=list)
+    episode_end_steps: list[int] = field(default_factory=list)
+    """Global step at which each episode ended."""
+    epsilons: list[float] = field(default_factory=list)
+    """Exploration rate at the end of each episode (when the agent has ``epsilon``)."""
+    losses: list[float] = field(default_factory=list)
+    """Mean loss of each training phase the agent reported."""
+    loss_steps: list[int] = field(default_factory=list)
+    evals: list[tuple[int, float, float | None]] = field(default_factory=list)
+    """(step, mean greedy return, task metric or None) per evaluation."""
+    eval_train_seconds: list[float] = field(default_factory=list)
+    """Training wall time (evaluation excluded) when each evaluation ran."""
+    task_metric: str | None = None
+    """Name of the env's task metric (``info`` key), if it has one."""
+    episode_metrics: list[float | None] = field(default_factory=list)
+    """Per episode: mean of ``info[task_metric]`` over the steps that report it (None if none did)."""
+    final_eval: tuple[int, float, float | None] | None = None
+    """Evaluation after training ended (after the agent's ``on_training_end``, e.g. keep-best restore)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Callback:
+    """Hooks into a ``TrainingRun``; subclass and override what you need. ``on_step`` returning False stops."""
+
+    def on_start(self, run: TrainingRun) -> None:
+        pass
+
+    def on_step(self, run: TrainingRun) -> bool | None:
+        return None
+
+    def on_episode_end(self, run: TrainingRun) -> None:
+        pass
+
+    def on_eval(self, run: TrainingRun) -> None:
+        pass
+
+    def on_checkpoint(self, run: TrainingRun, path: str) -> None:
+        pass
+
+    def on_end(self, run: TrainingRun) -> None:
+        pass
+
+
+class PrintProgress(Callback):
+    """Print a one-line summary every ``every`` episodes (headless runs and the CLI)."""
+
+    def __init__(self, every: int = 10, print_fn: Callable[[str], None] = print) -> None:
+        self.every = every
+        self.print_fn = print_fn
+
+    def on_episode_end(self, run: TrainingRun) -> None:
+        h = run.history
+        if run.episodes % self.every == 0:
+            recent = h.episode_returns[-self.every:]
+            self.print_fn(f"step {run.steps}/{run.total_steps}  episode {run.episodes}  "
+                          f"mean return {np.mean(recent):.1f}  epsilon {getattr(run.agent, 'epsilon', 0):.3f}")
+
+    def on_eval(self, run: TrainingRun) -> None:
+        step, mean_return, metric = run.history.evals[-1]
+        extra = f"  {run.history.task_metric} {metric:.3f}" if metric is not None else ""
+        self.print_fn(f"eval at step {step}: mean return {mean_return:.1f}{extra}")
+
+
+def _default_save(run: TrainingRun, path: str) -> None:
+    from .model_io import save_model  # lazy: model_io is a separate module
+
+    save_model(path, run.agent.to_model({"steps": run.steps, "episodes": run.episodes}))
+
+
+class TrainingRun:
+    """One training run, advanced in slices or run to the end.
+
+    Args:
+        env: the training environment.
+        agent: has ``act(obs, explore=True)``, ``observe(obs, action, reward, next_obs, terminated,
+            truncated) -> dict`` and ``predict(obs)`` (for evaluation).
+        total_steps: environment steps to train for.
+        seed: seeds the training env's first reset; evaluations use ``seed + EVAL_SEED_OFFSET``.
+        eval_env: environment for greedy evaluations (default: the training env, at episode boundaries).
+        eval_interval: evaluate every this many steps (0: never, and no final evaluation).
+        eval_episodes: episodes per evaluation.
+        callbacks: ``Callback`` objects.
+        checkpoint_interval: save every this many steps (0: never) with ``save_fn(run, path)``.
+        checkpoint_path: where checkpoints go; ``{step}`` in it is replaced by the step count.
+        save_fn: how to save (default: ``model_io.save_model(path, agent.to_model(meta))``).
+    """
+
+    def __init__(self, env: Env, agent: Any, total_steps: int, *, seed: int | None = 0, eval_env: Env | None = None,
+                 eval_interval: int = 0, eval_episodes: int = 10, callbacks: Iterable[Callback] = (),
+                 checkpoint_interval: int = 0, checkpoint_path: str | None = None,
+                 save_fn: Callable[[TrainingRun, str], None] | None = None) -> None:
+        if checkpoint_interval and not checkpoint_path:
+            raise ValueError("checkpoint_interval needs a checkpoint_path")
+        self.env = env
+        self.agent = agent
+        self.total_steps = int(total_steps)
+        self.seed = seed
+        self.eval_env = eval_env
+        self.eval_interval = int(eval_interval)
+        self.eval_episodes = int(eval_episodes)
+        self.callbacks: Sequence[Callback] = tuple(callbacks)
+        self.checkpoint_interval = int(checkpoint_interval)
+        self.checkpoint_path = checkpoint_path
+        self.save_fn = save_fn or _default_save
+        self.history = History(task_metric=env.task_metric)
+
+        self.steps = 0
+        self.episodes = 0
+        self.done = False
+        self.train_seconds = 0.0
+        """Wall time spent training (acting, env steps, updates); evaluations and checkpoints excluded."""
+        self.eval_seconds = 0.0
+        self._started = False
+        self._stop_requested = False
+        self._obs: Any = None
+        self._episode_return = 0.0
+        self._episode_length = 0
+        self._metric_sum = 0.0
+        self._metric_count = 0
+        self._next_eval = self.eval_interval if self.eval_interval > 0 else math.inf
+        self._next_checkpoint = self.checkpoint_interval if self.checkpoint_interval > 0 else math.inf
+
+    # ---- control --------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Ask the run to end after the current step (then ``on_end`` runs and ``done`` becomes True)."""
+        self._stop_requested = True
+
+    def run(self) -> TrainingRun:
+        """Advance until the run is done."""
+        while not self.done:
+            self.advance()
+        return self
+
+    def advance(self, max_steps: int | None = None, max_seconds: float | None = None) -> int:
+        """Run at most ``max_steps`` steps and about ``max_seconds`` seconds; returns the steps taken.
+
+        A training phase of the agent or an evaluation is never split, so a slice can overrun
+        ``max_seconds`` by one of those.
+        """
+        if self.done:
+            return 0
+        start = time.perf_counter()
+        deadline = start + max_seconds if max_seconds is not None else math.inf
+        limit = max_steps if max_steps is not None else math.inf
+        if not self._started:
+            self._start()
+        taken = 0
+        while taken < limit and not self.done:
+            self._step()
+            taken += 1
+            if time.perf_counter() >= deadline:
+                break
+        return taken
+
+    # ---- the loop -------------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        self._started = True
+        if hasattr(self.agent, "on_training_start"):
+            self.agent.on_training_start(self.total_steps)
+        for cb in self.callbacks:
+            cb.on_start(self)
+        t0 = time.perf_counter()
+        self._obs, _ = self.env.reset(seed=self.seed)
+        self.train_seconds += time.perf_counter() - t0
+
+    def _step(self) -> None:
+        t0 = time.perf_counter()
+        env, agent, obs = self.env, self.agent, self._obs
+        action = agent.act(obs)
+        next_obs, reward, terminated, truncated, info = env.step(action)
+        out = agent.observe(obs, action, reward, next_obs, terminated, truncated)
+        self.steps += 1
+        self._episode_return += float(reward)
+        self._episode_length += 1
+        if out and "loss" in out:
+            self.history.losses.append(float(out["loss"]))
+            self.history.loss_steps.append(self.steps)
+        key = self.history.task_metric
+        if key is not None and key in info:
+            self._metric_sum += float(info[key])
+            self._metric_count += 1
+        episode_over = bool(terminated or truncated)
+        if episode_over:
+            self._obs = None  # reset below, after a possible evaluation on this env
+        else:
+            self._obs = next_obs
+        self.train_seconds += time.perf_counter() - t0
+
+        if episode_over:
+            self._end_episode()
+        stop = False
+        for cb in self.callbacks:
+            if cb.on_step(self) is False:
+                stop = True
+        if self.steps >= self._next_eval and (self.eval_env is not None or episode_over):
+            self._evaluate()
+        if self.steps >= self._next_checkpoint:
+            self._checkpoint()
+        if self._obs is None:
+            t0 = time.perf_counter()
+            self._obs, _ = env.reset()
+            self.train_seconds += time.perf_counter() - t0
+        if stop or self._stop_requested or self.steps >= self.total_steps:
+            self._finish()
+
+    def _end_episode(self) -> None:
+        h = self.history
+        self.episodes += 1
+        h.episode_returns.append(self._episode_return)
+        h.episode_lengths.append(self._episode_length)
+        h.episode_end_steps.append(self.steps)
+        h.epsilons.append(float(getattr(self.agent, "epsilon", 0.0)))
+        if h.task_metric is not None:
+            h.episode_metrics.append(self._metric_sum / self._metric_count if self._metric_count else None)
+        self._episode_return, self._episode_length = 0.0, 0
+        self._metric_sum, self._metric_count = 0.0, 0
+        for cb in self.callbacks:
+            cb.on_episode_end(self)
+
+    def _run_eval(self) -> EvalResult:
+        t0 = time.perf_counter()
+        env = self.eval_env if self.eval_env is not None else self.env
+        seed = None if self.seed is None else self.seed + EVAL_SEED_OFFSET
+        result = evaluate(env, self.agent, self.eval_episodes, seed)
+        self.eval_seconds += time.perf_counter() - t0
+        return result
+
+    def _evaluate(self) -> None:
+        while self._next_eval <= self.steps:
+            self._next_eval += self.eval_interval
+        result = self._run_eval()
+        self.history.evals.append((self.steps, result.mean_return, result.metric))
+        self.history.eval_train_seconds.append(self.train_seconds)
+        if hasattr(self.agent, "on_evaluation"):
+            self.agent.on_evaluation(self.steps, result.mean_return)
+        for cb in self.callbacks:
+            cb.on_eval(self)
+
+    def _checkpoint(self) -> None:
+        while self._next_checkpoint <= self.steps:
+            self._next_checkpoint += self.checkpoint_interval
+        path = str(self.checkpoint_path).replace("{step}", str(self.steps))
+        self.save_fn(self, path)
+        for cb in self.callbacks:
+            cb.on_checkpoint(self, path)
+
+    def _finish(self) -> None:
+        self.done = True
+        if hasattr(self.agent, "on_training_end"):
+            self.agent.on_training_end()
+        if self.eval_interval > 0:
+            if self.eval_env is None and self._obs is not None:
+                self._obs = None  # the training env is about to be re-seeded; the run is over anyway
+            result = self._run_eval()
+            self.history.final_eval = (self.steps, result.mean_return, result.metric)
+        for cb in self.callbacks:
+            cb.on_end(self)
+
+
+def train(env: Env, agent: Any, total_steps: int, **kwargs: Any) -> TrainingRun:
+    """``TrainingRun(env, agent, total_steps, **kwargs).run()``."""
+    return TrainingRun(env, agent, total_steps, **kwargs).run()
