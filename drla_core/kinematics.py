@@ -1,0 +1,550 @@
+"""Armature kinematics in numpy: arm description, batched FK, Jacobian, DLS and FABRIK.
+
+The forward kinematics reproduces Blender's pose evaluation for a chain of bones whose
+poses are rotations only (``rotation_quaternion``; the default inherit-rotation, no scale)::
+
+    pose_0 = rest_local_0 @ R_0
+    pose_i = pose_{i-1} @ rest_local_i @ R_i          rest_local_i = parent.matrix_local^-1 @ bone.matrix_local
+    tip    = pose_last @ (0, length_last, 0, 1)       (armature space; world = base @ armature)
+
+(see blender-notes §6; ``tests/blender/test_fk_blender.py`` checks it to 1e-5 against bpy).
+Each bone carries zero or more rotational degrees of freedom ("DOFs"): a rotation about one
+of its local axes X, Y or Z within ``[lower, upper]``; a bone's DOFs compose in X, Y, Z
+order, ``R_i = R_x(a) @ R_y(b) @ R_z(c)``. In Blender this is what the IK settings of a pose
+bone say (``lock_ik_*`` for the axes without a DOF, ``use_ik_limit_*``/``ik_min_*``/
+``ik_max_*`` for the limits), so one armature is the single source of truth for both.
+
+Everything is batched: ``angles`` is ``(N, D)`` (D = number of DOFs) and every function
+returns arrays with a leading ``N``. Computations run in float64 (sub-millimetre IK needs it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "AXES",
+    "ArmDescription",
+    "BoneSpec",
+    "angles_to_quaternions",
+    "arm3",
+    "arm6",
+    "bone_matrix",
+    "dls_solve",
+    "fabrik_solve",
+    "fk_jacobian",
+    "forward_kinematics",
+    "joint_positions",
+]
+
+AXES = ("X", "Y", "Z")
+
+
+def bone_matrix(head: Sequence[float], tail: Sequence[float], roll: float = 0.0) -> np.ndarray:
+    """A bone's rest matrix in armature space (``bone.matrix_local``) from head, tail and roll.
+
+    Port of Blender's ``vec_roll_to_mat3_normalized`` (armature.cc): the Y axis points from
+    head to tail, and ``roll`` turns the X/Z axes about it.
+    """
+    head_v = np.asarray(head, dtype=np.float64)
+    vec = np.asarray(tail, dtype=np.float64) - head_v
+    length = float(np.linalg.norm(vec))
+    if length <= 0.0:
+        raise ValueError("bone_matrix: head and tail coincide")
+    x, y, z = vec / length
+    theta = 1.0 + y
+    theta_alt = x * x + z * z
+    safe, critical = 1.0e-5, 1.0e-10
+    if theta > safe or theta_alt > critical:
+        if theta <= safe:
+            theta = 0.5 * theta_alt + 0.125 * theta_alt * theta_alt
+        # Blender writes rMatrix[col][row]; here rows are rows.
+        rot = np.array(
+            [
+                [1.0 - x * x / theta, x, -x * z / theta],
+                [-x, y, -z],
+                [-x * z / theta, z, 1.0 - z * z / theta],
+            ]
+        )
+    else:
+        rot = np.diag([-1.0, -1.0, 1.0])
+    mat = np.eye(4)
+    mat[:3, :3] = _axis_angle_matrix(np.array([x, y, z]), roll) @ rot
+    mat[:3, 3] = head_v
+    return mat
+
+
+def _axis_angle_matrix(axis: np.ndarray, angle: float) -> np.ndarray:
+    x, y, z = axis
+    c, s = math.cos(angle), math.sin(angle)
+    t = 1.0 - c
+    return np.array(
+        [
+            [t * x * x + c, t * x * y - s * z, t * x * z + s * y],
+            [t * x * y + s * z, t * y * y + c, t * y * z - s * x],
+            [t * x * z - s * y, t * y * z + s * x, t * z * z + c],
+        ]
+    )
+
+
+@dataclass
+class BoneSpec:
+    """How to build one bone (used by the example arms and by the scene build script).
+
+    Attributes:
+        name: bone name.
+        head: head position in armature space.
+        tail: tail position in armature space.
+        roll: bone roll in radians.
+        dofs: ``[(axis, lower, upper), ...]`` with axis in "X", "Y", "Z" and limits in radians;
+            Blender's IK limits need ``lower <= 0 <= upper``.
+    """
+
+    name: str
+    head: tuple[float, float, float]
+    tail: tuple[float, float, float]
+    roll: float = 0.0
+    dofs: list[tuple[str, float, float]] = field(default_factory=list)
+
+
+@dataclass
+class ArmDescription:
+    """A serial chain of bones, as numbers: everything FK and IK need, and nothing from bpy.
+
+    Attributes:
+        name: the armature's name.
+        bones: bone names, root first; ``bones[i]``'s parent is ``bones[i-1]``.
+        rest_local: ``(B, 4, 4)`` rest matrix of each bone relative to its parent's rest
+            (the root's is ``bone.matrix_local``).
+        lengths: ``(B,)`` bone lengths; the end effector is the last bone's tail.
+        dof_bone: ``(D,)`` bone index of each DOF (non-decreasing).
+        dof_axis: ``(D,)`` local axis of each DOF, 0/1/2 for X/Y/Z (increasing within a bone).
+        lower: ``(D,)`` lower limits, radians.
+        upper: ``(D,)`` upper limits, radians.
+        base: ``(4, 4)`` armature object's world matrix (``matrix_world``).
+    """
+
+    name: str
+    bones: list[str]
+    rest_local: np.ndarray
+    lengths: np.ndarray
+    dof_bone: np.ndarray
+    dof_axis: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    base: np.ndarray = field(default_factory=lambda: np.eye(4))
+
+    def __post_init__(self) -> None:
+        self.bones = [str(b) for b in self.bones]
+        self.rest_local = np.asarray(self.rest_local, dtype=np.float64).reshape(-1, 4, 4)
+        self.lengths = np.asarray(self.lengths, dtype=np.float64).reshape(-1)
+        self.dof_bone = np.asarray(self.dof_bone, dtype=np.int64).reshape(-1)
+        self.dof_axis = np.asarray(self.dof_axis, dtype=np.int64).reshape(-1)
+        self.lower = np.asarray(self.lower, dtype=np.float64).reshape(-1)
+        self.upper = np.asarray(self.upper, dtype=np.float64).reshape(-1)
+        self.base = np.asarray(self.base, dtype=np.float64).reshape(4, 4)
+        n_bones, n_dofs = len(self.bones), len(self.dof_bone)
+        if n_bones == 0 or self.rest_local.shape[0] != n_bones or self.lengths.shape[0] != n_bones:
+            raise ValueError("ArmDescription: bones, rest_local and lengths must have one entry per bone")
+        if not (len(self.dof_axis) == len(self.lower) == len(self.upper) == n_dofs) or n_dofs == 0:
+            raise ValueError("ArmDescription: dof_bone, dof_axis, lower and upper must have one entry per DOF")
+        order = self.dof_bone * 3 + self.dof_axis
+        if np.any(np.diff(order) <= 0) or self.dof_bone.min() < 0 or self.dof_bone.max() >= n_bones:
+            raise ValueError("ArmDescription: DOFs must be sorted by bone, then axis X<Y<Z, with valid bone indices")
+        if np.any(self.dof_axis < 0) or np.any(self.dof_axis > 2) or np.any(self.lower > self.upper):
+            raise ValueError("ArmDescription: bad DOF axis or limits")
+
+    # ---- derived quantities -------------------------------------------------------------
+    @property
+    def n_dofs(self) -> int:
+        return int(len(self.dof_bone))
+
+    @property
+    def n_bones(self) -> int:
+        return len(self.bones)
+
+    @property
+    def mid(self) -> np.ndarray:
+        """Centre of each joint range."""
+        return 0.5 * (self.lower + self.upper)
+
+    @property
+    def half_range(self) -> np.ndarray:
+        return 0.5 * (self.upper - self.lower)
+
+    @property
+    def reach(self) -> float:
+        """Upper bound of the distance from the root bone's head to the tip: the chain's length."""
+        return float(self.lengths.sum())
+
+    @property
+    def root(self) -> np.ndarray:
+        """Root bone head in armature space."""
+        return self.rest_local[0, :3, 3].copy()
+
+    def dof_names(self) -> list[str]:
+        return [f"{self.bones[b]}.{AXES[a]}" for b, a in zip(self.dof_bone, self.dof_axis)]
+
+    def clip(self, angles: np.ndarray) -> np.ndarray:
+        return np.clip(angles, self.lower, self.upper)
+
+    def sample_angles(self, n: int, rng: np.random.Generator | int | None = None) -> np.ndarray:
+        """``(n, D)`` joint angles uniform within the limits."""
+        rng = np.random.default_rng(rng)
+        return rng.uniform(self.lower, self.upper, size=(n, self.n_dofs))
+
+    def sample_targets(self, n: int, rng: np.random.Generator | int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Reachable targets: ``(targets (n, 3) armature space, angles (n, D))`` from uniform joint angles."""
+        angles = self.sample_angles(n, rng)
+        return forward_kinematics(self, angles), angles
+
+    def world_to_local(self, points: np.ndarray) -> np.ndarray:
+        """World-space points ``(..., 3)`` to armature space."""
+        inv = np.linalg.inv(self.base)
+        return np.asarray(points, dtype=np.float64) @ inv[:3, :3].T + inv[:3, 3]
+
+    def local_to_world(self, points: np.ndarray) -> np.ndarray:
+        return np.asarray(points, dtype=np.float64) @ self.base[:3, :3].T + self.base[:3, 3]
+
+    # ---- serialisation ------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able data (goes into the model file's ``extra["arm"]``)."""
+        return {
+            "name": self.name,
+            "bones": list(self.bones),
+            "rest_local": self.rest_local.tolist(),
+            "lengths": self.lengths.tolist(),
+            "dofs": [
+                {"bone": int(b), "axis": AXES[int(a)], "lower": float(lo), "upper": float(hi)}
+                for b, a, lo, hi in zip(self.dof_bone, self.dof_axis, self.lower, self.upper)
+            ],
+            "base": self.base.tolist(),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ArmDescription:
+        try:
+            dofs = d["dofs"]
+            return cls(
+                name=d["name"],
+                bones=d["bones"],
+                rest_local=np.array(d["rest_local"], dtype=np.float64),
+                lengths=np.array(d["lengths"], dtype=np.float64),
+                dof_bone=[int(x["bone"]) for x in dofs],
+                dof_axis=[AXES.index(x["axis"]) for x in dofs],
+                lower=[float(x["lower"]) for x in dofs],
+                upper=[float(x["upper"]) for x in dofs],
+                base=np.array(d.get("base", np.eye(4)), dtype=np.float64),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"ArmDescription.from_dict: bad arm description ({exc})") from exc
+
+    @classmethod
+    def from_bone_specs(cls, name: str, specs: Sequence[BoneSpec], base: np.ndarray | None = None) -> ArmDescription:
+        """Build a chain from head/tail/roll specs, exactly as Blender would compute its rest matrices."""
+        local = [bone_matrix(s.head, s.tail, s.roll) for s in specs]
+        rest = [local[0]] + [np.linalg.inv(local[i - 1]) @ local[i] for i in range(1, len(local))]
+        dof_bone, dof_axis, lower, upper = [], [], [], []
+        for i, s in enumerate(specs):
+            for axis, lo, hi in sorted(s.dofs, key=lambda t: AXES.index(t[0])):
+                dof_bone.append(i)
+                dof_axis.append(AXES.index(axis))
+                lower.append(lo)
+                upper.append(hi)
+        lengths = [float(np.linalg.norm(np.subtract(s.tail, s.head))) for s in specs]
+        return cls(name, [s.name for s in specs], np.array(rest), lengths, dof_bone, dof_axis, lower, upper,
+                   np.eye(4) if base is None else base)
+
+
+# ---- example arms ------------------------------------------------------------------------
+def _deg(a: float) -> float:
+    return math.radians(a)
+
+
+def arm6_specs() -> list[BoneSpec]:
+    """A 6-joint industrial-style arm, 1.0 m from base to flange, standing on +Z.
+
+    Base yaw, shoulder pitch, elbow pitch, wrist roll, wrist pitch, flange roll (roll = about
+    the bone's own Y axis; pitch = about the bone's local X).
+    """
+    z = np.cumsum([0.0, 0.15, 0.40, 0.30, 0.05, 0.07, 0.03])
+    dofs = [
+        [("Y", _deg(-170), _deg(170))],
+        [("X", _deg(-100), _deg(100))],
+        [("X", _deg(-140), _deg(140))],
+        [("Y", _deg(-170), _deg(170))],
+        [("X", _deg(-120), _deg(120))],
+        [("Y", _deg(-170), _deg(170))],
+    ]
+    names = ["Base", "Shoulder", "Elbow", "WristRoll", "WristPitch", "Flange"]
+    return [BoneSpec(n, (0.0, 0.0, z[i]), (0.0, 0.0, z[i + 1]), 0.0, d) for i, (n, d) in enumerate(zip(names, dofs))]
+
+
+def arm3_specs() -> list[BoneSpec]:
+    """A simple 3-bone arm, 1.0 m long: base yaw, shoulder pitch, elbow pitch."""
+    z = np.cumsum([0.0, 0.20, 0.45, 0.35])
+    dofs = [
+        [("Y", _deg(-170), _deg(170))],
+        [("X", _deg(-110), _deg(110))],
+        [("X", _deg(-150), _deg(150))],
+    ]
+    names = ["Base", "Upper", "Fore"]
+    return [BoneSpec(n, (0.0, 0.0, z[i]), (0.0, 0.0, z[i + 1]), 0.0, d) for i, (n, d) in enumerate(zip(names, dofs))]
+
+
+ARM6_BASE = np.eye(4)
+ARM3_BASE = np.array(
+    [
+        [math.cos(_deg(30)), -math.sin(_deg(30)), 0.0, 2.0],
+        [math.sin(_deg(30)), math.cos(_deg(30)), 0.0, 0.0],
+        [0.0, 0.0, 1.0, 0.0],
+        [0.0, 0.0, 0.0, 1.0],
+    ]
+)
+
+
+def arm6() -> ArmDescription:
+    return ArmDescription.from_bone_specs("Arm6", arm6_specs(), ARM6_BASE)
+
+
+def arm3() -> ArmDescription:
+    return ArmDescription.from_bone_specs("Arm3", arm3_specs(), ARM3_BASE)
+
+
+# ---- forward kinematics --------------------------------------------------------------------
+def _chain(arm: ArmDescription, angles: np.ndarray, want_frames: bool, want_jacobian: bool):
+    """Shared FK core in a structure-of-arrays layout: ``rot`` is (3, 3, N) with ``rot[:, j]``
+    the j-th column of every pose matrix, so each update is a few contiguous vector ops."""
+    angles = np.asarray(angles)
+    if angles.dtype != np.float32:
+        angles = angles.astype(np.float64, copy=False)
+    dtype = angles.dtype
+    single = angles.ndim == 1
+    if single:
+        angles = angles[None]
+    if angles.ndim != 2 or angles.shape[-1] != arm.n_dofs:
+        raise ValueError(f"angles: expected (N, {arm.n_dofs}), got {angles.shape}")
+    n = angles.shape[0]
+    ang_t = np.ascontiguousarray(angles.T)
+    cos, sin = np.cos(ang_t), np.sin(ang_t)
+    rest = arm.rest_local.astype(dtype, copy=False)
+    rot = np.empty((3, 3, n), dtype)
+    rot[:] = rest[0, :3, :3, None]
+    pos = np.empty((3, n), dtype)
+    pos[:] = rest[0, :3, 3, None]
+    frames = [] if want_frames else None
+    axes = np.empty((3, arm.n_dofs, n), dtype) if want_jacobian else None
+    pivots = np.empty((3, arm.n_dofs, n), dtype) if want_jacobian else None
+    eye = np.eye(3)
+    k = 0
+    for b in range(arm.n_bones):
+        if b > 0:
+            for j in range(3):  # pos += rot @ t, skipping zero components (chains are mostly (0, L, 0))
+                if rest[b, j, 3] != 0.0:
+                    pos = pos + rest[b, j, 3] * rot[:, j]
+            if not np.array_equal(arm.rest_local[b, :3, :3], eye):
+                rot = np.matmul(rest[b, :3, :3].T, rot)
+            elif want_frames:
+                rot = rot.copy()
+        while k < arm.n_dofs and arm.dof_bone[k] == b:
+            ax = int(arm.dof_axis[k])
+            if want_jacobian:
+                axes[:, k] = rot[:, ax]
+                pivots[:, k] = pos
+            u, v = ((1, 2), (2, 0), (0, 1))[ax]
+            c, s = cos[k], sin[k]
+            cu, cv = rot[:, u], rot[:, v]
+            new_u = c * cu + s * cv
+            rot[:, v] = c * cv - s * cu
+            rot[:, u] = new_u
+            k += 1
+        if want_frames:
+            frames.append((rot, pos))
+    tip = pos + arm.lengths[-1] * rot[:, 1]  # (3, N)
+    jac = None
+    if want_jacobian:
+        d = tip[:, None, :] - pivots  # (3, D, N)
+        jac = np.empty_like(d)
+        jac[0] = axes[1] * d[2] - axes[2] * d[1]
+        jac[1] = axes[2] * d[0] - axes[0] * d[2]
+        jac[2] = axes[0] * d[1] - axes[1] * d[0]
+    return single, tip, frames, jac
+
+
+def _fk_jac_soa(arm: ArmDescription, angles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Tip (3, N) and Jacobian (3, D, N) in the internal layout (used by the solvers)."""
+    _, tip, _, jac = _chain(arm, angles, False, True)
+    return tip, jac
+
+
+def forward_kinematics(arm: ArmDescription, angles: np.ndarray) -> np.ndarray:
+    """End-effector (last bone's tail) positions in armature space: ``(N, D) -> (N, 3)``."""
+    single, tip, _, _ = _chain(arm, angles, False, False)
+    return tip[:, 0] if single else tip.T
+
+
+def fk_jacobian(arm: ArmDescription, angles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Tip positions ``(N, 3)`` and the analytic position Jacobian ``d tip / d angles`` ``(N, 3, D)``."""
+    single, tip, _, jac = _chain(arm, angles, False, True)
+    tip, jac = tip.T, jac.transpose(2, 0, 1)
+    return (tip[0], jac[0]) if single else (tip, jac)
+
+
+def joint_positions(arm: ArmDescription, angles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every bone's head and tail in armature space, ``(N, B, 3)`` each, plus pose rotations.
+
+    Returns ``(heads_and_tip (N, B+1, 3), pose_rotations (N, B, 3, 3))``: the heads of all bones
+    followed by the last tail; ``pose_rotations[:, i]`` is Blender's ``pose_bone.matrix`` rotation.
+    """
+    single, tip, frames, _ = _chain(arm, angles, True, False)
+    heads = np.stack([p.T for _, p in frames], axis=1)
+    rots = np.stack([r.transpose(2, 0, 1) for r, _ in frames], axis=1)
+    pts = np.concatenate([heads, tip.T[:, None]], axis=1)
+    return (pts[0], rots[0]) if single else (pts, rots)
+
+
+def angles_to_quaternions(arm: ArmDescription, angles: np.ndarray) -> np.ndarray:
+    """Per-bone ``rotation_quaternion`` values (w, x, y, z): ``(N, D) -> (N, B, 4)``.
+
+    Bones without a DOF get the identity; a bone's DOFs compose as ``q_x * q_y * q_z``.
+    """
+    angles = np.asarray(angles, dtype=np.float64)
+    single = angles.ndim == 1
+    if single:
+        angles = angles[None]
+    n = angles.shape[0]
+    quats = np.zeros((n, arm.n_bones, 4))
+    quats[:, :, 0] = 1.0
+    for k in range(arm.n_dofs):
+        b, ax = int(arm.dof_bone[k]), int(arm.dof_axis[k])
+        h = 0.5 * angles[:, k]
+        q = np.zeros((n, 4))
+        q[:, 0] = np.cos(h)
+        q[:, 1 + ax] = np.sin(h)
+        quats[:, b] = _quat_mul(quats[:, b], q)
+    return quats[0] if single else quats
+
+
+def _quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    w1, x1, y1, z1 = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
+    w2, x2, y2, z2 = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
+    return np.stack(
+        [
+            w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2,
+            w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+            w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
+            w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2,
+        ],
+        axis=-1,
+    )
+
+
+# ---- solvers -------------------------------------------------------------------------------
+def _solve3(m: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """Solve ``m x = e`` for a batch of symmetric 3x3 ``m`` (N, 3, 3) by cofactors (fast, no LAPACK loop)."""
+    a, b, c = m[:, 0, 0], m[:, 0, 1], m[:, 0, 2]
+    d, f = m[:, 1, 1], m[:, 1, 2]
+    g = m[:, 2, 2]
+    c00 = d * g - f * f
+    c01 = c * f - b * g
+    c02 = b * f - c * d
+    c11 = a * g - c * c
+    c12 = b * c - a * f
+    c22 = a * d - b * b
+    det = a * c00 + b * c01 + c * c02
+    e0, e1, e2 = e[:, 0], e[:, 1], e[:, 2]
+    out = np.empty_like(e)
+    out[:, 0] = c00 * e0 + c01 * e1 + c02 * e2
+    out[:, 1] = c01 * e0 + c11 * e1 + c12 * e2
+    out[:, 2] = c02 * e0 + c12 * e1 + c22 * e2
+    out /= det[:, None]
+    return out
+
+
+def dls_step(
+    arm: ArmDescription, angles: np.ndarray, targets: np.ndarray, damping: float = 0.02, max_step: float = 0.2
+) -> tuple[np.ndarray, np.ndarray]:
+    """One damped-least-squares (Levenberg-Marquardt) step; returns ``(new_angles, error_before (N,))``.
+
+    ``dθ = Jᵀ (J Jᵀ + λ² I)⁻¹ e`` with the error ``e`` clamped to ``max_step × reach`` (Buss'
+    clamped DLS) and ``λ = damping × reach × min(1, |e| / (0.1 reach))`` so that near the
+    solution the step becomes Gauss-Newton (quadratic convergence); angles are clipped to the
+    limits afterwards.
+    """
+    tip, jac = fk_jacobian(arm, angles)
+    err = targets - tip
+    dist = np.sqrt(np.einsum("ij,ij->i", err, err))
+    reach = arm.reach
+    limit = max_step * reach
+    scale = np.minimum(1.0, limit / np.maximum(dist, 1e-300))
+    e = err * scale[:, None]
+    lam = damping * reach * np.minimum(1.0, dist / (0.1 * reach))
+    jjt = jac @ jac.transpose(0, 2, 1)
+    lam2 = lam * lam + 1e-12
+    jjt[:, 0, 0] += lam2
+    jjt[:, 1, 1] += lam2
+    jjt[:, 2, 2] += lam2
+    x = _solve3(jjt, e)
+    delta = np.einsum("nid,ni->nd", jac, x)
+    return np.clip(angles + delta, arm.lower, arm.upper), dist
+
+
+def dls_solve(
+    arm: ArmDescription,
+    targets: np.ndarray,
+    init: np.ndarray | None = None,
+    iters: int = 50,
+    tol: float = 1e-5,
+    damping: float = 0.02,
+    max_step: float = 0.2,
+) -> np.ndarray:
+    """Batched damped-least-squares IK for positions (armature space): ``(N, 3) -> (N, D)``.
+
+    Starts from ``init`` (default: the middle of every joint range) and stops early once every
+    target is within ``tol``; targets already converged keep being updated (cheaper than masking
+    for the batch sizes we use, and harmless: a converged step is tiny).
+    """
+    targets = np.asarray(targets, dtype=np.float64).reshape(-1, 3)
+    n = targets.shape[0]
+    angles = np.broadcast_to(arm.mid, (n, arm.n_dofs)).copy() if init is None else np.array(init, np.float64)
+    for _ in range(iters):
+        new, dist = dls_step(arm, angles, targets, damping, max_step)
+        if dist.max() < tol:
+            break
+        angles = new
+    return angles
+
+
+def fabrik_solve(
+    arm: ArmDescription, targets: np.ndarray, init: np.ndarray | None = None, iters: int = 20, tol: float = 1e-5
+) -> np.ndarray:
+    """Batched FABRIK (Aristidou & Lasenby 2011) on the joint positions; returns ``(N, B+1, 3)`` points.
+
+    Plain FABRIK: ball joints, no hinge axes, no limits (the reason learned IK or DLS is used
+    for the real arm); the root head stays fixed. The tip is ``points[:, -1]``. Comparison only.
+    """
+    targets = np.asarray(targets, dtype=np.float64).reshape(-1, 3)
+    n = targets.shape[0]
+    angles = np.broadcast_to(arm.mid, (n, arm.n_dofs)) if init is None else init
+    pts, _ = joint_positions(arm, angles)
+    pts = pts.copy()
+    seg = arm.lengths
+    root = pts[:, 0].copy()
+    m = pts.shape[1]
+    for _ in range(iters):
+        if np.max(np.linalg.norm(pts[:, -1] - targets, axis=1)) < tol:
+            break
+        pts[:, -1] = targets
+        for i in range(m - 2, -1, -1):
+            d = pts[:, i] - pts[:, i + 1]
+            pts[:, i] = pts[:, i + 1] + d * (seg[i] / np.maximum(np.linalg.norm(d, axis=1), 1e-12))[:, None]
+        pts[:, 0] = root
+        for i in range(m - 1):
+            d = pts[:, i + 1] - pts[:, i]
+            pts[:, i + 1] = pts[:, i] + d * (seg[i] / np.maximum(np.linalg.norm(d, axis=1), 1e-12))[:, None]
+    return pts
