@@ -201,7 +201,8 @@ class CameraRenderer:
             try:
                 self._impl = _GpuPath(self)
             except Exception as exc:  # no GPU context / no offscreen support on this machine
-                self.fallback_reason = f"gpu offscreen drawing unavailable ({type(exc).__name__}: {exc}); using Workbench"
+                reason = f"{type(exc).__name__}: {exc}"
+                self.fallback_reason = f"gpu offscreen drawing unavailable ({reason}); using Workbench"
                 warnings.warn(f"DRLA camera: {self.fallback_reason}", RuntimeWarning, stacklevel=2)
                 method = 'workbench'
         if method == 'workbench':
@@ -221,9 +222,9 @@ class CameraRenderer:
             if self.normalize_depth:
                 depth = depth / np.float32(self.camera.data.clip_end)
             return depth.astype(np.float32, copy=False)
-        rgb = self._impl.read_rgb()  # (h, w, 3) float32 display-referred 0..1
+        rgb = self._impl.read_rgb()  # (h, w, 3) float32 display-referred 0..1 (may be a view)
         if self.mode == 'RGB':
-            return rgb
+            return np.array(rgb, dtype=np.float32)  # a new array, as documented
         gray = rgb @ LUMA
         if self.mode == 'GRAY':
             return gray.astype(np.float32, copy=False)
@@ -393,9 +394,10 @@ class _GpuPath:
                 gpu.state.depth_mask_set(old_mask)
 
     def read_rgb(self) -> np.ndarray:
+        """A view of the readback buffer (valid until the next read); ``CameraRenderer`` copies."""
         self._draw()
         h, w = self.cam.height, self.cam.width
-        return self._color_np.reshape(h, w, 4)[::-1, :, :3].copy()
+        return self._color_np.reshape(h, w, 4)[::-1, :, :3]
 
     def read_depth(self) -> np.ndarray:
         self._draw()

@@ -238,7 +238,7 @@ def _rna_props(struct: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for prop in struct.bl_rna.properties:
         key = prop.identifier
-        if key in _SKIP_PROPS or prop.type == 'COLLECTION':
+        if key in _SKIP_PROPS or key.startswith("bl_") or prop.type == 'COLLECTION':  # bl_*: class data
             continue
         if prop.type == 'POINTER':
             target = getattr(struct, key, None)

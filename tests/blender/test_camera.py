@@ -56,7 +56,9 @@ def _pair(camera_mod, sc, cam, mode, **kw):
     return a, b
 
 
-@pytest.mark.parametrize("mode, shape", [('RGB', (48, 64, 3)), ('GRAY', (48, 64)), ('BW', (48, 64)), ('DEPTH', (48, 64))])
+@pytest.mark.parametrize(
+    "mode, shape", [('RGB', (48, 64, 3)), ('GRAY', (48, 64)), ('BW', (48, 64)), ('DEPTH', (48, 64))]
+)
 @pytest.mark.parametrize("method", ['gpu', 'workbench'])
 def test_shapes_dtypes_ranges(camera_mod, stand_in, mode, shape, method):
     sc, cam = stand_in
