@@ -16,11 +16,14 @@ __all__ = ["huber", "mse", "clip_grad_norm"]
 def huber(pred: np.ndarray, target: np.ndarray, delta: float = 1.0) -> tuple[float, np.ndarray]:
     """Huber loss: quadratic within ``delta``, linear outside (robust to large TD errors)."""
     diff = np.subtract(pred, target, dtype=np.float32)
+    n = diff.size
     abs_diff = np.abs(diff)
     quad = np.minimum(abs_diff, delta)
-    loss = float(np.mean(0.5 * quad * quad + delta * (abs_diff - quad)))
-    np.clip(diff, -delta, delta, out=diff)
-    diff *= np.float32(1.0 / diff.size)
+    # mean(0.5 * quad^2 + delta * (|diff| - quad)), written as reductions
+    loss = (0.5 * float(np.dot(quad.ravel(), quad.ravel())) + delta * float(abs_diff.sum() - quad.sum())) / n
+    np.minimum(diff, delta, out=diff)
+    np.maximum(diff, -delta, out=diff)
+    diff *= np.float32(1.0 / n)
     return loss, diff
 
 

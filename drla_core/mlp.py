@@ -144,6 +144,8 @@ class MLP:
         self._infer_cache: dict[tuple[int, ...], list[np.ndarray]] = {}
         self._train_cache: dict[int, dict[str, Any]] = {}
         self._last_train: dict[str, Any] | None = None
+        self._one: list[tuple[np.ndarray, np.ndarray, np.ndarray, str]] | None = None
+        self._one_out = np.empty(0, dtype=np.float32)
 
     @property
     def num_layers(self) -> int:
@@ -161,6 +163,8 @@ class MLP:
 
     def forward_into_cache(self, x: np.ndarray) -> np.ndarray:
         """Inference into reused work arrays: fast, but the result is overwritten by the next call."""
+        if np.ndim(x) == 1:
+            return self._forward_one(x)
         x = np.asarray(x, dtype=np.float32)
         h = x
         for w, b, out, act in zip(self.weights, self.biases, self._buffers(x.shape[:-1]), self.activations):
@@ -170,6 +174,33 @@ class MLP:
                 _activate(act, out)
             h = out
         return h
+
+    def _forward_one(self, x: np.ndarray) -> np.ndarray:
+        """One observation (the act path): each layer is one dot and one activation.
+
+        In ``params`` a layer's bias directly follows its weights, so ``[W; b]`` is a free
+        ``(in + 1, out)`` view and ``[h, 1] @ [W; b] = h @ W + b``.
+        """
+        one = self._one
+        if one is None:
+            one = self._one = []
+            offset = 0
+            for fan_in, fan_out, act in zip(self.sizes[:-1], self.sizes[1:], self.activations):
+                w_aug = self.params[offset:offset + (fan_in + 1) * fan_out].reshape(fan_in + 1, fan_out)
+                offset += (fan_in + 1) * fan_out
+                h_aug = np.ones(fan_in + 1, dtype=np.float32)
+                one.append((h_aug, h_aug[:fan_in], w_aug, act))
+            self._one_out = np.empty(self.output_size, dtype=np.float32)
+        one[0][1][...] = x
+        last = len(one) - 1
+        for i, (h_aug, _, w_aug, act) in enumerate(one):
+            out = one[i + 1][1] if i < last else self._one_out
+            np.dot(h_aug, w_aug, out=out)
+            if act == "relu":
+                np.maximum(out, 0, out=out)
+            elif act != "linear":
+                _activate(act, out)
+        return self._one_out
 
     def forward(self, x: np.ndarray) -> np.ndarray:
         """Inference: ``x`` of shape ``(in,)`` or ``(B, in)`` -> a new float32 array ``(out,)``/``(B, out)``."""

@@ -82,12 +82,12 @@ class Adam(Optimizer):
         tmp *= 1.0 - self.beta2
         self.v += tmp
         # params -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
-        bias2_sqrt = math.sqrt(1.0 - self.beta2 ** self.t)
+        #         == lr * s / (1 - beta1^t) * m / (sqrt(v) + eps * s),  s = sqrt(1 - beta2^t)  (one op fewer)
+        s = math.sqrt(1.0 - self.beta2 ** self.t)
         np.sqrt(self.v, out=tmp)
-        tmp *= 1.0 / bias2_sqrt
-        tmp += self.eps
+        tmp += self.eps * s
         np.divide(self.m, tmp, out=tmp)
-        tmp *= self.lr / (1.0 - self.beta1 ** self.t)
+        tmp *= self.lr * s / (1.0 - self.beta1 ** self.t)
         self.params -= tmp
 
     def state_dict(self) -> dict[str, Any]:

@@ -149,3 +149,15 @@ def test_bad_activation_rejected():
         MLP(3, [(4, "gelu")], 2)
     with pytest.raises(ValueError, match="unknown activation"):
         MLP(3, [4], 2, output_activation="softmax")
+
+
+@pytest.mark.parametrize("activation", ACTIVATIONS)
+def test_single_observation_path_matches_batch(activation):
+    net = MLP(5, [(7, activation), (6, "relu")], 3, output_activation=activation, rng=4)
+    x = np.random.default_rng(1).normal(size=(4, 5)).astype(np.float32)
+    batch = net.forward(x)
+    for row, expected in zip(x, batch):
+        np.testing.assert_allclose(net.forward(row), expected, rtol=1e-5, atol=1e-6)
+    net.params *= 0.5  # the single-observation views follow in-place parameter changes
+    np.testing.assert_allclose(net.forward(x[0]), net.forward(x)[0], rtol=1e-5, atol=1e-6)
+    assert net.forward(x[0].astype(np.float64)).dtype == np.float32
