@@ -1,0 +1,159 @@
+"""Learned IK in a live Blender scene: the only bpy <-> numpy code for arms.
+
+* ``arm_description(ob)`` reads an armature object into a ``drla_core.kinematics.ArmDescription``
+  (rest matrices, lengths, DOFs and limits from the pose bones' IK settings, ``matrix_world``).
+* ``apply_angles(ob, arm, angles)`` writes joint angles to the pose bones' ``rotation_quaternion``.
+* ``tip_world(ob, arm)`` reads the end effector (last bone's tail) in world space after an update.
+* ``enable_follow(ob, target, solver)`` / ``disable_follow(ob)``: "Learned IK" follow mode, a
+  ``depsgraph_update_post`` handler that re-solves (network + DLS refinement) whenever the
+  target empty moved, and sets the bones.
+* ``bake_target(ob, target, solver, frame_start, frame_end)``: keyframes the solved joint
+  quaternions for every frame of the target's animation.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import bpy
+import numpy as np
+
+from ..drla_core import kinematics as kin
+
+__all__ = ["apply_angles", "arm_description", "bake_target", "disable_follow", "enable_follow",
+           "follow_active", "solve_for_target", "tip_world"]
+
+
+def _chain_bones(data: bpy.types.Armature) -> list[bpy.types.Bone]:
+    roots = [b for b in data.bones if b.parent is None]
+    if len(roots) != 1:
+        raise ValueError(f"armature {data.name!r}: learned IK needs exactly one root bone, found {len(roots)}")
+    chain = [roots[0]]
+    while chain[-1].children:
+        if len(chain[-1].children) != 1:
+            raise ValueError(f"armature {data.name!r}: bone {chain[-1].name!r} branches; learned IK needs a chain")
+        chain.append(chain[-1].children[0])
+    return chain
+
+
+def arm_description(ob: bpy.types.Object) -> kin.ArmDescription:
+    """Read an armature object's single bone chain into an ``ArmDescription``."""
+    if ob is None or ob.type != 'ARMATURE':
+        raise ValueError("arm_description: an armature object is needed")
+    chain = _chain_bones(ob.data)
+    local = [np.array(b.matrix_local, dtype=np.float64) for b in chain]
+    rest = [local[0]] + [np.linalg.inv(local[i - 1]) @ local[i] for i in range(1, len(local))]
+    dof_bone, dof_axis, lower, upper = [], [], [], []
+    for i, b in enumerate(chain):
+        pb = ob.pose.bones[b.name]
+        for k, a in enumerate("xyz"):
+            if getattr(pb, f"lock_ik_{a}"):
+                continue
+            if getattr(pb, f"use_ik_limit_{a}"):
+                lo, hi = getattr(pb, f"ik_min_{a}"), getattr(pb, f"ik_max_{a}")
+            else:
+                lo, hi = -math.pi, math.pi
+            dof_bone.append(i)
+            dof_axis.append(k)
+            lower.append(lo)
+            upper.append(hi)
+    return kin.ArmDescription(ob.name, [b.name for b in chain], np.array(rest), [b.length for b in chain],
+                              dof_bone, dof_axis, lower, upper, np.array(ob.matrix_world, dtype=np.float64))
+
+
+def apply_angles(ob: bpy.types.Object, arm: kin.ArmDescription, angles: np.ndarray) -> None:
+    """Set the chain's ``rotation_quaternion`` from one joint-angle vector ``(D,)`` (needs an update to show)."""
+    quats = kin.angles_to_quaternions(arm, np.asarray(angles, dtype=np.float64).reshape(arm.n_dofs))
+    for name, q in zip(arm.bones, quats):
+        pb = ob.pose.bones[name]
+        pb.rotation_mode = 'QUATERNION'
+        pb.rotation_quaternion = q.tolist()
+
+
+def tip_world(ob: bpy.types.Object, arm: kin.ArmDescription) -> np.ndarray:
+    """End effector (last bone's tail) in world space, as Blender evaluated it."""
+    return np.array(ob.matrix_world @ ob.pose.bones[arm.bones[-1]].tail, dtype=np.float64)
+
+
+def solve_for_target(ob: bpy.types.Object, solver: Any, target_world: np.ndarray, iters: int = 3) -> np.ndarray:
+    """Joint angles reaching a world-space point (network + refinement), in the arm's current placement."""
+    local = np.linalg.inv(np.array(ob.matrix_world, dtype=np.float64)) @ np.append(target_world, 1.0)
+    return solver.solve_refined(local[None, :3], iters=iters)[0]
+
+
+# ---- follow mode ------------------------------------------------------------------------------
+_FOLLOWERS: dict[str, dict[str, Any]] = {}
+
+
+def _on_depsgraph_update(scene: bpy.types.Scene, depsgraph: Any = None) -> None:
+    for name, st in list(_FOLLOWERS.items()):
+        ob, target = bpy.data.objects.get(name), bpy.data.objects.get(st["target"])
+        if ob is None or target is None:
+            _FOLLOWERS.pop(name, None)
+            continue
+        where = np.array(target.matrix_world.translation, dtype=np.float64)
+        base = np.array(ob.matrix_world, dtype=np.float64)
+        if st["last"] is not None and np.allclose(where, st["last"][0], atol=1e-7) and \
+                np.allclose(base, st["last"][1], atol=1e-7):
+            continue  # nothing moved (also stops the update our own pose change triggers)
+        st["last"] = (where, base)
+        try:
+            apply_angles(ob, st["solver"].arm, solve_for_target(ob, st["solver"], where, st["iters"]))
+        except Exception as exc:  # never raise into Blender's update loop
+            st["error"] = str(exc)
+
+
+def enable_follow(ob: bpy.types.Object, target: bpy.types.Object, solver: Any, iters: int = 3) -> None:
+    """Make ``ob`` follow ``target`` with learned IK (solved on every depsgraph update that moved it)."""
+    _FOLLOWERS[ob.name] = {"target": target.name, "solver": solver, "iters": iters, "last": None, "error": None}
+    if _on_depsgraph_update not in bpy.app.handlers.depsgraph_update_post:
+        bpy.app.handlers.depsgraph_update_post.append(_on_depsgraph_update)
+
+
+def disable_follow(ob: bpy.types.Object | None = None) -> None:
+    """Stop following (one arm, or all when ``ob`` is None); removes the handler when none is left."""
+    if ob is None:
+        _FOLLOWERS.clear()
+    else:
+        _FOLLOWERS.pop(ob.name, None)
+    if not _FOLLOWERS and _on_depsgraph_update in bpy.app.handlers.depsgraph_update_post:
+        bpy.app.handlers.depsgraph_update_post.remove(_on_depsgraph_update)
+
+
+def follow_active(ob: bpy.types.Object) -> bool:
+    return ob.name in _FOLLOWERS
+
+
+def unregister() -> None:
+    disable_follow()
+
+
+# ---- baking -----------------------------------------------------------------------------------
+def bake_target(ob: bpy.types.Object, target: bpy.types.Object, solver: Any, frame_start: int, frame_end: int,
+                iters: int = 3) -> int:
+    """Keyframe the chain's ``rotation_quaternion`` so the tip follows ``target`` over the frame range.
+
+    All frames are solved in one batch (the target's world positions are read frame by frame
+    first). Returns the number of frames keyed; the scene's current frame is restored.
+    """
+    scene = bpy.context.scene
+    was = scene.frame_current
+    frames = list(range(int(frame_start), int(frame_end) + 1))
+    where = []
+    for f in frames:
+        scene.frame_set(f)
+        where.append(np.array(target.matrix_world.translation, dtype=np.float64))
+    arm = solver.arm
+    base_inv = np.linalg.inv(np.array(ob.matrix_world, dtype=np.float64))
+    local = np.asarray(where) @ base_inv[:3, :3].T + base_inv[:3, 3]
+    angles = solver.solve_refined(local, iters=iters)
+    quats = kin.angles_to_quaternions(arm, angles)
+    for i, f in enumerate(frames):
+        for name, q in zip(arm.bones, quats[i]):
+            pb = ob.pose.bones[name]
+            pb.rotation_mode = 'QUATERNION'
+            pb.rotation_quaternion = q.tolist()
+            pb.keyframe_insert("rotation_quaternion", frame=f)
+    scene.frame_set(was)
+    return len(frames)

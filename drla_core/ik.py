@@ -1,0 +1,285 @@
+"""Learned inverse kinematics: a network maps a target position to joint angles, then DLS polishes.
+
+``IKSolver`` holds an ``ArmDescription`` and an ``MLP`` whose input is the target position in
+armature space, normalised as ``(target - root) / reach`` (the model file's ``obs_norm``), and
+whose (linear) outputs are the joint angles in radians, clipped to the joint limits (so the
+model file's ``act`` gives valid angles directly: its action space is the limits box).
+
+Two ways to train it:
+
+* ``train_self_supervised`` (fast, the default): sample reachable targets, and descend the
+  differentiable forward-kinematics loss ``|FK(net(t)) - t|²`` through the analytic Jacobian
+  (``loss="fk"``), or regress onto one damped Gauss-Newton step from the network's own answer
+  (``loss="gauss_newton"``, a preconditioned version of the same loss). Unlike angle
+  regression, neither averages the several solutions a redundant arm has for one target.
+* ``train_reward`` (the reference material's way, learns from a reward signal only): the arm is
+  sent candidate joint angles, first purely random, then more and more often the network's own
+  (noisy) answer (a mixing schedule); each candidate's reward is a function of the end
+  effector's distance to the target, and the network regresses onto the reward-weighted mean
+  of the candidates: reward-weighted regression (Peters & Schaal, 2007; also the
+  cross-entropy method amortised over targets). The reward function is pluggable, so it can
+  come from a Blender scene instead of the numpy FK.
+
+``solve_refined`` runs a few batched damped-least-squares steps from the network's answer: the
+network gets close (millimetres to centimetres), Gauss-Newton converges quadratically from
+there, and targets that still fail are retried from other starting poses.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import kinematics as kin
+from .mlp import MLP
+from .optim import Adam
+from .schedules import linear_schedule
+
+__all__ = ["IKSolver", "IKTrainResult", "distance_reward"]
+
+RewardFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def distance_reward(arm: kin.ArmDescription) -> RewardFn:
+    """The default reward: ``-distance(tip, target) / reach`` evaluated with the numpy FK.
+
+    ``reward(targets (N, 3), angles (N, K, D)) -> (N, K)``.
+    """
+
+    def reward(targets: np.ndarray, angles: np.ndarray) -> np.ndarray:
+        n, k, d = angles.shape
+        tips = kin.forward_kinematics(arm, angles.reshape(n * k, d)).reshape(n, k, 3)
+        return -np.linalg.norm(tips - targets[:, None, :], axis=2) / arm.reach
+
+    return reward
+
+
+@dataclass
+class IKTrainResult:
+    """What a training run did: steps, seconds, and the validation error curve ``[(step, median_m, p90_m)]``."""
+
+    steps: int
+    seconds: float
+    curve: list[tuple[int, float, float]]
+
+
+class IKSolver:
+    """Network IK for one arm, plus DLS refinement.
+
+    Args:
+        arm: the arm description (chain, rest matrices, joint limits).
+        network: an existing ``MLP`` (3 inputs, ``arm.n_dofs`` linear outputs); built when None.
+        hidden: hidden layers for a new network.
+        seed: seed for a new network's weights and for training randomness.
+    """
+
+    def __init__(self, arm: kin.ArmDescription, network: MLP | None = None,
+                 hidden: tuple[tuple[int, str], ...] = ((128, "tanh"), (128, "tanh")), seed: int = 0) -> None:
+        self.arm = arm
+        if network is None:
+            network = MLP(3, list(hidden), arm.n_dofs, "linear", rng=seed)
+            network.biases[-1][...] = arm.mid  # start at the middle of every joint range
+        if network.input_size != 3 or network.output_size != arm.n_dofs:
+            raise ValueError(f"IKSolver: network must map 3 -> {arm.n_dofs}, got {network!r}")
+        self.network = network
+        self.rng = np.random.default_rng(seed)
+        self.norm_mean = arm.root.astype(np.float32)
+        self.norm_std = np.full(3, arm.reach, dtype=np.float32)
+        self.train_seconds = 0.0
+        self.train_steps = 0
+
+    # ---- inference -------------------------------------------------------------------------
+    def _inputs(self, targets: np.ndarray) -> np.ndarray:
+        x = np.asarray(targets, dtype=np.float32).reshape(-1, 3)
+        return (x - self.norm_mean) / self.norm_std
+
+    def solve(self, targets: np.ndarray) -> np.ndarray:
+        """Network only: targets ``(N, 3)`` in armature space -> joint angles ``(N, D)`` within the limits."""
+        out = self.network.forward_into_cache(self._inputs(targets))
+        return np.clip(out, self.arm.lower, self.arm.upper)  # float64 (limits are float64)
+
+    def solve_refined(self, targets: np.ndarray, iters: int = 2, tol: float = 1e-4, max_extra: int = 30,
+                      restarts: int = 4, damping: float = 0.02) -> np.ndarray:
+        """Network answer + ``iters`` batched DLS steps; targets still off by more than ``tol`` get
+        up to ``max_extra`` more steps, then restarts from other poses (only those targets)."""
+        arm = self.arm
+        targets = np.asarray(targets, dtype=np.float64).reshape(-1, 3)
+        angles = self.solve(targets)
+        for _ in range(iters):
+            angles, _ = kin.dls_step(arm, angles, targets, damping)
+        dist = np.linalg.norm(kin.forward_kinematics(arm, angles) - targets, axis=1)
+        bad = np.flatnonzero(dist > tol)
+        if bad.size and max_extra > 0:
+            sub = kin.dls_solve(arm, targets[bad], angles[bad], iters=max_extra, tol=tol, damping=damping)
+            angles[bad] = sub
+            dist[bad] = np.linalg.norm(kin.forward_kinematics(arm, sub) - targets[bad], axis=1)
+            bad = bad[dist[bad] > tol]
+        rng = np.random.default_rng(0)
+        for r in range(restarts):
+            if not bad.size:
+                break
+            init = np.broadcast_to(arm.mid, (bad.size, arm.n_dofs)).copy() if r == 0 else \
+                arm.sample_angles(bad.size, rng)
+            sub = kin.dls_solve(arm, targets[bad], init, iters=max(max_extra, 30), tol=tol, damping=damping)
+            d_new = np.linalg.norm(kin.forward_kinematics(arm, sub) - targets[bad], axis=1)
+            better = d_new < dist[bad]
+            angles[bad[better]] = sub[better]
+            dist[bad[better]] = d_new[better]
+            bad = bad[dist[bad] > tol]
+        return angles
+
+    def errors(self, targets: np.ndarray, angles: np.ndarray) -> np.ndarray:
+        """End-effector distance to each target, metres."""
+        return np.linalg.norm(kin.forward_kinematics(self.arm, angles) - np.asarray(targets).reshape(-1, 3), axis=1)
+
+    # ---- training: self-supervised through the FK ---------------------------------------------
+    def train_self_supervised(self, steps: int = 20000, batch_size: int = 512, lr: float = 3e-3,
+                              loss: str = "fk", max_seconds: float | None = None, eval_every: int = 1000,
+                              callback: Callable[[int, float], bool | None] | None = None) -> IKTrainResult:
+        """Train on targets made by FK of random joint angles (no labels needed, no Blender needed).
+
+        Args:
+            steps: Adam steps (the learning rate decays to ~0 over them, or over ``max_seconds``).
+            batch_size: targets per step.
+            lr: initial learning rate.
+            loss: ``"fk"``: gradient of ``mean |FK(θ) - t|² / reach²`` via the analytic Jacobian;
+                ``"gauss_newton"``: regress onto ``θ + Δθ_DLS`` (one damped Gauss-Newton step).
+            max_seconds: wall-clock bound; training stops at whichever of steps/time comes first.
+            eval_every: steps between validation points in the returned curve.
+            callback: ``callback(step, progress)``; returning False stops.
+        """
+        if loss not in ("fk", "gauss_newton"):
+            raise ValueError("loss must be 'fk' or 'gauss_newton'")
+        arm, net = self.arm, self.network
+        opt = Adam(net.params, lr=lr)
+        val_targets, _ = arm.sample_targets(1000, 12345)
+        curve: list[tuple[int, float, float]] = []
+        start = time.perf_counter()
+        step = 0
+        for step in range(1, steps + 1):
+            elapsed = time.perf_counter() - start
+            progress = step / steps if max_seconds is None else max(step / steps, elapsed / max_seconds)
+            if progress > 1.0:
+                break
+            opt.lr = lr * (1.0 - progress) ** 2 + lr * 1e-3
+            targets, _ = arm.sample_targets(batch_size, self.rng)
+            y = net.forward_train(self._inputs(targets))
+            theta = np.clip(y.astype(np.float64), arm.lower, arm.upper)
+            inside = (y >= arm.lower) & (y <= arm.upper)
+            if loss == "fk":
+                tip, jac = kin.fk_jacobian(arm, theta)
+                err = (tip - targets) / arm.reach**2
+                grad = 2.0 * np.einsum("ni,nid->nd", err, jac) / batch_size
+            else:
+                new, _ = kin.dls_step(arm, theta, targets)
+                grad = (theta - new) / batch_size
+            # clipped outputs: pass the gradient only where it pulls back inside the limits
+            grad = np.where(inside | ((y > arm.upper) & (grad > 0)) | ((y < arm.lower) & (grad < 0)), grad, 0.0)
+            net.backward(grad.astype(np.float32))
+            opt.step(net.grad)
+            if eval_every and step % eval_every == 0:
+                e = self.errors(val_targets, self.solve(val_targets))
+                curve.append((step, float(np.median(e)), float(np.percentile(e, 90))))
+            if callback is not None and callback(step, progress) is False:
+                break
+        seconds = time.perf_counter() - start
+        self.train_seconds += seconds
+        self.train_steps += step
+        return IKTrainResult(step, seconds, curve)
+
+    # ---- training: from the reward only -------------------------------------------------------
+    def train_reward(self, steps: int = 3000, batch_size: int = 256, candidates: int = 16, lr: float = 3e-3,
+                     sigma: tuple[float, float] = (0.5, 0.05), mix_fraction: float = 0.5, temperature: float = 0.02,
+                     reward_fn: RewardFn | None = None, max_seconds: float | None = None,
+                     eval_every: int = 250) -> IKTrainResult:
+        """Reward-weighted regression with the reference material's random→network mixing schedule.
+
+        Each step draws ``batch_size`` targets; for each, ``candidates`` joint-angle vectors are
+        sent to the arm: with probability ``p_net`` (0 → 1 linearly over the first
+        ``mix_fraction`` of training) the network's answer plus Gaussian noise (std ``sigma``
+        radians, shrinking from ``sigma[0]`` to ``sigma[1]``), otherwise uniform random angles.
+        ``reward_fn(targets, candidates) -> rewards`` (default: minus the distance / reach) is the
+        only feedback; the network regresses onto ``Σ softmax(r / temperature) · candidate``.
+        """
+        arm, net = self.arm, self.network
+        reward_fn = reward_fn or distance_reward(arm)
+        opt = Adam(net.params, lr=lr)
+        val_targets, _ = arm.sample_targets(1000, 12345)
+        curve: list[tuple[int, float, float]] = []
+        start = time.perf_counter()
+        step = 0
+        for step in range(1, steps + 1):
+            elapsed = time.perf_counter() - start
+            progress = step / steps if max_seconds is None else max(step / steps, elapsed / max_seconds)
+            if progress > 1.0:
+                break
+            opt.lr = lr * (1.0 - 0.9 * progress)
+            p_net = linear_schedule(0.0, 1.0, mix_fraction, progress)
+            noise = sigma[0] + (sigma[1] - sigma[0]) * progress
+            targets, _ = arm.sample_targets(batch_size, self.rng)
+            y = net.forward_train(self._inputs(targets)).astype(np.float64)
+            cand = arm.sample_angles(batch_size * candidates, self.rng).reshape(batch_size, candidates, -1)
+            use_net = self.rng.random((batch_size, candidates)) < p_net
+            explore = np.clip(y[:, None, :] + noise * self.rng.standard_normal(cand.shape), arm.lower, arm.upper)
+            cand = np.where(use_net[:, :, None], explore, cand)
+            reward = np.asarray(reward_fn(targets, cand), dtype=np.float64)
+            w = np.exp((reward - reward.max(axis=1, keepdims=True)) / temperature)
+            w /= w.sum(axis=1, keepdims=True)
+            goal = np.einsum("nk,nkd->nd", w, cand)
+            net.backward(((y - goal) / batch_size).astype(np.float32))
+            opt.step(net.grad)
+            if eval_every and step % eval_every == 0:
+                e = self.errors(val_targets, self.solve(val_targets))
+                curve.append((step, float(np.median(e)), float(np.percentile(e, 90))))
+        seconds = time.perf_counter() - start
+        self.train_seconds += seconds
+        self.train_steps += step
+        return IKTrainResult(step, seconds, curve)
+
+    # ---- model file ---------------------------------------------------------------------------
+    def to_model(self, meta: dict[str, Any] | None = None) -> Any:
+        """A ``model_io.Model`` of kind "ik": ``predict(target)`` gives the joint angles; ``extra["arm"]``
+        holds the arm description."""
+        from .model_io import Model
+        from .spaces import Box
+
+        arm = self.arm
+        obs_space = Box(self.norm_mean - arm.reach, self.norm_mean + arm.reach, (3,))
+        act_space = Box(arm.lower, arm.upper, (arm.n_dofs,))
+        info = {"train_seconds": round(self.train_seconds, 3), "train_steps": self.train_steps, **(meta or {})}
+        extra = {
+            "arm": arm.to_dict(),
+            "ik": {"input": "target position in armature space (metres)",
+                   "output": "joint angles in radians, clipped to the limits", "dofs": arm.dof_names()},
+        }
+        return Model(self.network.copy(), obs_space, act_space, kind="ik",
+                     obs_norm={"mean": self.norm_mean, "std": self.norm_std}, meta=info, extra=extra)
+
+    @classmethod
+    def from_model(cls, model: Any) -> IKSolver:
+        if getattr(model, "kind", None) != "ik" or "arm" not in model.extra:
+            raise ValueError("IKSolver.from_model: not an IK model (kind 'ik' with extra['arm'] needed)")
+        arm = kin.ArmDescription.from_dict(model.extra["arm"])
+        solver = cls(arm, network=model.network)
+        if model.obs_norm is not None:
+            solver.norm_mean = np.asarray(model.obs_norm["mean"], np.float32)
+            solver.norm_std = np.asarray(model.obs_norm["std"], np.float32)
+        solver.train_seconds = float(model.meta.get("train_seconds", 0.0))
+        solver.train_steps = int(model.meta.get("train_steps", 0))
+        return solver
+
+    def save(self, path: str | Path, meta: dict[str, Any] | None = None) -> Path:
+        from .model_io import save_model
+
+        return save_model(path, self.to_model(meta))
+
+    @classmethod
+    def load(cls, path: str | Path) -> IKSolver:
+        from .model_io import load_model
+
+        return cls.from_model(load_model(path))
