@@ -284,9 +284,7 @@ class _GpuPath:
         from gpu_extras.batch import batch_for_shader
 
         cam = self.cam
-        depsgraph = bpy.context.evaluated_depsgraph_get() if cam.scene == bpy.context.scene else None
-        if depsgraph is None:
-            depsgraph = cam.scene.view_layers[cam.view_layer.name].depsgraph
+        depsgraph = self._depsgraph()
         hidden = _render_hidden_collections(cam.view_layer)
         entries = []
         self.hidden_objects = []
@@ -325,6 +323,12 @@ class _GpuPath:
         self._signature = self._scene_signature()
         self.dirty = False
 
+    def _depsgraph(self) -> Any:
+        cam, ctx = self.cam, bpy.context
+        if cam.scene == ctx.scene and cam.view_layer == ctx.view_layer:
+            return ctx.evaluated_depsgraph_get()  # also brings matrix_world up to date
+        return cam.view_layer.depsgraph
+
     def _color_of(self, ob: Any, slot: int) -> tuple[float, float, float, float]:
         if self.cam.color_source == 'OBJECT':
             c = ob.color
@@ -347,8 +351,7 @@ class _GpuPath:
         cam = self.cam
         gpu = self.gpu
         cam_ob = cam.camera
-        depsgraph = bpy.context.evaluated_depsgraph_get()
-        proj = cam_ob.calc_matrix_camera(depsgraph, x=cam.width, y=cam.height)
+        proj = cam_ob.calc_matrix_camera(self._depsgraph(), x=cam.width, y=cam.height)
         view = cam_ob.matrix_world.inverted()
         bg = _display_rgba(_world_color(cam.scene))
         shader = self.shader
