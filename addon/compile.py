@@ -555,11 +555,27 @@ def _compile(tree, ctx) -> CompiledTree | None:
     agent = _compile_agent(agent_node, ctx, env) if agent_node is not None else None
     trainer = None
     if trainer_node is not None:
-        exports = [bpy.path.abspath(n.filepath) for n in tree.nodes
+        exports = [output_path(n.filepath) for n in tree.nodes
                    if n.bl_idname == "DRLA_ExportJSONNode" and n.inputs["Model"].is_linked]
         trainer = TrainerSpec(trainer_node.name, trainer_node.total_steps, trainer_node.seed,
-                              trainer_node.checkpoint_interval, bpy.path.abspath(trainer_node.output_path), exports)
+                              trainer_node.checkpoint_interval, output_path(trainer_node.output_path), exports)
     return CompiledTree(tree.name, env, agent, trainer)
+
+
+def output_path(path: str) -> str:
+    """An absolute path for a file DRLA writes.
+
+    ``//`` means "next to the .blend"; in a file never saved there is no such folder, and
+    ``bpy.path.abspath`` would silently write into the current directory, so those go to the
+    checkpoint folder of the preferences (never the extension's own folder).
+    """
+    if not path:
+        return ""
+    if path.startswith("//") and not bpy.data.filepath:
+        from .preferences import checkpoint_dir
+
+        return os.path.join(checkpoint_dir(), path[2:])
+    return bpy.path.abspath(path)
 
 
 def _store_errors(tree, errors: list[tuple[str, str]]) -> None:
