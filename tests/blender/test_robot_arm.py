@@ -1,10 +1,12 @@
 """scenes/robot_arm/robot_arm.blend: rebuilt from its script it equals the committed file."""
 
+import importlib
 import importlib.util
 from pathlib import Path
 
 import bpy
 import numpy as np
+import pytest
 
 from drla_core import kinematics as kin
 
@@ -39,3 +41,54 @@ def test_targets_are_reachable_and_blender_ik_is_muted(ext):
         local = arm.world_to_local(target)
         angles = kin.dls_solve(arm, local[None], iters=100, tol=1e-6)
         assert np.linalg.norm(kin.forward_kinematics(arm, angles)[0] - local) < 1e-4
+
+
+@pytest.fixture(scope="module")
+def runtime_and_solver(ext):
+    runtime = importlib.import_module(f"{ext.__name__}.addon.ik_runtime")
+    ik = importlib.import_module(f"{ext.__name__}.drla_core.ik")
+    bpy.ops.wm.open_mainfile(filepath=str(SCENE_DIR / "robot_arm.blend"))
+    arm = runtime.arm_description(bpy.data.objects["Arm3"])
+    solver = ik.IKSolver(arm, hidden=((64, "tanh"), (64, "tanh")), seed=0)
+    solver.train_self_supervised(steps=1500, batch_size=256, eval_every=0)
+    return runtime, solver
+
+
+def _reachable_world_points(arm, n, seed):
+    targets, _ = arm.sample_targets(n, seed)
+    return arm.local_to_world(targets)
+
+
+def test_learned_ik_follow_mode(runtime_and_solver):
+    runtime, solver = runtime_and_solver
+    bpy.ops.wm.open_mainfile(filepath=str(SCENE_DIR / "robot_arm.blend"))
+    ob, target = bpy.data.objects["Arm3"], bpy.data.objects["Arm3Target"]
+    view_layer = bpy.context.view_layer
+    runtime.enable_follow(ob, target, solver)
+    try:
+        assert runtime.follow_active(ob)
+        for p in _reachable_world_points(solver.arm, 5, 31):
+            target.location = p.tolist()
+            view_layer.update()  # handler: solve + set the bones
+            view_layer.update()  # evaluate the new pose
+            assert np.linalg.norm(runtime.tip_world(ob, solver.arm) - p) < 1e-3
+    finally:
+        runtime.disable_follow(ob)
+    assert not runtime.follow_active(ob)
+    assert runtime._on_depsgraph_update not in bpy.app.handlers.depsgraph_update_post
+
+
+def test_bake_target_animation_to_keyframes(runtime_and_solver):
+    runtime, solver = runtime_and_solver
+    bpy.ops.wm.open_mainfile(filepath=str(SCENE_DIR / "robot_arm.blend"))
+    scene = bpy.context.scene
+    ob, target = bpy.data.objects["Arm3"], bpy.data.objects["Arm3Target"]
+    a, b = _reachable_world_points(solver.arm, 2, 32)
+    for frame, p in ((1, a), (12, b)):
+        target.location = p.tolist()
+        target.keyframe_insert("location", frame=frame)
+    assert runtime.bake_target(ob, target, solver, 1, 12) == 12
+    for frame in (1, 5, 12):
+        scene.frame_set(frame)
+        want = np.array(target.matrix_world.translation)
+        assert np.linalg.norm(runtime.tip_world(ob, solver.arm) - want) < 1e-3

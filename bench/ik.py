@@ -1,0 +1,147 @@
+"""Learned IK benchmark: Blender's IK (LEGACY, iTaSC) vs numpy DLS, FABRIK, the network, network + DLS.
+
+    .venv/bin/python bench/ik.py            # train the networks if their files are missing, then bench
+    .venv/bin/python bench/ik.py --train    # (re)train scenes/robot_arm/arm{6,3}_ik.json first
+
+Prints ONE JSON line. For each arm ("Arm6", "Arm3" from scenes/robot_arm/robot_arm.blend) and
+1000 random reachable targets (FK of uniform joint angles within the limits, seed 2024):
+microseconds per solve batched (all targets in one call, divided by N) and single (one target per
+call, 200 targets), and the end-effector error (median / p90 / max, metres) with the share under
+1 mm. Blender's solvers run through bpy: the muted ``BlenderIK`` constraint is un-muted, the target
+empty moved, ``view_layer.update()`` called and the tip read (blender-notes §6); its time includes
+that update and read. FABRIK is plain (ball joints, no hinge axes or limits), so its error is not
+comparable to the others' angle-based answers: it is given for its speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from drla_core import kinematics as kin  # noqa: E402
+from drla_core.ik import IKSolver  # noqa: E402
+
+SCENE = ROOT / "scenes" / "robot_arm"
+ARMS = {"Arm6": kin.arm6, "Arm3": kin.arm3}
+TRAIN = {"hidden": ((128, "tanh"), (128, "tanh")), "batch_size": 512, "lr": 3e-3, "loss": "fk", "max_seconds": 85.0}
+N_TARGETS = 1000
+N_SINGLE = 200
+
+
+def model_path(name: str) -> Path:
+    return SCENE / f"{name.lower()}_ik.json"
+
+
+def train(name: str, seconds: float | None = None) -> tuple[IKSolver, float]:
+    arm = ARMS[name]()
+    solver = IKSolver(arm, hidden=TRAIN["hidden"], seed=0)
+    result = solver.train_self_supervised(steps=1_000_000, batch_size=TRAIN["batch_size"], lr=TRAIN["lr"],
+                                          loss=TRAIN["loss"], max_seconds=seconds or TRAIN["max_seconds"],
+                                          eval_every=0)
+    solver.save(model_path(name), meta={"trained_by": "bench/ik.py", "recipe": {**TRAIN, "hidden": TRAIN["hidden"]}})
+    return solver, result.seconds
+
+
+def stats(err: np.ndarray) -> dict[str, float]:
+    return {"median_m": float(np.median(err)), "p90_m": float(np.percentile(err, 90)), "max_m": float(err.max()),
+            "under_1mm": float(np.mean(err < 1e-3))}
+
+
+def timed(fn, *args, repeat: int = 5):
+    """Best-of-``repeat`` wall time (seconds) and the last result."""
+    best, out = float("inf"), None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn(*args)
+        best = min(best, time.perf_counter() - t)
+    return best, out
+
+
+def bench_numpy(solver: IKSolver, targets: np.ndarray) -> dict[str, dict]:
+    arm = solver.arm
+    n = len(targets)
+    err = lambda a: np.linalg.norm(kin.forward_kinematics(arm, a) - targets, axis=1)  # noqa: E731
+    rows: dict[str, dict] = {}
+    methods = {
+        "numpy_dls": lambda t: kin.dls_solve(arm, t, iters=50, tol=1e-5),
+        "fabrik": lambda t: kin.fabrik_solve(arm, t, iters=20, tol=1e-5),
+        "network": solver.solve,
+        "network_dls": lambda t: solver.solve_refined(t, iters=2),
+    }
+    for name, fn in methods.items():
+        sec, out = timed(fn, targets)
+        e = np.linalg.norm(out[:, -1] - targets, axis=1) if name == "fabrik" else err(out)
+        t0 = time.perf_counter()
+        for i in range(N_SINGLE):
+            fn(targets[i:i + 1])
+        single = (time.perf_counter() - t0) / N_SINGLE
+        rows[name] = {"ms_per_1000_batched": round(sec / n * 1e6, 3),
+                      "us_per_solve_single": round(single * 1e6, 1), **stats(e)}
+    return rows
+
+
+def bench_blender(name: str, arm: kin.ArmDescription, targets: np.ndarray) -> dict[str, dict]:
+    import bpy
+
+    bpy.ops.wm.open_mainfile(filepath=str(SCENE / "robot_arm.blend"))
+    ob = bpy.data.objects[name]
+    target = bpy.data.objects[f"{name}Target"]
+    ik = ob.pose.bones[arm.bones[-1]].constraints["BlenderIK"]
+    ik.mute = False
+    view_layer = bpy.context.view_layer
+    tail = ob.pose.bones[arm.bones[-1]]
+    world = arm.local_to_world(targets)
+    rows = {}
+    for solver_name in ("LEGACY", "ITASC"):
+        ob.pose.ik_solver = solver_name
+        view_layer.update()
+        tips = np.empty_like(world)
+        times = np.empty(len(world))
+        for i, p in enumerate(world):
+            t0 = time.perf_counter()
+            target.location = p.tolist()
+            view_layer.update()
+            tip = ob.matrix_world @ tail.tail
+            times[i] = time.perf_counter() - t0
+            tips[i] = tip
+        e = np.linalg.norm(tips - world, axis=1)
+        rows[f"blender_{solver_name.lower()}"] = {"us_per_solve_single": round(float(np.median(times)) * 1e6, 1),
+                                                  "us_per_solve_p90": round(float(np.percentile(times, 90)) * 1e6, 1),
+                                                  **stats(e)}
+    return rows
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description="learned IK benchmark (one JSON line)")
+    parser.add_argument("--train", action="store_true", help="retrain the networks before benchmarking")
+    parser.add_argument("--no-blender", action="store_true", help="skip Blender's IK (no bpy needed)")
+    args = parser.parse_args(argv)
+    result: dict = {"bench": "ik", "n_targets": N_TARGETS, "arms": {}}
+    for name, factory in ARMS.items():
+        arm = factory()
+        train_seconds = None
+        if args.train or not model_path(name).exists():
+            solver, train_seconds = train(name)
+        solver = IKSolver.load(model_path(name))
+        targets, _ = arm.sample_targets(N_TARGETS, 2024)
+        dist = np.linalg.norm(arm.sample_targets(100_000, 1)[0] - arm.root, axis=1)
+        row = {"dofs": arm.n_dofs, "reach_m": round(arm.reach, 4), "max_tip_distance_m": round(float(dist.max()), 4),
+               "train_seconds": round(train_seconds if train_seconds is not None else solver.train_seconds, 1),
+               "train_steps": solver.train_steps, **bench_numpy(solver, targets)}
+        if not args.no_blender:
+            row.update(bench_blender(name, arm, targets))
+        result["arms"][name] = row
+    print(json.dumps(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()
