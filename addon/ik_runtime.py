@@ -157,3 +157,26 @@ def bake_target(ob: bpy.types.Object, target: bpy.types.Object, solver: Any, fra
             pb.keyframe_insert("rotation_quaternion", frame=f)
     scene.frame_set(was)
     return len(frames)
+
+
+# ---- training helper (for operators and nodes) ---------------------------------------------
+def train_for_armature(ob: bpy.types.Object, seconds: float = 60.0, method: str = 'SELF_SUPERVISED',
+                       model_path: str = "", seed: int = 0) -> Any:
+    """An ``IKSolver`` for the armature: loaded from ``model_path`` when given (its arm must match
+    the armature's bones), then trained for ``seconds`` (0 = no training)."""
+    from ..drla_core.ik import IKSolver
+
+    arm = arm_description(ob)
+    if model_path:
+        solver = IKSolver.load(bpy.path.abspath(model_path))
+        if solver.arm.bones != arm.bones or solver.arm.n_dofs != arm.n_dofs:
+            raise ValueError(f"model {model_path!r} was trained for bones {solver.arm.bones}, not {arm.bones}")
+        solver.arm = arm  # this armature's placement and limits
+    else:
+        solver = IKSolver(arm, seed=seed)
+    if seconds > 0:
+        if method == 'REWARD':
+            solver.train_reward(steps=10**7, max_seconds=seconds, eval_every=0)
+        else:
+            solver.train_self_supervised(steps=10**7, max_seconds=seconds, eval_every=0)
+    return solver

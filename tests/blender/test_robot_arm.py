@@ -92,3 +92,14 @@ def test_bake_target_animation_to_keyframes(runtime_and_solver):
         scene.frame_set(frame)
         want = np.array(target.matrix_world.translation)
         assert np.linalg.norm(runtime.tip_world(ob, solver.arm) - want) < 1e-3
+
+
+def test_committed_ik_model_loads_for_the_scene_armature(ext):
+    runtime = importlib.import_module(f"{ext.__name__}.addon.ik_runtime")
+    bpy.ops.wm.open_mainfile(filepath=str(SCENE_DIR / "robot_arm.blend"))
+    for name in ("Arm6", "Arm3"):
+        ob = bpy.data.objects[name]
+        solver = runtime.train_for_armature(ob, seconds=0, model_path=str(SCENE_DIR / f"{name.lower()}_ik.json"))
+        targets, _ = solver.arm.sample_targets(200, 5)
+        err = solver.errors(targets, solver.solve_refined(targets))
+        assert np.mean(err < 1e-3) >= 0.99

@@ -1,0 +1,43 @@
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
+import bpy
+
+from ..node_tree import DRLANode
+from ._common import object_pointer
+
+
+class DRLA_IKAgentNode(DRLANode, bpy.types.Node):
+    """Learned inverse kinematics for an armature chain: a network maps the target's position
+    to joint angles within the bones' IK limits, then a few damped-least-squares steps polish
+    the answer (drla_core.ik.IKSolver; runtime in addon/ik_runtime.py).
+    Self-supervised training samples poses through the forward kinematics (fast); Reward
+    training learns from the end effector's distance to the target only (random angles first,
+    then more and more the network's own).
+    Triggers: ik inverse kinematics arm reach robot armature learned"""
+
+    bl_idname = "DRLA_IKAgentNode"
+    bl_label = "Learned IK Agent"
+    bl_width_default = 220
+    inputs_spec = (("DRLA_NetworkSocket", "Network"),)
+    outputs_spec = (("DRLA_AgentSocket", "Agent"),)
+
+    armature: object_pointer("Armature", "The arm: one bone chain, limits from the bones' IK settings",
+                             kind='ARMATURE')
+    target: object_pointer("Target", "The object whose position the end effector reaches for")
+    method: EnumProperty(name="Training", default='SELF_SUPERVISED', items=[
+        ('SELF_SUPERVISED', "Self-supervised", "Differentiable forward-kinematics loss on sampled poses (fast)"),
+        ('REWARD', "Reward", "Reward-weighted regression from the distance reward, random-to-network mixing"),
+    ])
+    train_seconds: FloatProperty(name="Train Seconds", default=60.0, min=1.0, description="Training time bound")
+    refine_iters: IntProperty(name="Refine Steps", default=3, min=0, max=50,
+                              description="Damped-least-squares steps after the network's answer")
+    follow: BoolProperty(name="Follow Target", default=False,
+                         description="After training, re-solve whenever the target moves (Learned IK follow mode)")
+    model_path: StringProperty(name="Model", subtype='FILE_PATH',
+                               description="Optional trained IK model file (kind 'ik') to start from")
+    draw_props = ("armature", "target", "method", "train_seconds", "refine_iters", "follow", "model_path")
+
+    def summary(self) -> str:
+        ob = self.armature
+        if ob is None or ob.type != 'ARMATURE':
+            return "needs an armature"
+        return f"{len(ob.data.bones)} bones"
