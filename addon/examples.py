@@ -73,27 +73,36 @@ TANK_ACTIONS = ("move_right", "move_left", "move_front", "move_back", "wait", "c
 #: Where TankB starts and respawns: always in the half of the arena in front of TankA's start.
 TANK_SPAWN_MIN = (-4.0, 0.5, 0.0)
 TANK_SPAWN_MAX = (4.0, 4.0, 0.0)
+#: The TankCamera picture (width, height): one pixel per unit, see ``scenes/tank/build_tank.py``.
+TANK_CAMERA_SIZE = (19, 11)
+#: The DQN Agent node's settings of the tank tree.
+TANK_DQN = dict(learning_rate=1e-3, gamma=0.95, train_freq=4, gradient_steps=1, target_update_interval=500)
 
 
-def build_tank_tree(scene, name: str = "Tank", camera_size: int = 16, total_steps: int = 40000,
-                    target_sensor: bool = True) -> Any:
+def build_tank_tree(scene, name: str = "Tank", total_steps: int = 60000, target_sensor: bool = False,
+                    camera: str = "TankCamera", camera_size: tuple[int, int] | None = None, max_steps: int = 100,
+                    hidden=(128, 64), epsilon=(1.0, 0.05, 0.4), replay=(50000, 64, 1000), **dqn) -> Any:
     """The tank game over the tank scene (``scenes/tank``): TankA learns to shoot TankB.
 
-    State: the top-down camera in black/white (``camera_size`` squared), the score, the cannon
-    pitch and (``target_sensor``) TankB's location relative to TankA: in the black/white picture
-    both tanks are white blobs, and reading "same column" off a small picture takes DQN far
-    longer than the few minutes this example is meant to train.
+    State: what ``camera`` sees in black/white, the score and the cannon pitch. The default
+    camera, ``TankCamera``, rides on TankA looking straight down at one pixel per unit
+    (19 x 11: its own column in the middle, 1.5 behind to 9.5 in front), so "TankB's blob is
+    in my column" means "lined up" wherever the tanks are (the top-down ``Camera`` over the
+    whole arena is for people: F12). ``target_sensor`` adds TankB's location relative to TankA.
     Actions: the eight of ``TANK_ACTIONS`` (moves of 0.5, pitch steps of 5 degrees within
     [-10, 10]). Rewards: +1 per hit (the score goes up), -1 per missed shot, -1 for leaving the
     ground (which ends the episode). TankB starts and respawns after each hit at a random spot
-    (on a 0.5 grid, so TankA's 0.5 moves can line up exactly) in front of TankA's start.
-    Episodes last at most 100 steps.
+    (on a 0.5 grid, so TankA's 0.5 moves line up exactly) in front of TankA's start.
+    Episodes last at most ``max_steps`` steps. ``dqn`` overrides the DQN Agent node's settings.
     """
     obs = scene.objects
     tank_a, cannon, muzzle, tank_b = obs["TankA"], obs["Cannon"], obs["Muzzle"], obs["TankB"]
+    cam_ob = obs[camera]
+    if camera_size is None:
+        camera_size = TANK_CAMERA_SIZE if camera == "TankCamera" else (16, 16)
     b = _Builder(name)
-    cam = b.node("DRLA_CameraSensorNode", 0, camera=obs["Camera"], width=camera_size, height=camera_size, mode='BW',
-                 threshold=0.5)
+    cam = b.node("DRLA_CameraSensorNode", 0, camera=cam_ob, width=camera_size[0], height=camera_size[1],
+                 mode='BW', threshold=0.5)
     score = b.node("DRLA_PropertySensorNode", 0, object=tank_a, property="score", scale=0.1)
     pitch = b.node("DRLA_PropertySensorNode", 0, label="Cannon Pitch", object=cannon, property="rotation_euler[0]",
                    scale=1.0 / math.radians(10))
@@ -129,16 +138,15 @@ def build_tank_tree(scene, name: str = "Tank", camera_size: int = 16, total_step
     miss = b.node("DRLA_HitRewardNode", 1, label="Miss", hit=0.0, miss=-1.0)
     bounds = b.node("DRLA_OutOfBoundsNode", 1, object=tank_a, bounds='OBJECT', bounds_object=obs["Ground"], reward=-1.0)
 
-    env = b.node("DRLA_EnvironmentNode", 2, frames_per_step=1, max_steps=100, random_object_1=tank_b,
+    env = b.node("DRLA_EnvironmentNode", 2, frames_per_step=1, max_steps=max_steps, random_object_1=tank_b,
                  random_min=TANK_SPAWN_MIN, random_max=TANK_SPAWN_MAX, random_grid=0.5)
     b.link(state, env, "State")
     b.link(action_set, env, "Actions")
     b.link(score_reward, env, "Rewards")
     b.link(miss, env, "Rewards")
     b.link(bounds, env, "Done")
-    _agent(b, env, 4, hidden=(128, 64), total_steps=total_steps, epsilon=(1.0, 0.05, 0.4),
-           replay=(50000, 64, 1000), learning_rate=1e-3, gamma=0.95, train_freq=4, gradient_steps=1,
-           target_update_interval=500)
+    dqn = {**TANK_DQN, **dqn}
+    _agent(b, env, 4, hidden=hidden, total_steps=total_steps, epsilon=epsilon, replay=replay, **dqn)
     return b.tree
 
 

@@ -48,6 +48,14 @@ TREE_NAME = "Tank"
 ARENA = 10.0
 FRAME_START, FRAME_END = 1, 1000
 
+#: TankB's hull width: wider than one 0.5 move, so the shot hits from 3 columns (|dx| <= 0.5)
+#: and, seen at one pixel per unit, the blob covers TankA's own column exactly when it does.
+TARGET_WIDTH = 1.3
+#: TankCamera's picture (the agent's eyes): columns x rows, one unit per pixel, centred on
+#: TankA's column; rows run from 1.5 behind TankA to 9.5 in front (centre 4.0 in front).
+TANK_CAMERA_COLUMNS, TANK_CAMERA_ROWS = 19, 11
+TANK_CAMERA_CENTER_Y = 4.0
+
 COLORS = {  # scene-linear RGBA
     "Ground": (0.045, 0.05, 0.045, 1.0),
     "TankA": (0.2, 0.8, 0.2, 1.0),
@@ -138,8 +146,8 @@ def build_scene() -> Any:
         scene,
         "TankB",
         [
-            (0.0, 0.0, 0.25, 1.0, 1.4, 0.5),  # hull
-            (0.0, 0.0, 0.65, 0.7, 0.7, 0.3),  # turret
+            (0.0, 0.0, 0.25, TARGET_WIDTH, 1.4, 0.5),  # hull
+            (0.0, 0.0, 0.65, TARGET_WIDTH - 0.2, 0.8, 0.3),  # turret
             (0.0, 0.8, 0.65, 0.3, 1.0, 0.2),  # barrel
         ],
     )
@@ -156,6 +164,19 @@ def build_scene() -> Any:
     cam.location = (0.0, 0.0, 10.0)
     cam.rotation_euler = (0.0, 0.0, 0.0)  # looks down -Z; image up is +Y
     scene.camera = cam
+
+    # The agent's own camera rides on TankA: straight down, one pixel per unit, the tank's
+    # column in the middle; what it sees only depends on where TankB is relative to TankA.
+    tcam_data = bpy.data.cameras.new("TankCamera")
+    tcam_data.type = 'ORTHO'
+    tcam_data.ortho_scale = float(TANK_CAMERA_COLUMNS)  # the wider side: one unit per column
+    tcam_data.clip_start = 0.1
+    tcam_data.clip_end = 20.0
+    tcam = bpy.data.objects.new("TankCamera", tcam_data)
+    scene.collection.objects.link(tcam)
+    tcam.parent = tank_a
+    tcam.location = (0.0, TANK_CAMERA_CENTER_Y, 10.0)
+    tcam.rotation_euler = (0.0, 0.0, 0.0)  # looks down -Z; image up is TankA's front (+Y)
 
     sun_data = bpy.data.lights.new("Sun", 'SUN')
     sun_data.energy = 3.0
