@@ -6,6 +6,8 @@ tree becomes the scene's RL tree, so the DRLA panel is ready to Train.
 
 from __future__ import annotations
 
+import re
+
 import bpy
 from bpy.props import StringProperty
 
@@ -13,8 +15,10 @@ from .properties import TREE_IDNAME
 
 
 def _examples() -> dict:
-    from .examples import EXAMPLES
-
+    try:
+        from .examples import EXAMPLES
+    except ImportError:  # examples.py not shipped: an empty menu, never an error
+        return {}
     return EXAMPLES
 
 
@@ -54,6 +58,12 @@ class DRLA_OT_add_example(bpy.types.Operator):
             return {'CANCELLED'}
         try:
             tree = builder(context.scene)
+        except KeyError as exc:  # the example's objects are missing from this scene
+            found = re.search(r'key "([^"]+)"', str(exc))
+            missing = found.group(1) if found else str(exc.args[0] if exc.args else exc)
+            self.report({'ERROR'}, f"The {label(self.name)} example needs the object '{missing}' in this scene: "
+                                   f"open the example's .blend first (scenes/ in DRLA's repository)")
+            return {'CANCELLED'}
         except Exception as exc:  # never a traceback for the user
             self.report({'ERROR'}, f"Building the {label(self.name)} example failed: {exc}")
             return {'CANCELLED'}

@@ -186,6 +186,10 @@ def forget(key: str) -> None:
     _state.pop(key, None)
 
 
+def forget_all() -> None:
+    _state.clear()
+
+
 def draw(layout, key: str, settings) -> None:
     """The curve block of the panel: metric switch, picture (or a hint), one line of numbers."""
     layout.row().prop(settings, "curve", expand=True)

@@ -39,7 +39,9 @@ def has_model(tree) -> bool:
 def model_json(model: Model) -> str:
     from ..drla_core import model_io
 
-    return json.dumps(model_io.model_to_dict(model), allow_nan=False, separators=(",", ":"))
+    # One value per line: Blender's text datablocks are quadratic in the length of a line (a 0.8 MB
+    # single-line JSON takes 20+ s to store), and linear in the number of lines (30 ms).
+    return json.dumps(model_io.model_to_dict(model), allow_nan=False, indent=0, separators=(",", ":"))
 
 
 def store_model(tree, model: Model):
@@ -50,8 +52,16 @@ def store_model(tree, model: Model):
 def store_json(tree, text_json: str):
     name = text_name(tree)
     text = bpy.data.texts.get(name) or bpy.data.texts.new(name)
-    text.clear()
-    text.write(text_json)
+    if "\n" not in text_json[:100_000] and len(text_json) > 100_000:
+        try:
+            text_json = json.dumps(json.loads(text_json), indent=0, separators=(",", ":"))  # see model_json
+        except ValueError:
+            pass  # not JSON: stored as given (loading will report it)
+    if hasattr(text, "from_string"):
+        text.from_string(text_json)
+    else:  # pragma: no cover - older Blender
+        text.clear()
+        text.write(text_json)
     text.use_fake_user = True
     return text
 

@@ -567,5 +567,6 @@ def unregister() -> None:
 
 @bpy.app.handlers.persistent
 def _on_load_pre(*_args) -> None:
-    """Opening another file ends every session (restoring its scene first)."""
+    """Opening another file ends every session (restoring its scene first) and forgets their curves."""
     discard_all()
+    live_curve.forget_all()

@@ -102,8 +102,19 @@ def test_train_mode_blocking_uses_the_tree_steps(ext, mover, empty_scene):
 def test_tick_advances_training_within_its_time_box(ext, mover, empty_scene):
     from drla_ext.addon import session
 
-    sess = session.TrainSession(empty_scene, mover, total_steps=5000).start()
+    sess = session.TrainSession(empty_scene, mover, total_steps=1_000_000).start()
     assert sess.state == session.RUNNING and sess.steps == 0
+    boxes, inside = [], []
+    advance = sess.run.advance
+
+    def spy(max_steps=None, max_seconds=None):
+        boxes.append(max_seconds)
+        t0 = time.perf_counter()
+        taken = advance(max_steps=max_steps, max_seconds=max_seconds)
+        inside.append(time.perf_counter() - t0)
+        return taken
+
+    sess.run.advance = spy
     durations, steps = [], [0]
     for _ in range(30):
         t0 = time.perf_counter()
@@ -111,14 +122,17 @@ def test_tick_advances_training_within_its_time_box(ext, mover, empty_scene):
         durations.append(time.perf_counter() - t0)
         steps.append(sess.steps)
     assert all(b > a for a, b in zip(steps, steps[1:])), "every tick advances training"
-    # time box: 30 ms of training plus one agent update and the bookkeeping; generous for a loaded CI box
-    assert np.median(durations) < 0.045 and max(durations) < 0.2, durations
+    assert boxes == [0.03] * 30, "each tick hands its whole budget to TrainingRun.advance"
+    overhead = np.subtract(durations, inside)
+    assert np.median(overhead) < 0.005, overhead   # mirror + throttled curve: well under a frame
+    # the slice itself stops at the deadline after the step in flight (loose: CI boxes are shared)
+    assert np.median(durations) < 0.03 + 0.1, durations
     assert empty_scene.drla.steps_done == sess.steps
     assert 0.0 < empty_scene.drla.progress < 1.0
     # a smaller box does less work per tick
     before = sess.steps
-    sess.tick(0.002)
-    assert 0 < sess.steps - before < steps[-1] - steps[-2] + 50
+    sess.tick(0.001)
+    assert 0 < sess.steps - before <= np.median(np.diff(steps))
     sess.stop()
 
 
@@ -271,3 +285,61 @@ def test_buttons_are_greyed_while_training(ext, mover, empty_scene):
     assert bpy.ops.drla.stop.poll() and bpy.ops.drla.export_model.poll()
     sess.stop()
     assert bpy.ops.drla.train.poll() and bpy.ops.drla.resume.poll()
+
+
+# --------------------------------------------------------------------------- the shipped examples
+def test_reach_example_end_to_end(ext, empty_scene, tmp_path):
+    """Add > DRLA Examples > Reach, then Train, Play, Bake, Export from the operators."""
+    from drla_ext.addon import examples_menu, model_store, session
+
+    assert "Reach (transform)" in examples_menu._examples()
+    assert bpy.ops.drla.add_example(name="Reach (transform)") == {'FINISHED'}
+    tree = empty_scene.drla.tree
+    assert tree is not None and session.ui_state(empty_scene) == "IDLE"
+    empty_scene.drla.output_dir = str(tmp_path)
+    before = scene_state(empty_scene)
+    assert bpy.ops.drla.train(steps=600) == {'FINISHED'}
+    assert model_store.has_model(tree) and scene_state(empty_scene) == before
+    assert bpy.ops.drla.play(steps=10) == {'FINISHED'} and scene_state(empty_scene) == before
+    assert bpy.ops.drla.bake(steps=10) == {'FINISHED'}
+    assert empty_scene.objects["Agent"].animation_data.action.name.startswith("DRLA Bake")
+    assert bpy.ops.drla.export_model(filepath=str(tmp_path / "reach.json")) == {'FINISHED'}
+    assert (tmp_path / "reach.json").stat().st_size > 1000
+    session.discard_all()
+
+
+def test_unknown_or_broken_example_reports(ext, empty_scene):
+    with pytest.raises(RuntimeError, match="Unknown example"):
+        bpy.ops.drla.add_example(name="nope")
+    with pytest.raises(RuntimeError, match="Tank"):  # the tank tree needs the tank scene's objects
+        bpy.ops.drla.add_example(name="Tank")
+    assert empty_scene.drla.tree is None
+
+
+TANK_BLEND = os.path.join(os.path.dirname(__file__), "..", "..", "scenes", "tank", "tank.blend")
+
+
+@pytest.mark.skipif(not os.path.isfile(TANK_BLEND), reason="scenes/tank/tank.blend not built")
+def test_tank_example_modal_ticks_keep_their_time_box(ext, tmp_path):
+    from drla_ext.addon import session
+
+    bpy.ops.wm.open_mainfile(filepath=os.path.abspath(TANK_BLEND))
+    scene = bpy.context.scene
+    tree = next((t for t in bpy.data.node_groups if t.bl_idname == "DRLA_NodeTree"), None)
+    if tree is None:
+        assert bpy.ops.drla.add_example(name="Tank") == {'FINISHED'}
+    else:
+        scene.drla.tree = tree
+    scene.drla.output_dir = str(tmp_path)
+    before = scene_state(scene)
+    sess = session.TrainSession(scene, scene.drla.tree, total_steps=50_000).start()
+    durations = []
+    for _ in range(15):
+        t0 = time.perf_counter()
+        sess.tick(0.03)
+        durations.append(time.perf_counter() - t0)
+    assert sess.steps > 15
+    assert np.median(durations) < 0.06, durations   # camera renders: one step can take a few ms
+    sess.stop()
+    assert scene_state(scene) == before
+    session.discard_all()

@@ -227,6 +227,7 @@ def test_curve_update_is_throttled_and_follows_the_metric(ext):
 
 def test_curve_panel_draws_the_picture(ui, tree, empty_scene):
     empty_scene.drla.tree = tree
+    ui.live_curve.forget(empty_scene.name)
     layout = draw(ui.panels.DRLA_PT_view3d_curve)
     assert any("appears when training starts" in t for t in labels(layout))
     ui.live_curve.remember_history(empty_scene.name, {"episode_returns": [1.0, 2.0]})
