@@ -557,12 +557,27 @@ def stop(scene) -> bool:
 
 def register() -> None:
     bpy.app.handlers.load_pre.append(_on_load_pre)
+    bpy.app.handlers.save_pre.append(_on_save_pre)
 
 
 def unregister() -> None:
     if _on_load_pre in bpy.app.handlers.load_pre:
         bpy.app.handlers.load_pre.remove(_on_load_pre)
+    if _on_save_pre in bpy.app.handlers.save_pre:
+        bpy.app.handlers.save_pre.remove(_on_save_pre)
     discard_all()
+
+
+@bpy.app.handlers.persistent
+def _on_save_pre(*_args) -> None:
+    """Saving while a run moves the scene would save the agent's mid-episode state: stop first.
+
+    The scene is restored and the model so far stored (so it is saved too); Resume continues.
+    """
+    for s in list(_sessions.values()):
+        if s.state == RUNNING:
+            with contextlib.suppress(Exception):
+                s.stop()
 
 
 @bpy.app.handlers.persistent

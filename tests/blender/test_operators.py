@@ -343,3 +343,54 @@ def test_tank_example_modal_ticks_keep_their_time_box(ext, tmp_path):
     sess.stop()
     assert scene_state(scene) == before
     session.discard_all()
+
+
+# --------------------------------------------------------------------------- the modal wrapper
+def test_modal_operator_ticks_on_its_timer_and_esc_stops_cleanly(ext, mover, empty_scene):
+    """Timers never fire headless, so drive the modal() method with stand-in events."""
+    from types import SimpleNamespace
+    from unittest.mock import MagicMock
+
+    from drla_ext.addon import operators, session
+
+    before = scene_state(empty_scene)
+    sess = session.TrainSession(empty_scene, mover, total_steps=1_000_000).start()
+    timer = object()
+    ended = []
+    op = SimpleNamespace(_session=sess, _timer=timer, report=MagicMock(),
+                         _end_modal=lambda ctx: ended.append(True), _finished=lambda ctx, s: None)
+    context = MagicMock()
+    tick = SimpleNamespace(type='TIMER', value='NOTHING', timer=timer, ctrl=False, oskey=False)
+    assert operators._ModalSession.modal(op, context, tick) == {'PASS_THROUGH'}
+    assert sess.steps > 0
+    context.workspace.status_text_set.assert_called()
+    assert "step" in context.workspace.status_text_set.call_args.args[0]
+    # another timer's events and ordinary events pass through without training
+    steps = sess.steps
+    other = SimpleNamespace(type='TIMER', value='NOTHING', timer=object(), ctrl=False, oskey=False)
+    assert operators._ModalSession.modal(op, context, other) == {'PASS_THROUGH'}
+    mouse = SimpleNamespace(type='MOUSEMOVE', value='NOTHING', timer=None, ctrl=False, oskey=False)
+    assert operators._ModalSession.modal(op, context, mouse) == {'PASS_THROUGH'}
+    assert sess.steps == steps
+    # Ctrl+Z is swallowed while running (undo would pull the scene from under the run)
+    undo = SimpleNamespace(type='Z', value='PRESS', timer=None, ctrl=True, oskey=False)
+    assert operators._ModalSession.modal(op, context, undo) == {'RUNNING_MODAL'}
+    # Esc: stop, restore, end the modal
+    esc = SimpleNamespace(type='ESC', value='PRESS', timer=None, ctrl=False, oskey=False)
+    assert operators._ModalSession.modal(op, context, esc) == {'FINISHED'}
+    assert ended and sess.state == session.STOPPED
+    assert scene_state(empty_scene) == before
+
+
+def test_saving_the_file_stops_a_run_first(ext, mover, empty_scene, tmp_path):
+    from drla_ext.addon import model_store, session
+
+    before = scene_state(empty_scene)
+    sess = session.TrainSession(empty_scene, mover, total_steps=1_000_000).start()
+    sess.tick(0.02)
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "saved.blend"))
+    assert sess.state == session.STOPPED and model_store.has_model(mover)
+    assert scene_state(empty_scene) == before
+    bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "saved.blend"))
+    assert scene_state(bpy.context.scene)[0] == before[0]
+    assert model_store.has_model(bpy.context.scene.drla.tree)

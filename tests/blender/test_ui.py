@@ -238,3 +238,35 @@ def test_curve_panel_draws_the_picture(ui, tree, empty_scene):
     assert icon.kwargs["icon_value"] == 42
     assert calls(layout, "prop")[0].args[1] == "curve"
     ui.live_curve.forget(empty_scene.name)
+
+
+def test_preferences_default_folder_is_outside_the_extension(ext, tmp_path):
+    import os
+
+    from drla_ext.addon import preferences
+
+    assert preferences.DRLA_AddonPreferences.bl_idname == "drla_ext"
+    folder = preferences.checkpoint_dir()
+    root = os.path.dirname(os.path.dirname(os.path.abspath(preferences.__file__)))
+    assert os.path.isdir(folder) and not os.path.abspath(folder).startswith(root)
+    assert preferences.checkpoint_dir(override=str(tmp_path / "runs")) == str(tmp_path / "runs")
+    assert os.path.isdir(tmp_path / "runs")
+    layout = MagicMock()
+    preferences.DRLA_AddonPreferences.draw(SimpleNamespace(layout=layout), bpy.context)
+    assert calls(layout, "prop")[0].args[1] == "checkpoint_dir"
+
+
+def test_examples_menu_lists_the_examples(ext):
+    from drla_ext.addon import examples_menu
+
+    layout = MagicMock()
+    examples_menu.DRLA_MT_examples.draw(SimpleNamespace(layout=layout), bpy.context)
+    assert operators(layout) == ["drla.add_example"] * len(examples_menu._examples())
+    assert {c.kwargs["text"] for c in calls(layout, "operator")} >= {"Tank", "Reach (Transform)"}
+    add = MagicMock()
+    examples_menu.draw_view3d_add(SimpleNamespace(layout=add), bpy.context)
+    assert calls(add, "menu")[0].args[0] == "DRLA_MT_examples"
+    node_add = MagicMock()
+    examples_menu.draw_node_add(SimpleNamespace(layout=node_add),
+                                SimpleNamespace(space_data=SimpleNamespace(tree_type="ShaderNodeTree")))
+    assert calls(node_add, "menu") == []
