@@ -16,7 +16,9 @@ from .properties import TREE_IDNAME, settings
 
 def _time(seconds: float) -> str:
     seconds = int(round(seconds))
-    return f"{seconds // 60}:{seconds % 60:02d}" if seconds < 3600 else f"{seconds // 3600} h {seconds % 3600 // 60:02d}"
+    if seconds < 3600:
+        return f"{seconds // 60}:{seconds % 60:02d}"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d}"
 
 
 def draw_error(layout, s) -> None:

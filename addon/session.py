@@ -329,7 +329,8 @@ class TrainSession(Session):
         self._guard(self._store_model)
         self._close_scene()
         self.state = STOPPED
-        self.message = f"Stopped at step {self.steps} of {self.total_steps}: Resume continues, Play uses the model so far"
+        self.message = (f"Stopped at step {self.steps} of {self.total_steps}: "
+                        "Resume continues, Play uses the model so far")
         self._mirror(force_curve=True)
 
     def resume(self) -> TrainSession:

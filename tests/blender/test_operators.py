@@ -30,7 +30,7 @@ def build_mover_tree(scene, total_steps=400, max_steps=12):
     state = n("DRLA_StateNode")
     tree.links.new(sensor.outputs["Sensor"], state.inputs["Sensors"])
     action_set = n("DRLA_ActionSetNode")
-    for name, dx, turn in (("left", -0.5, -15.0), ("right", 0.5, 15.0)):
+    for name, dx in (("left", -0.5), ("right", 0.5)):
         act = n("DRLA_ActionNode")
         act.action_name, act.kind, act.object = name, 'MOVE', mover
         act.vector = (dx, 0.0, 0.0)

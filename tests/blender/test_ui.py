@@ -71,7 +71,8 @@ def test_panels_registered_in_both_sidebars(ui):
     spaces = {cls.bl_space_type for cls in ui.panels.classes}
     assert spaces == {'VIEW_3D', 'NODE_EDITOR'}
     node_main = ui.panels.DRLA_PT_node
-    assert node_main.poll(SimpleNamespace(scene=bpy.context.scene, space_data=SimpleNamespace(tree_type="DRLA_NodeTree")))
+    assert node_main.poll(SimpleNamespace(scene=bpy.context.scene,
+                                          space_data=SimpleNamespace(tree_type="DRLA_NodeTree")))
     assert not node_main.poll(SimpleNamespace(scene=bpy.context.scene,
                                               space_data=SimpleNamespace(tree_type="ShaderNodeTree")))
 
