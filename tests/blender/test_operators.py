@@ -394,3 +394,19 @@ def test_saving_the_file_stops_a_run_first(ext, mover, empty_scene, tmp_path):
     bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "saved.blend"))
     assert scene_state(bpy.context.scene)[0] == before[0]
     assert model_store.has_model(bpy.context.scene.drla.tree)
+
+
+def test_play_with_a_model_from_another_tree_reports_and_restores(ext, mover, empty_scene, tmp_path):
+    from drla_ext.drla_core import mlp, model_io, spaces
+
+    wrong = model_io.Model(mlp.MLP(7, [(4, "relu")], 2, rng=0), spaces.Box(-1, 1, (7,)), spaces.Discrete(2))
+    model_io.save_model(tmp_path / "other.json", wrong)
+    assert bpy.ops.drla.import_model(filepath=str(tmp_path / "other.json")) == {'FINISHED'}
+    before = scene_state(empty_scene)
+    with pytest.raises(RuntimeError, match="different tree"):
+        bpy.ops.drla.play(steps=3)
+    assert "different tree" in empty_scene.drla.error
+    assert scene_state(empty_scene) == before
+    with pytest.raises(RuntimeError, match="different tree"):
+        bpy.ops.drla.bake()
+    assert empty_scene.objects["Mover"].animation_data is None
