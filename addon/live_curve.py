@@ -166,7 +166,12 @@ def update(key: str, history: Any, metric: str = 'RETURN', *, force: bool = Fals
     raw, smooth = series(history, metric)
     img = rasterise(raw, smooth, colour=COLOURS.get(metric, COLOURS['RETURN']))
     state.update(t=now, metric=metric, pixels=img, count=int(raw.size), summary=summary(history, metric))
-    preview = _collection().get(key) or _collection().new(key)
+    # A fresh preview (new icon id) per redraw: the UI is sure to show the new pixels, whereas an
+    # edited preview may keep showing its cached icon texture.
+    collection = _collection()
+    if key in collection:
+        del collection[key]
+    preview = collection.new(key)
     preview.image_size = (WIDTH, HEIGHT)
     preview.image_pixels_float.foreach_set(np.ascontiguousarray(img[::-1]).ravel())
     state["icon_id"] = preview.icon_id
