@@ -58,8 +58,9 @@ def arm_description(ob: bpy.types.Object) -> kin.ArmDescription:
             dof_axis.append(k)
             lower.append(lo)
             upper.append(hi)
-    return kin.ArmDescription(ob.name, [b.name for b in chain], np.array(rest), [b.length for b in chain],
-                              dof_bone, dof_axis, lower, upper, np.array(ob.matrix_world, dtype=np.float64))
+    return kin.ArmDescription(ob.name, [b.name for b in chain], np.array(rest), np.array([b.length for b in chain]),
+                              np.array(dof_bone), np.array(dof_axis), np.array(lower), np.array(upper),
+                              np.array(ob.matrix_world, dtype=np.float64))
 
 
 def apply_angles(ob: bpy.types.Object, arm: kin.ArmDescription, angles: np.ndarray) -> None:

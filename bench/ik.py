@@ -31,22 +31,24 @@ from drla_core.ik import IKSolver  # noqa: E402
 
 SCENE = ROOT / "scenes" / "robot_arm"
 ARMS = {"Arm6": kin.arm6, "Arm3": kin.arm3}
-TRAIN = {"hidden": ((128, "tanh"), (128, "tanh")), "batch_size": 512, "lr": 3e-3, "loss": "fk", "max_seconds": 85.0}
+#: Fixed step count (reproducible), with a wall-clock bound for busy machines: ~85 s per arm on 2 idle cores.
+TRAIN = {"hidden": ((128, "tanh"), (128, "tanh")), "batch_size": 512, "lr": 3e-3, "loss": "fk", "steps": 20000,
+         "max_seconds": 170.0}
 N_TARGETS = 1000
 N_SINGLE = 200
 
 
-def model_path(name: str) -> Path:
-    return SCENE / f"{name.lower()}_ik.json"
+def model_path(name: str, folder: Path = SCENE) -> Path:
+    return folder / f"{name.lower()}_ik.json"
 
 
-def train(name: str, seconds: float | None = None) -> tuple[IKSolver, float]:
+def train(name: str, folder: Path = SCENE) -> tuple[IKSolver, float]:
+    """Train the benchmark network for one arm and save it as ``<folder>/<name>_ik.json``."""
     arm = ARMS[name]()
     solver = IKSolver(arm, hidden=TRAIN["hidden"], seed=0)
-    result = solver.train_self_supervised(steps=1_000_000, batch_size=TRAIN["batch_size"], lr=TRAIN["lr"],
-                                          loss=TRAIN["loss"], max_seconds=seconds or TRAIN["max_seconds"],
-                                          eval_every=0)
-    solver.save(model_path(name), meta={"trained_by": "bench/ik.py", "recipe": {**TRAIN, "hidden": TRAIN["hidden"]}})
+    result = solver.train_self_supervised(steps=TRAIN["steps"], batch_size=TRAIN["batch_size"], lr=TRAIN["lr"],
+                                          loss=TRAIN["loss"], max_seconds=TRAIN["max_seconds"], eval_every=0)
+    solver.save(model_path(name, folder), meta={"trained_by": "bench/ik.py", "recipe": TRAIN})
     return solver, result.seconds
 
 
@@ -123,14 +125,15 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description="learned IK benchmark (one JSON line)")
     parser.add_argument("--train", action="store_true", help="retrain the networks before benchmarking")
     parser.add_argument("--no-blender", action="store_true", help="skip Blender's IK (no bpy needed)")
+    parser.add_argument("--models", type=Path, default=SCENE, help="folder of the <arm>_ik.json files")
     args = parser.parse_args(argv)
     result: dict = {"bench": "ik", "n_targets": N_TARGETS, "arms": {}}
     for name, factory in ARMS.items():
         arm = factory()
         train_seconds = None
-        if args.train or not model_path(name).exists():
-            solver, train_seconds = train(name)
-        solver = IKSolver.load(model_path(name))
+        if args.train or not model_path(name, args.models).exists():
+            solver, train_seconds = train(name, args.models)
+        solver = IKSolver.load(model_path(name, args.models))
         targets, _ = arm.sample_targets(N_TARGETS, 2024)
         dist = np.linalg.norm(arm.sample_targets(100_000, 1)[0] - arm.root, axis=1)
         row = {"dofs": arm.n_dofs, "reach_m": round(arm.reach, 4), "max_tip_distance_m": round(float(dist.max()), 4),

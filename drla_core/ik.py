@@ -63,18 +63,20 @@ def _polish(arm: kin.ArmDescription, targets: np.ndarray, angles: np.ndarray, di
             init: np.ndarray, iters: int, tol: float, damping: float) -> None:
     """DLS on the targets ``idx`` from ``init``; a target leaves the active set once within ``tol``.
     Writes back (in place) every answer that beats the one in ``angles``/``dist``."""
-    cur, act = np.array(init, dtype=np.float64), np.arange(idx.size)
+    cur, act = np.array(init), np.arange(idx.size)
+    goal = targets.astype(cur.dtype)
     best, best_d = angles[idx], dist[idx]
-    for _ in range(iters + 1):
-        tip = kin.forward_kinematics(arm, cur)
-        d = np.linalg.norm(tip - targets[idx[act]], axis=1)
+    for i in range(iters + 1):
+        if i < iters:
+            new, d = kin.dls_step(arm, cur, goal[idx[act]], damping)  # d: error of ``cur``
+        else:
+            d = np.linalg.norm(kin.forward_kinematics(arm, cur) - goal[idx[act]], axis=1)
         better = d < best_d[act]
         best[act[better]], best_d[act[better]] = cur[better], d[better]
         keep = d > tol
-        if not keep.any():
+        if i == iters or not keep.any():
             break
-        act, cur = act[keep], cur[keep]
-        cur, _ = kin.dls_step(arm, cur, targets[idx[act]], damping)
+        act, cur = act[keep], new[keep]
     angles[idx], dist[idx] = best, best_d
 
 
@@ -122,34 +124,38 @@ class IKSolver:
         out = self.network.forward_into_cache(self._inputs(targets))
         return np.clip(out, self.arm.lower, self.arm.upper)  # float64 (limits are float64)
 
-    def solve_refined(self, targets: np.ndarray, iters: int = 3, tol: float = 1e-4, max_extra: int = 8,
-                      restarts: int = 8, damping: float = 0.02) -> np.ndarray:
-        """Network answer + ``iters`` batched DLS (damped Gauss-Newton) steps on every target; the
-        targets still off by more than ``tol`` then get up to ``max_extra`` more steps, and those
-        still failing are restarted from ``restarts`` other poses each (the middle of the limits,
-        then random poses; all in one batch, ``2 * max_extra`` steps, best answer kept). Only the
-        failing targets take part in the later stages, so their cost stays small."""
+    def solve_refined(self, targets: np.ndarray, iters: int = 3, tol: float = 1e-4, restarts: int = 6,
+                      restart_iters: int = 12, damping: float = 0.02, precise: bool = False) -> np.ndarray:
+        """Network answer, then ``iters`` batched DLS (damped Gauss-Newton) steps on every target.
+
+        Targets still off by more than ``tol`` are almost always parked against a joint limit in
+        the wrong branch (more local steps do not help), so they are restarted from ``restarts``
+        other poses each (the middle of the limits, then random poses), all in one batch of
+        ``restart_iters`` steps in which converged rows drop out; the best answer is kept.
+        The steps run in float32 (about 1e-7 m precision) unless ``precise``. Returns float64.
+        """
         arm = self.arm
+        dtype = np.float64 if precise else np.float32
         targets = np.asarray(targets, dtype=np.float64).reshape(-1, 3)
-        angles = self.solve(targets)
+        t_work = targets.astype(dtype)
+        angles = self.solve(targets).astype(dtype)
         for _ in range(iters):
-            angles, _ = kin.dls_step(arm, angles, targets, damping)
+            angles, _ = kin.dls_step(arm, angles, t_work, damping)
+        angles = angles.astype(np.float64)
         dist = np.linalg.norm(kin.forward_kinematics(arm, angles) - targets, axis=1)
         bad = np.flatnonzero(dist > tol)
-        if bad.size and max_extra > 0:
-            _polish(arm, targets, angles, dist, bad, angles[bad], max_extra, tol, damping)
-            bad = bad[dist[bad] > tol]
-        if bad.size and restarts > 0:  # all restarts of all failing targets in one batch
+        if bad.size and restarts > 0:
             rep = np.repeat(bad, restarts)
             init = arm.sample_angles(rep.size, np.random.default_rng(0))
             init[::restarts] = arm.mid
             sub, sub_d = np.empty_like(init), np.full(rep.size, np.inf)
-            _polish(arm, targets[rep], sub, sub_d, np.arange(rep.size), init, 2 * max_extra, tol, damping)
-            pick = np.argmin(sub_d.reshape(bad.size, restarts), axis=1)
-            cand_d = sub_d.reshape(bad.size, restarts)[np.arange(bad.size), pick]
+            _polish(arm, targets[rep], sub, sub_d, np.arange(rep.size), init.astype(dtype), restart_iters, tol, damping)
+            sub_d = sub_d.reshape(bad.size, restarts)
+            pick = np.argmin(sub_d, axis=1)
+            cand_d = sub_d[np.arange(bad.size), pick]
             cand = sub.reshape(bad.size, restarts, -1)[np.arange(bad.size), pick]
             better = cand_d < dist[bad]
-            angles[bad[better]], dist[bad[better]] = cand[better], cand_d[better]
+            angles[bad[better]] = cand[better]
         return angles
 
     def errors(self, targets: np.ndarray, angles: np.ndarray) -> np.ndarray:
@@ -159,6 +165,7 @@ class IKSolver:
     # ---- training: self-supervised through the FK ---------------------------------------------
     def train_self_supervised(self, steps: int = 20000, batch_size: int = 512, lr: float = 3e-3,
                               loss: str = "fk", max_seconds: float | None = None, eval_every: int = 1000,
+                              hint_threshold: float | None = 0.02, hint_start: float = 0.3, hint_weight: float = 0.2,
                               callback: Callable[[int, float], bool | None] | None = None) -> IKTrainResult:
         """Train on targets made by FK of random joint angles (no labels needed, no Blender needed).
 
@@ -170,6 +177,12 @@ class IKSolver:
                 ``"gauss_newton"``: regress onto ``θ + Δθ_DLS`` (one damped Gauss-Newton step).
             max_seconds: wall-clock bound; training stops at whichever of steps/time comes first.
             eval_every: steps between validation points in the returned curve.
+            hint_threshold: after ``hint_start`` of training, targets the network still misses by
+                more than ``hint_threshold × reach`` with an output beyond a joint limit are also
+                pulled (weight ``hint_weight``) toward the joint angles that
+                generated them (a known solution, usually of another branch: a yaw beyond its
+                limit needs the over-the-top pose). Without this the network parks such targets
+                against a joint limit, where no local refinement can recover them. None = off.
             callback: ``callback(step, progress)``; returning False stops.
         """
         if loss not in ("fk", "gauss_newton"):
@@ -179,7 +192,7 @@ class IKSolver:
         val_targets, _ = arm.sample_targets(1000, 12345)
         curve: list[tuple[int, float, float]] = []
         start = time.perf_counter()
-        pool, _ = arm.sample_targets(min(steps * batch_size, 200_000), self.rng)  # one FK call, not one per step
+        pool, pool_angles = arm.sample_targets(min(steps * batch_size, 200_000), self.rng)  # one FK call
         step = 0
         for step in range(1, steps + 1):
             elapsed = time.perf_counter() - start
@@ -187,7 +200,8 @@ class IKSolver:
             if progress > 1.0:
                 break
             opt.lr = lr * (1.0 - progress) ** 2 + lr * 1e-3
-            targets = pool[self.rng.integers(0, len(pool), batch_size)]
+            idx = self.rng.integers(0, len(pool), batch_size)
+            targets = pool[idx]
             y = net.forward_train(self._inputs(targets))
             theta = np.clip(y.astype(np.float64), arm.lower, arm.upper)
             inside = (y >= arm.lower) & (y <= arm.upper)
@@ -195,9 +209,15 @@ class IKSolver:
                 tip, jac = kin.fk_jacobian(arm, theta)
                 err = (tip - targets) / arm.reach**2
                 grad = 2.0 * np.einsum("ni,nid->nd", err, jac) / batch_size
+                miss = np.sqrt(np.einsum("ni,ni->n", err, err)) * arm.reach
             else:
-                new, _ = kin.dls_step(arm, theta, targets)
+                new, miss = kin.dls_step(arm, theta, targets)
                 grad = (theta - new) / batch_size
+                miss = miss / arm.reach
+            if hint_threshold is not None and progress >= hint_start:
+                far = (miss > hint_threshold) & ~inside.all(axis=1)  # missed, and parked on a limit
+                if far.any():
+                    grad[far] += hint_weight * (theta[far] - pool_angles[idx[far]]) / batch_size
             # clipped outputs: pass the gradient only where it pulls back inside the limits
             grad = np.where(inside | ((y > arm.upper) & (grad > 0)) | ((y < arm.lower) & (grad < 0)), grad, 0.0)
             net.backward(grad.astype(np.float32))

@@ -235,10 +235,10 @@ class ArmDescription:
                 bones=d["bones"],
                 rest_local=np.array(d["rest_local"], dtype=np.float64),
                 lengths=np.array(d["lengths"], dtype=np.float64),
-                dof_bone=[int(x["bone"]) for x in dofs],
-                dof_axis=[AXES.index(x["axis"]) for x in dofs],
-                lower=[float(x["lower"]) for x in dofs],
-                upper=[float(x["upper"]) for x in dofs],
+                dof_bone=np.array([int(x["bone"]) for x in dofs]),
+                dof_axis=np.array([AXES.index(x["axis"]) for x in dofs]),
+                lower=np.array([float(x["lower"]) for x in dofs], dtype=np.float64),
+                upper=np.array([float(x["upper"]) for x in dofs], dtype=np.float64),
                 base=np.array(d.get("base", np.eye(4)), dtype=np.float64),
             )
         except (KeyError, TypeError, ValueError) as exc:
@@ -257,8 +257,8 @@ class ArmDescription:
                 lower.append(lo)
                 upper.append(hi)
         lengths = [float(np.linalg.norm(np.subtract(s.tail, s.head))) for s in specs]
-        return cls(name, [s.name for s in specs], np.array(rest), lengths, dof_bone, dof_axis, lower, upper,
-                   np.eye(4) if base is None else base)
+        return cls(name, [s.name for s in specs], np.array(rest), np.array(lengths), np.array(dof_bone),
+                   np.array(dof_axis), np.array(lower), np.array(upper), np.eye(4) if base is None else base)
 
 
 # ---- example arms ------------------------------------------------------------------------
@@ -337,9 +337,10 @@ def _chain(arm: ArmDescription, angles: np.ndarray, want_frames: bool, want_jaco
     rot[:] = rest[0, :3, :3, None]
     pos = np.empty((3, n), dtype)
     pos[:] = rest[0, :3, 3, None]
-    frames = [] if want_frames else None
-    axes = np.empty((3, arm.n_dofs, n), dtype) if want_jacobian else None
-    pivots = np.empty((3, arm.n_dofs, n), dtype) if want_jacobian else None
+    frames: list[tuple[np.ndarray, np.ndarray]] = []
+    n_jac = n if want_jacobian else 0
+    axes = np.empty((3, arm.n_dofs, n_jac), dtype)
+    pivots = np.empty((3, arm.n_dofs, n_jac), dtype)
     eye = np.eye(3)
     k = 0
     for b in range(arm.n_bones):
@@ -366,7 +367,7 @@ def _chain(arm: ArmDescription, angles: np.ndarray, want_frames: bool, want_jaco
         if want_frames:
             frames.append((rot, pos))
     tip = pos + arm.lengths[-1] * rot[:, 1]  # (3, N)
-    jac = None
+    jac = axes
     if want_jacobian:
         d = tip[:, None, :] - pivots  # (3, D, N)
         jac = np.empty_like(d)
@@ -466,6 +467,26 @@ def _solve3(m: np.ndarray, e: np.ndarray) -> np.ndarray:
     return out
 
 
+def _dls_delta(jac: np.ndarray, err: np.ndarray, lam2: np.ndarray) -> np.ndarray:
+    """``Jᵀ (J Jᵀ + λ² I)⁻¹ e`` for SoA ``jac`` (3, D, N), ``err`` (3, N), ``lam2`` (N,) -> (D, N)."""
+    j0, j1, j2 = jac[0], jac[1], jac[2]
+    a = (j0 * j0).sum(0) + lam2
+    b = (j0 * j1).sum(0)
+    c = (j0 * j2).sum(0)
+    d = (j1 * j1).sum(0) + lam2
+    f = (j1 * j2).sum(0)
+    g = (j2 * j2).sum(0) + lam2
+    # symmetric 3x3 solve per target by cofactors (no per-matrix LAPACK call)
+    c00, c01, c02 = d * g - f * f, c * f - b * g, b * f - c * d
+    c11, c12, c22 = a * g - c * c, b * c - a * f, a * d - b * b
+    inv_det = 1.0 / (a * c00 + b * c01 + c * c02)
+    e0, e1, e2 = err[0], err[1], err[2]
+    x0 = (c00 * e0 + c01 * e1 + c02 * e2) * inv_det
+    x1 = (c01 * e0 + c11 * e1 + c12 * e2) * inv_det
+    x2 = (c02 * e0 + c12 * e1 + c22 * e2) * inv_det
+    return j0 * x0 + j1 * x1 + j2 * x2
+
+
 def dls_step(
     arm: ArmDescription, angles: np.ndarray, targets: np.ndarray, damping: float = 0.02, max_step: float = 0.2
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -473,25 +494,32 @@ def dls_step(
 
     ``dθ = Jᵀ (J Jᵀ + λ² I)⁻¹ e`` with the error ``e`` clamped to ``max_step × reach`` (Buss'
     clamped DLS) and ``λ = damping × reach × min(1, |e| / (0.1 reach))`` so that near the
-    solution the step becomes Gauss-Newton (quadratic convergence); angles are clipped to the
-    limits afterwards.
+    solution the step becomes Gauss-Newton (quadratic convergence). Joints sitting at a limit
+    that the step would push further out are frozen and the step re-solved without them (the
+    usual clamping loop, one round); angles are clipped to the limits afterwards. ``angles``
+    ``(N, D)`` float64, or float32 for a faster, float32-precise step.
     """
-    tip, jac = fk_jacobian(arm, angles)
-    err = targets - tip
-    dist = np.sqrt(np.einsum("ij,ij->i", err, err))
+    _, tip, _, jac = _chain(arm, angles, False, True)  # tip (3, N), jac (3, D, N): contiguous rows
+    dtype = tip.dtype
+    err = np.asarray(targets, dtype=dtype).reshape(-1, 3).T - tip
+    dist = np.sqrt(err[0] * err[0] + err[1] * err[1] + err[2] * err[2])
     reach = arm.reach
-    limit = max_step * reach
-    scale = np.minimum(1.0, limit / np.maximum(dist, 1e-300))
-    e = err * scale[:, None]
-    lam = damping * reach * np.minimum(1.0, dist / (0.1 * reach))
-    jjt = jac @ jac.transpose(0, 2, 1)
+    err *= np.minimum(1.0, (max_step * reach) / np.maximum(dist, 1e-30))
+    lam = (damping * reach) * np.minimum(1.0, dist * (10.0 / reach))
     lam2 = lam * lam + 1e-12
-    jjt[:, 0, 0] += lam2
-    jjt[:, 1, 1] += lam2
-    jjt[:, 2, 2] += lam2
-    x = _solve3(jjt, e)
-    delta = np.einsum("nid,ni->nd", jac, x)
-    return np.clip(angles + delta, arm.lower, arm.upper), dist
+    ang_t = np.asarray(angles, dtype=dtype).reshape(-1, arm.n_dofs).T
+    delta = _dls_delta(jac, err, lam2)
+    # joints at a limit that the step pushes further out are frozen and the step re-solved
+    # without them, so the other joints compensate (instead of the clip eating the step)
+    at_low, at_high = ang_t <= arm.lower[:, None] + 1e-9, ang_t >= arm.upper[:, None] - 1e-9
+    blocked = (at_low & (delta < 0)) | (at_high & (delta > 0))
+    if blocked.any():
+        cols = np.flatnonzero(blocked.any(axis=0))
+        free = ~blocked[:, cols]
+        delta[:, cols] = _dls_delta(jac[:, :, cols] * free, err[:, cols], lam2[cols]) * free
+    new = ang_t.T + delta.T
+    np.clip(new, arm.lower.astype(dtype), arm.upper.astype(dtype), out=new)
+    return new, dist
 
 
 def dls_solve(

@@ -46,8 +46,8 @@ def test_fk_matches_reference_product(arm):
 
 def test_joint_positions_keep_bone_lengths(arm):
     pts, rots = kin.joint_positions(arm, arm.sample_angles(20, 1))
-    np.testing.assert_allclose(np.linalg.norm(np.diff(pts, axis=1), axis=2), np.broadcast_to(arm.lengths, (20, arm.n_bones)),
-                               atol=1e-12)
+    lengths = np.linalg.norm(np.diff(pts, axis=1), axis=2)
+    np.testing.assert_allclose(lengths, np.broadcast_to(arm.lengths, (20, arm.n_bones)), atol=1e-12)
     np.testing.assert_allclose(rots @ rots.transpose(0, 1, 3, 2), np.broadcast_to(np.eye(3), rots.shape), atol=1e-12)
 
 
