@@ -9,7 +9,8 @@ until the first of: the goal is reached, ``--max-seconds`` of wall time, the Tra
 "Reached" is checked at the end of the first episode after every ``--check-every`` steps: the
 greedy policy plays (exploration off, same scene env) until it has fired ``--shots`` times (at most
 ``--check-episodes`` episodes of 100 steps) and passes when every shot was fired and at least
-``--goal`` of them hit. The checks count in the wall time. When a seed stops, a fresh measurement
+``--goal`` of them hit; a seed stops after ``--confirm`` (2) passing checks in a row, so one lucky
+check of a policy still in flux does not end it. The checks count in the wall time. When a seed stops, a fresh measurement
 with another evaluation seed gives its reported hit rate: greedy play until ``--shots`` fire actions
 (at most ``--max-episodes`` episodes; fewer shots than asked count as not reaching the goal).
 
@@ -86,6 +87,7 @@ def train_seed(seed: int, args: argparse.Namespace) -> dict:
             self.next_check = args.check_every
             self.reached_at: tuple[float, int] | None = None
             self.checks: list[tuple[int, float, int]] = []
+            self.passed_in_a_row = 0
 
         def on_episode_end(self, run: TrainingRun) -> None:
             if run.steps < self.next_check or self.reached_at is not None:
@@ -94,7 +96,9 @@ def train_seed(seed: int, args: argparse.Namespace) -> dict:
             r = shots_evaluation(run.env, agent.predict, args.shots, args.check_episodes,
                                  seed=EVAL_SEED + 1000 * seed + len(self.checks))
             self.checks.append((run.steps, round(r["hit_rate"], 3), r["shots"]))
-            if r["shots"] >= args.shots and r["hit_rate"] >= args.goal:
+            self.passed_in_a_row = self.passed_in_a_row + 1 if (
+                r["shots"] >= args.shots and r["hit_rate"] >= args.goal) else 0
+            if self.passed_in_a_row >= args.confirm:
                 self.reached_at = (time.perf_counter() - t_start, run.steps)
                 run.stop()
 
@@ -153,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--goal", type=float, default=0.9, help="hit rate to reach (default 0.9)")
     p.add_argument("--shots", type=int, default=100, help="shots per measurement (default 100)")
     p.add_argument("--check-every", type=int, default=5000, help="steps between goal checks (default 5000)")
+    p.add_argument("--confirm", type=int, default=2,
+                   help="checks in a row that must pass before a seed stops (default 2)")
     p.add_argument("--check-episodes", type=int, default=10, help="episode cap of a goal check (default 10)")
     p.add_argument("--max-episodes", type=int, default=20, help="episode cap of the final measurement (default 20)")
     p.add_argument("--config", default="", help="JSON object of DQNConfig overrides (experiments)")
@@ -165,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     jobs = max(1, min(args.jobs, len(seeds)))
     passthrough = []
     for name in ("max_seconds", "blend", "tree", "steps", "goal", "shots", "check_every", "check_episodes",
-                 "max_episodes", "config"):
+                 "confirm", "max_episodes", "config"):
         passthrough += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
     t0 = time.perf_counter()
     procs = []

@@ -11,15 +11,22 @@ Layout (Blender units, Z up, +Y is "front"):
   Children: ``Turret`` (box on the hull) -> ``Cannon`` (its origin is the pivot at the turret's
   front; it pitches about its local X axis and its local +Y is the barrel) -> ``Muzzle``
   (an empty at the barrel tip, local (0, 1, 0) of the cannon).
-- ``TankB`` (the target): one mesh (hull + turret + barrel) at (2.5, 2.5), facing -Y.
+- ``TankB`` (the target): one mesh (hull + turret + barrel) at (2.5, 2.5), facing -Y. Its hull
+  is ``TARGET_WIDTH`` (1.3) wide, a bit more than TankA's 0.5 moves: with the cannon level, a
+  shot hits from TankB's column and the two beside it (|dx| <= 0.5).
 - ``Camera``: orthographic, straight down from z = 10, ``ortho_scale`` 10, so a square image
-  sees the whole arena; image row 0 is the +Y edge.
+  sees the whole arena; image row 0 is the +Y edge. For people (F12).
+- ``TankCamera``: the agent's eyes, a child of ``TankA``: orthographic, straight down, one unit
+  per pixel at 19 x 11 (``ortho_scale`` 19): TankA's column in the middle, from 1.5 behind it to
+  9.5 in front (image up is TankA's front). It moves with the tank, so TankB's blob lies in the
+  middle column exactly when a level shot hits, wherever the tanks are.
 - ``Sun``: a light, only for people who render the scene with EEVEE or Cycles.
 
 Every object has a distinct object colour (``ob.color``) and a material with the same viewport
 colour, so Workbench (and DRLA's camera sensor) shows the same picture with either colour
 source. The scene renders with Workbench, FLAT light, object colours, no anti-aliasing, view
-transform Standard, at 64 x 64: pressing F12 shows what the agent sees. In that picture's gray
+transform Standard, at 64 x 64: pressing F12 shows the arena from above (the agent sees the same
+colours through ``TankCamera``). In that picture's gray
 levels the ground is dark (about 0.2) and every tank part is bright (above 0.6), so a ``'BW'``
 camera at threshold 0.5 sees both tanks.
 
