@@ -127,10 +127,16 @@ class MLP:
         self.biases: list[np.ndarray] = []
         self._grad_weights: list[np.ndarray] = []
         self._grad_biases: list[np.ndarray] = []
+        # A layer's bias directly follows its weights, so [W; b] is a free (in + 1, out) view, and
+        # [h, 1] @ [W; b] = h @ W + b: one dot per layer forward, one per layer for the gradient.
+        self._weights_aug: list[np.ndarray] = []
+        self._grad_weights_aug: list[np.ndarray] = []
         offset = 0
         for fan_in, fan_out in zip(self.sizes[:-1], self.sizes[1:]):
             for views, flat in ((self.weights, self.params), (self._grad_weights, self.grad)):
                 views.append(flat[offset:offset + fan_in * fan_out].reshape(fan_in, fan_out))
+            for views, flat in ((self._weights_aug, self.params), (self._grad_weights_aug, self.grad)):
+                views.append(flat[offset:offset + (fan_in + 1) * fan_out].reshape(fan_in + 1, fan_out))
             offset += fan_in * fan_out
             self.biases.append(self.params[offset:offset + fan_out])
             self._grad_biases.append(self.grad[offset:offset + fan_out])
@@ -176,18 +182,11 @@ class MLP:
         return h
 
     def _forward_one(self, x: np.ndarray) -> np.ndarray:
-        """One observation (the act path): each layer is one dot and one activation.
-
-        In ``params`` a layer's bias directly follows its weights, so ``[W; b]`` is a free
-        ``(in + 1, out)`` view and ``[h, 1] @ [W; b] = h @ W + b``.
-        """
+        """One observation (the act path): each layer is one dot (``[h, 1] @ [W; b]``) and one activation."""
         one = self._one
         if one is None:
             one = self._one = []
-            offset = 0
-            for fan_in, fan_out, act in zip(self.sizes[:-1], self.sizes[1:], self.activations):
-                w_aug = self.params[offset:offset + (fan_in + 1) * fan_out].reshape(fan_in + 1, fan_out)
-                offset += (fan_in + 1) * fan_out
+            for fan_in, w_aug, act in zip(self.sizes[:-1], self._weights_aug, self.activations):
                 h_aug = np.ones(fan_in + 1, dtype=np.float32)
                 one.append((h_aug, h_aug[:fan_in], w_aug, act))
             self._one_out = np.empty(self.output_size, dtype=np.float32)
@@ -220,24 +219,37 @@ class MLP:
         batch = x.shape[0]
         cache = self._train_cache.get(batch)
         if cache is None:
-            cache = {
-                "acts": [np.empty((batch, n), dtype=np.float32) for n in self.sizes],
-                "deltas": [np.empty((batch, n), dtype=np.float32) for n in self.sizes[1:]],
-                "masks": [np.empty((batch, n), dtype=bool) for n in self.sizes[1:]],
-                "ones": np.ones(batch, dtype=np.float32),
-            }
-            if len(self._train_cache) < _MAX_CACHED_BATCH_SIZES:
-                self._train_cache[batch] = cache
-        acts = cache["acts"]
+            cache = self._make_train_cache(batch)
+        acts, aug, z = cache["acts"], cache["aug"], cache["z"]
         np.copyto(acts[0], x)  # a copy, so callers may reuse their input array before backward
-        for i, (w, b, act) in enumerate(zip(self.weights, self.biases, self.activations)):
-            out = acts[i + 1]
-            np.dot(acts[i], w, out=out)
-            out += b
-            if act != "linear":
+        last = self.num_layers - 1
+        for i, (w_aug, act) in enumerate(zip(self._weights_aug, self.activations)):
+            out = z[i]
+            np.dot(aug[i], w_aug, out=out)  # [a, 1] @ [W; b] = a @ W + b
+            if i < last:
+                if act == "relu":
+                    np.maximum(out, 0, out=acts[i + 1])
+                else:
+                    _activate(act, out)
+                    np.copyto(acts[i + 1], out)
+            elif act != "linear":
                 _activate(act, out)
         self._last_train = cache
-        return acts[-1]
+        return z[last]
+
+    def _make_train_cache(self, batch: int) -> dict[str, Any]:
+        """Work arrays for one batch size: each layer's input with a trailing column of ones, outputs, deltas."""
+        aug = [np.ones((batch, n + 1), dtype=np.float32) for n in self.sizes[:-1]]
+        cache = {
+            "aug": aug,
+            "acts": [a[:, :-1] for a in aug],  # the layer inputs proper (strided views)
+            "z": [np.empty((batch, n), dtype=np.float32) for n in self.sizes[1:]],
+            "deltas": [np.empty((batch, n), dtype=np.float32) for n in self.sizes[1:]],
+            "masks": [np.empty((batch, n), dtype=bool) for n in self.sizes[1:]],
+        }
+        if len(self._train_cache) < _MAX_CACHED_BATCH_SIZES:
+            self._train_cache[batch] = cache
+        return cache
 
     # ---- backward ------------------------------------------------------------------------------
 
@@ -250,18 +262,17 @@ class MLP:
         cache = self._last_train
         if cache is None:
             raise RuntimeError("backward() needs a forward_train() first")
-        acts, deltas, masks = cache["acts"], cache["deltas"], cache["masks"]
-        grad_y = np.asarray(grad_y, dtype=np.float32).reshape(acts[-1].shape)
+        acts, aug, z, deltas, masks = cache["acts"], cache["aug"], cache["z"], cache["deltas"], cache["masks"]
         last = self.num_layers - 1
+        grad_y = np.asarray(grad_y, dtype=np.float32).reshape(z[last].shape)
         if self.activations[last] == "linear":
             delta = grad_y  # read only below, so the caller's array is safe
         else:
             delta = deltas[last]
             np.copyto(delta, grad_y)
-            _activation_grad(self.activations[last], acts[-1], delta, masks[last])
+            _activation_grad(self.activations[last], z[last], delta, masks[last])
         for i in range(last, -1, -1):
-            np.dot(acts[i].T, delta, out=self._grad_weights[i])
-            np.dot(cache["ones"], delta, out=self._grad_biases[i])
+            np.dot(aug[i].T, delta, out=self._grad_weights_aug[i])  # [dW; db] = [a, 1]^T @ delta
             if i > 0:
                 prev = deltas[i - 1]
                 np.dot(delta, self.weights[i].T, out=prev)
