@@ -84,6 +84,8 @@ class History:
     """(step, mean greedy return, task metric or None) per evaluation."""
     eval_train_seconds: list[float] = field(default_factory=list)
     """Training wall time (evaluation excluded) when each evaluation ran."""
+    eval_train_cpu_seconds: list[float] = field(default_factory=list)
+    """Training CPU time of this process (evaluation excluded) when each evaluation ran."""
     task_metric: str | None = None
     """Name of the env's task metric (``info`` key), if it has one."""
     episode_metrics: list[float | None] = field(default_factory=list)
@@ -186,6 +188,11 @@ class TrainingRun:
         self.train_seconds = 0.0
         """Wall time spent training (acting, env steps, updates); evaluations and checkpoints excluded."""
         self.eval_seconds = 0.0
+        self.cpu_seconds = 0.0
+        """CPU time of this process inside ``advance`` (evaluations included); unlike wall time, other
+        processes competing for the CPU do not inflate it."""
+        self.eval_cpu_seconds = 0.0
+        self._slice_cpu_start: float | None = None
         self._started = False
         self._stop_requested = False
         self._obs: Any = None
@@ -216,6 +223,7 @@ class TrainingRun:
         """
         if self.done:
             return 0
+        self._slice_cpu_start = time.process_time()
         start = time.perf_counter()
         deadline = start + max_seconds if max_seconds is not None else math.inf
         limit = max_steps if max_steps is not None else math.inf
@@ -227,7 +235,15 @@ class TrainingRun:
             taken += 1
             if time.perf_counter() >= deadline:
                 break
+        self.cpu_seconds += time.process_time() - self._slice_cpu_start
+        self._slice_cpu_start = None
         return taken
+
+    @property
+    def train_cpu_seconds(self) -> float:
+        """CPU time spent training (evaluations included in neither): for timings on a busy machine."""
+        partial = time.process_time() - self._slice_cpu_start if self._slice_cpu_start is not None else 0.0
+        return self.cpu_seconds + partial - self.eval_cpu_seconds
 
     # ---- the loop -------------------------------------------------------------------------------
 
@@ -296,11 +312,12 @@ class TrainingRun:
             cb.on_episode_end(self)
 
     def _run_eval(self) -> EvalResult:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         env = self.eval_env if self.eval_env is not None else self.env
         seed = None if self.seed is None else self.seed + EVAL_SEED_OFFSET
         result = evaluate(env, self.agent, self.eval_episodes, seed)
         self.eval_seconds += time.perf_counter() - t0
+        self.eval_cpu_seconds += time.process_time() - c0
         return result
 
     def _evaluate(self) -> None:
@@ -309,6 +326,7 @@ class TrainingRun:
         result = self._run_eval()
         self.history.evals.append((self.steps, result.mean_return, result.metric))
         self.history.eval_train_seconds.append(self.train_seconds)
+        self.history.eval_train_cpu_seconds.append(self.train_cpu_seconds)
         if hasattr(self.agent, "on_evaluation"):
             self.agent.on_evaluation(self.steps, result.mean_return)
         for cb in self.callbacks:
