@@ -75,8 +75,10 @@ TANK_SPAWN_MIN = (-4.0, 0.5, 0.0)
 TANK_SPAWN_MAX = (4.0, 4.0, 0.0)
 #: The TankCamera picture (width, height): one pixel per unit, see ``scenes/tank/build_tank.py``.
 TANK_CAMERA_SIZE = (19, 11)
-#: The DQN Agent node's settings of the tank tree.
-TANK_DQN = dict(learning_rate=1e-3, gamma=0.95, train_freq=4, gradient_steps=1, target_update_interval=500)
+#: The DQN Agent node's settings of the tank tree (all that matter are pinned, so the tree does not
+#: change when the node's defaults do).
+TANK_DQN = dict(learning_rate=1e-3, gamma=0.95, train_freq=4, gradient_steps=1, target_update_interval=500,
+                tau=1.0, double_dqn=True, loss='HUBER', max_grad_norm=10.0, keep_best=True)
 
 
 def build_tank_tree(scene, name: str = "Tank", total_steps: int = 60000, target_sensor: bool = False,

@@ -10,9 +10,10 @@ until the first of: the goal is reached, ``--max-seconds`` of wall time, the Tra
 greedy policy plays (exploration off, same scene env) until it has fired ``--shots`` times (at most
 ``--check-episodes`` episodes of 100 steps) and passes when every shot was fired and at least
 ``--goal`` of them hit; a seed stops after ``--confirm`` (2) passing checks in a row, so one lucky
-check of a policy still in flux does not end it. The checks count in the wall time. When a seed stops, a fresh measurement
-with another evaluation seed gives its reported hit rate: greedy play until ``--shots`` fire actions
-(at most ``--max-episodes`` episodes; fewer shots than asked count as not reaching the goal).
+check of a policy still in flux does not end it. The checks count in the wall time. When a seed
+stops, a fresh measurement with another evaluation seed gives its reported hit rate: greedy play
+until ``--shots`` fire actions (at most ``--max-episodes`` episodes; fewer shots than asked count
+as not reaching the goal).
 
 Seeds run in ``--jobs`` (default 2) worker processes started with ``subprocess``; each worker
 imports bpy once and trains its share of the seeds one after the other, so two seeds train at
