@@ -6,6 +6,7 @@ tree becomes the scene's RL tree, so the DRLA panel is ready to Train.
 
 from __future__ import annotations
 
+import os
 import re
 
 import bpy
@@ -20,6 +21,33 @@ def _examples() -> dict:
     except ImportError:  # examples.py not shipped: an empty menu, never an error
         return {}
     return EXAMPLES
+
+
+#: Example -> the scene shipped inside the extension whose objects it needs (``scenes/`` is in the zip).
+EXAMPLE_SCENES: dict[str, str] = {
+    "Tank": os.path.join("scenes", "tank", "tank.blend"),
+}
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def append_example_objects(scene, name: str) -> list[str]:
+    """Append the objects of example ``name``'s bundled scene that ``scene`` lacks; returns their names.
+
+    Objects keep their parents, materials and custom properties. Objects the user already has
+    under the same names are left alone (the example then uses the user's).
+    """
+    rel = EXAMPLE_SCENES.get(name)
+    path = os.path.join(_ROOT, rel) if rel else ""
+    if not path or not os.path.isfile(path):
+        return []
+    with bpy.data.libraries.load(path, link=False) as (source, loaded):
+        loaded.objects = [ob for ob in source.objects if ob not in bpy.data.objects]
+    added = []
+    for ob in loaded.objects:
+        if ob is not None:
+            scene.collection.objects.link(ob)
+            added.append(ob.name)
+    return added
 
 
 def label(name: str) -> str:
@@ -57,6 +85,7 @@ class DRLA_OT_add_example(bpy.types.Operator):
             self.report({'ERROR'}, f"Unknown example '{self.name}': one of {', '.join(sorted(examples))}")
             return {'CANCELLED'}
         try:
+            added = append_example_objects(context.scene, self.name)
             tree = builder(context.scene)
         except KeyError as exc:  # the example's objects are missing from this scene
             found = re.search(r'key "([^"]+)"', str(exc))
@@ -70,6 +99,8 @@ class DRLA_OT_add_example(bpy.types.Operator):
         context.scene.drla.tree = tree
         context.scene.drla.error = ""
         context.scene.drla.message = f"Added the {label(self.name)} example: press Train"
+        if added:
+            context.scene.drla.message += f" (added {len(added)} objects: {', '.join(sorted(added)[:6])})"
         self.report({'INFO'}, context.scene.drla.message)
         return {'FINISHED'}
 

@@ -308,12 +308,27 @@ def test_reach_example_end_to_end(ext, empty_scene, tmp_path):
     session.discard_all()
 
 
-def test_unknown_or_broken_example_reports(ext, empty_scene):
+def test_unknown_example_reports(ext, empty_scene):
     with pytest.raises(RuntimeError, match="Unknown example"):
         bpy.ops.drla.add_example(name="nope")
-    with pytest.raises(RuntimeError, match="Tank"):  # the tank tree needs the tank scene's objects
-        bpy.ops.drla.add_example(name="Tank")
     assert empty_scene.drla.tree is None
+
+
+def test_tank_example_in_an_empty_scene_brings_its_objects(ext, empty_scene, tmp_path):
+    """An installed extension has no repository: the objects come from the scene shipped in the zip."""
+    from drla_ext.addon import compile as compile_mod, session
+
+    assert bpy.ops.drla.add_example(name="Tank") == {'FINISHED'}
+    for name in ("Ground", "TankA", "TankB", "Cannon", "Muzzle", "TankCamera"):
+        assert name in empty_scene.objects
+    assert empty_scene.objects["TankA"]["score"] == 0
+    assert empty_scene.objects["Cannon"].parent is not None
+    assert "added" in empty_scene.drla.message
+    compiled = compile_mod.compile_tree(empty_scene.drla.tree, empty_scene)
+    assert compiled.env.action_names[-1] == "fire"
+    empty_scene.drla.output_dir = str(tmp_path)
+    assert bpy.ops.drla.train(steps=200) == {'FINISHED'}
+    session.discard_all()
 
 
 TANK_BLEND = os.path.join(os.path.dirname(__file__), "..", "..", "scenes", "tank", "tank.blend")
