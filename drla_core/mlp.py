@@ -262,7 +262,7 @@ class MLP:
         cache = self._last_train
         if cache is None:
             raise RuntimeError("backward() needs a forward_train() first")
-        acts, aug, z, deltas, masks = cache["acts"], cache["aug"], cache["z"], cache["deltas"], cache["masks"]
+        aug, z, deltas, masks = cache["aug"], cache["z"], cache["deltas"], cache["masks"]
         last = self.num_layers - 1
         grad_y = np.asarray(grad_y, dtype=np.float32).reshape(z[last].shape)
         if self.activations[last] == "linear":
@@ -277,7 +277,9 @@ class MLP:
                 prev = deltas[i - 1]
                 np.dot(delta, self.weights[i].T, out=prev)
                 if self.activations[i - 1] != "linear":
-                    _activation_grad(self.activations[i - 1], acts[i], prev, masks[i - 1])
+                    # z[i - 1] is contiguous and holds the activation, or for relu the pre-activation,
+                    # which has the same sign: either gives the derivative
+                    _activation_grad(self.activations[i - 1], z[i - 1], prev, masks[i - 1])
                 delta = prev
         return self.grad
 
