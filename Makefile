@@ -39,6 +39,7 @@ bench: setup  ## run the benchmarks; each prints one JSON line of figures
 	$(PY) bench/dqn_cartpole.py
 	$(PY) bench/scene_env.py
 	$(PY) bench/ik.py
+	$(PY) bench/tank_training.py
 
 lint: setup  ## ruff
 	$(PY) -m ruff check .

@@ -129,10 +129,10 @@ def test_tick_advances_training_within_its_time_box(ext, mover, empty_scene):
     assert np.median(durations) < 0.03 + 0.1, durations
     assert empty_scene.drla.steps_done == sess.steps
     assert 0.0 < empty_scene.drla.progress < 1.0
-    # a smaller box does less work per tick
+    # an empty box still makes progress, exactly one step (the deadline is checked after each step)
     before = sess.steps
-    sess.tick(0.001)
-    assert 0 < sess.steps - before <= np.median(np.diff(steps))
+    sess.tick(0.0)
+    assert sess.steps - before == 1
     sess.stop()
 
 
