@@ -28,7 +28,7 @@ class ProgressBar(Callback):
         self.every_s = every_s
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self._last_draw = 0.0
-        self._last_decile = -1
+        self._last_decile = 0  # no line for the very first step (its rate means nothing yet)
         self._t0 = time.perf_counter()
 
     # -- callback interface -------------------------------------------------------------
