@@ -431,17 +431,8 @@ def rebind_run(run, env) -> None:
     """Point a paused ``TrainingRun`` at a rebuilt env (the scene was restored in between).
 
     The episode cut by the pause is dropped (not recorded); the next step starts a new episode.
-    Uses ``run.resume(env)`` when ``drla_core.train`` offers it.
     """
-    if hasattr(run, "resume"):
-        run.resume(env)
-        return
-    run.env = env
-    if not getattr(run, "_started", False):
-        return
-    run._obs, _ = env.reset()
-    run._episode_return, run._episode_length = 0.0, 0
-    run._metric_sum, run._metric_count = 0.0, 0
+    run.resume(env)
 
 
 def _compiled_total_steps(compiled) -> int:

@@ -209,6 +209,21 @@ class TrainingRun:
         """Ask the run to end after the current step (then ``on_end`` runs and ``done`` becomes True)."""
         self._stop_requested = True
 
+    def resume(self, env: Env | None = None) -> None:
+        """Continue a paused run, optionally on a rebuilt ``env`` (e.g. after the scene was restored).
+
+        The episode the pause cut short is dropped (not recorded): the next step starts a fresh
+        episode. Agent, replay memory, schedules and history carry on unchanged.
+        """
+        if env is not None:
+            self.env = env
+        self._stop_requested = False
+        if not self._started:
+            return
+        self._obs, _ = self.env.reset()
+        self._episode_return, self._episode_length = 0.0, 0
+        self._metric_sum, self._metric_count = 0.0, 0
+
     def run(self) -> TrainingRun:
         """Advance until the run is done."""
         while not self.done:

@@ -196,3 +196,24 @@ def test_evaluate_is_seeded_and_accepts_callables():
     assert len(r1.returns) == 4 and r1.mean_return == pytest.approx(np.mean(r1.returns))
     assert r1.metric is None
     assert r1.mean_return > evaluate(env, lambda obs: 0, episodes=4, seed=3).mean_return
+
+
+def test_resume_on_a_new_env_drops_the_cut_episode_and_carries_on():
+    from drla_core.dqn import DQNAgent, DQNConfig
+    from drla_core.envs.cartpole import CartPole
+    from drla_core.train import TrainingRun
+
+    env = CartPole()
+    agent = DQNAgent(env.observation_space, env.action_space, DQNConfig(learning_starts=50, train_freq=4,
+                                                                       gradient_steps=1), seed=0)
+    run = TrainingRun(env, agent, 300, seed=0)
+    run.advance(max_steps=105)
+    episodes, recorded = run.episodes, sum(run.history.episode_lengths)
+    fresh = CartPole()
+    run.resume(fresh)
+    assert run.env is fresh and not run.done
+    run.run()
+    assert run.steps == 300 and run.done
+    # the steps of the cut episode are not in any recorded episode
+    assert sum(run.history.episode_lengths) < 300 - (105 - recorded) + 1
+    assert run.episodes > episodes
