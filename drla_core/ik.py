@@ -82,11 +82,13 @@ def _polish(arm: kin.ArmDescription, targets: np.ndarray, angles: np.ndarray, di
 
 @dataclass
 class IKTrainResult:
-    """What a training run did: steps, seconds, and the validation error curve ``[(step, median_m, p90_m)]``."""
+    """What a training run did: steps, wall seconds, the validation error curve ``[(step, median_m, p90_m)]``,
+    and the process CPU seconds (all threads; a fairer figure than wall time on a busy machine)."""
 
     steps: int
     seconds: float
     curve: list[tuple[int, float, float]]
+    cpu_seconds: float = 0.0
 
 
 class IKSolver:
@@ -129,8 +131,8 @@ class IKSolver:
         """Network answer, then ``iters`` batched DLS (damped Gauss-Newton) steps on every target.
 
         Targets still off by more than ``tol`` are almost always parked against a joint limit in
-        the wrong branch (more local steps do not help), so they are restarted from ``restarts``
-        other poses each (the middle of the limits, then random poses), all in one batch of
+        the wrong branch, or started far off: each gets ``restarts`` seeds (its current answer,
+        the middle of the limits, then random poses), all in one batch of
         ``restart_iters`` steps in which converged rows drop out; the best answer is kept.
         The steps run in float32 (about 1e-7 m precision) unless ``precise``. Returns float64.
         """
@@ -147,7 +149,9 @@ class IKSolver:
         if bad.size and restarts > 0:
             rep = np.repeat(bad, restarts)
             init = arm.sample_angles(rep.size, np.random.default_rng(0))
-            init[::restarts] = arm.mid
+            init[::restarts] = angles[bad]  # seed 0: keep going from where the first steps got to
+            if restarts > 1:
+                init[1::restarts] = arm.mid
             sub, sub_d = np.empty_like(init), np.full(rep.size, np.inf)
             _polish(arm, targets[rep], sub, sub_d, np.arange(rep.size), init.astype(dtype), restart_iters, tol, damping)
             sub_d = sub_d.reshape(bad.size, restarts)
@@ -165,7 +169,8 @@ class IKSolver:
     # ---- training: self-supervised through the FK ---------------------------------------------
     def train_self_supervised(self, steps: int = 20000, batch_size: int = 512, lr: float = 3e-3,
                               loss: str = "fk", max_seconds: float | None = None, eval_every: int = 1000,
-                              hint_threshold: float | None = 0.02, hint_start: float = 0.3, hint_weight: float = 0.2,
+                              hint_threshold: float | None = None, hint_start: float = 0.3, hint_weight: float = 0.2,
+                              huber: float | None = None,
                               callback: Callable[[int, float], bool | None] | None = None) -> IKTrainResult:
         """Train on targets made by FK of random joint angles (no labels needed, no Blender needed).
 
@@ -177,6 +182,8 @@ class IKSolver:
                 ``"gauss_newton"``: regress onto ``θ + Δθ_DLS`` (one damped Gauss-Newton step).
             max_seconds: wall-clock bound; training stops at whichever of steps/time comes first.
             eval_every: steps between validation points in the returned curve.
+            huber: with ``loss="fk"``, a Huber loss on the distance (quadratic below ``huber × reach``,
+                linear above), so targets in a hopeless branch do not dominate the batch. None = L2.
             hint_threshold: after ``hint_start`` of training, targets the network still misses by
                 more than ``hint_threshold × reach`` with an output beyond a joint limit are also
                 pulled (weight ``hint_weight``) toward the joint angles that
@@ -191,7 +198,7 @@ class IKSolver:
         opt = Adam(net.params, lr=lr)
         val_targets, _ = arm.sample_targets(1000, 12345)
         curve: list[tuple[int, float, float]] = []
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         pool, pool_angles = arm.sample_targets(min(steps * batch_size, 200_000), self.rng)  # one FK call
         step = 0
         for step in range(1, steps + 1):
@@ -210,6 +217,8 @@ class IKSolver:
                 err = (tip - targets) / arm.reach**2
                 grad = 2.0 * np.einsum("ni,nid->nd", err, jac) / batch_size
                 miss = np.sqrt(np.einsum("ni,ni->n", err, err)) * arm.reach
+                if huber is not None:  # Huber on the distance: far-off targets stop dominating the batch
+                    grad *= (huber / np.maximum(miss, huber))[:, None]
             else:
                 new, miss = kin.dls_step(arm, theta, targets)
                 grad = (theta - new) / batch_size
@@ -230,7 +239,7 @@ class IKSolver:
         seconds = time.perf_counter() - start
         self.train_seconds += seconds
         self.train_steps += step
-        return IKTrainResult(step, seconds, curve)
+        return IKTrainResult(step, seconds, curve, time.process_time() - cpu_start)
 
     # ---- training: from the reward only -------------------------------------------------------
     def train_reward(self, steps: int = 3000, batch_size: int = 256, candidates: int = 16, lr: float = 3e-3,

@@ -158,6 +158,10 @@ class ArmDescription:
             raise ValueError("ArmDescription: DOFs must be sorted by bone, then axis X<Y<Z, with valid bone indices")
         if np.any(self.dof_axis < 0) or np.any(self.dof_axis > 2) or np.any(self.lower > self.upper):
             raise ValueError("ArmDescription: bad DOF axis or limits")
+        # FK fast-path data: which rest rotations are the identity (skipped), per-bone DOF lists
+        self._rest_identity = [bool(np.array_equal(r[:3, :3], np.eye(3))) for r in self.rest_local]
+        self._bone_dofs = [[(int(k), int(self.dof_axis[k])) for k in np.flatnonzero(self.dof_bone == b)]
+                           for b in range(n_bones)]
 
     # ---- derived quantities -------------------------------------------------------------
     @property
@@ -341,19 +345,16 @@ def _chain(arm: ArmDescription, angles: np.ndarray, want_frames: bool, want_jaco
     n_jac = n if want_jacobian else 0
     axes = np.empty((3, arm.n_dofs, n_jac), dtype)
     pivots = np.empty((3, arm.n_dofs, n_jac), dtype)
-    eye = np.eye(3)
-    k = 0
     for b in range(arm.n_bones):
         if b > 0:
             for j in range(3):  # pos += rot @ t, skipping zero components (chains are mostly (0, L, 0))
-                if rest[b, j, 3] != 0.0:
+                if arm.rest_local[b, j, 3] != 0.0:
                     pos = pos + rest[b, j, 3] * rot[:, j]
-            if not np.array_equal(arm.rest_local[b, :3, :3], eye):
+            if not arm._rest_identity[b]:
                 rot = np.matmul(rest[b, :3, :3].T, rot)
             elif want_frames:
                 rot = rot.copy()
-        while k < arm.n_dofs and arm.dof_bone[k] == b:
-            ax = int(arm.dof_axis[k])
+        for k, ax in arm._bone_dofs[b]:
             if want_jacobian:
                 axes[:, k] = rot[:, ax]
                 pivots[:, k] = pos
@@ -363,7 +364,6 @@ def _chain(arm: ArmDescription, angles: np.ndarray, want_frames: bool, want_jaco
             new_u = c * cu + s * cv
             rot[:, v] = c * cv - s * cu
             rot[:, u] = new_u
-            k += 1
         if want_frames:
             frames.append((rot, pos))
     tip = pos + arm.lengths[-1] * rot[:, 1]  # (3, N)
