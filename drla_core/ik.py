@@ -59,25 +59,29 @@ def distance_reward(arm: kin.ArmDescription) -> RewardFn:
     return reward
 
 
-def _polish(arm: kin.ArmDescription, targets: np.ndarray, angles: np.ndarray, dist: np.ndarray, idx: np.ndarray,
-            init: np.ndarray, iters: int, tol: float, damping: float) -> None:
-    """DLS on the targets ``idx`` from ``init``; a target leaves the active set once within ``tol``.
-    Writes back (in place) every answer that beats the one in ``angles``/``dist``."""
-    cur, act = np.array(init), np.arange(idx.size)
+def _polish(arm: kin.ArmDescription, targets: np.ndarray, angles: np.ndarray, dist: np.ndarray,
+            init: np.ndarray, iters: int, tol: float, damping: float, group: np.ndarray | None = None) -> None:
+    """DLS on every row of ``targets`` from ``init``, keeping each row's best answer in ``angles``/``dist``
+    (in place). A row leaves the active set once within ``tol``, and so do all rows of the same
+    ``group`` (several seeds for one target: the first to converge ends the others)."""
+    cur = np.array(init)
+    act = np.arange(len(cur))
     goal = targets.astype(cur.dtype)
-    best, best_d = angles[idx], dist[idx]
+    solved = np.zeros(int(group.max()) + 1 if group is not None and group.size else 0, dtype=bool)
     for i in range(iters + 1):
         if i < iters:
-            new, d = kin.dls_step(arm, cur, goal[idx[act]], damping)  # d: error of ``cur``
+            new, d = kin.dls_step(arm, cur, goal[act], damping)  # d: error of ``cur``
         else:
-            d = np.linalg.norm(kin.forward_kinematics(arm, cur) - goal[idx[act]], axis=1)
-        better = d < best_d[act]
-        best[act[better]], best_d[act[better]] = cur[better], d[better]
+            d = np.linalg.norm(kin.forward_kinematics(arm, cur) - goal[act], axis=1)
+        better = d < dist[act]
+        angles[act[better]], dist[act[better]] = cur[better], d[better]
         keep = d > tol
+        if group is not None:
+            solved[group[act[~keep]]] = True
+            keep &= ~solved[group[act]]
         if i == iters or not keep.any():
             break
         act, cur = act[keep], new[keep]
-    angles[idx], dist[idx] = best, best_d
 
 
 @dataclass
@@ -153,7 +157,8 @@ class IKSolver:
             if restarts > 1:
                 init[1::restarts] = arm.mid
             sub, sub_d = np.empty_like(init), np.full(rep.size, np.inf)
-            _polish(arm, targets[rep], sub, sub_d, np.arange(rep.size), init.astype(dtype), restart_iters, tol, damping)
+            _polish(arm, targets[rep], sub, sub_d, init.astype(dtype), restart_iters, tol, damping,
+                    group=np.repeat(np.arange(bad.size), restarts))
             sub_d = sub_d.reshape(bad.size, restarts)
             pick = np.argmin(sub_d, axis=1)
             cand_d = sub_d[np.arange(bad.size), pick]
