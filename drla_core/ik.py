@@ -172,7 +172,7 @@ class IKSolver:
         return np.linalg.norm(kin.forward_kinematics(self.arm, angles) - np.asarray(targets).reshape(-1, 3), axis=1)
 
     # ---- training: self-supervised through the FK ---------------------------------------------
-    def train_self_supervised(self, steps: int = 16000, batch_size: int = 512, lr: float = 1e-2,
+    def train_self_supervised(self, steps: int = 32000, batch_size: int = 512, lr: float = 1e-2,
                               loss: str = "fk", max_seconds: float | None = None, eval_every: int = 1000,
                               hint_threshold: float | None = None, hint_start: float = 0.3, hint_weight: float = 0.2,
                               huber: float | None = 0.01,
