@@ -78,7 +78,7 @@ def bench_numpy(solver: IKSolver, targets: np.ndarray) -> dict[str, dict]:
         "numpy_dls": lambda t: kin.dls_solve(arm, t, iters=50, tol=1e-5),
         "fabrik": lambda t: kin.fabrik_solve(arm, t, iters=20, tol=1e-5),
         "network": solver.solve,
-        "network_dls": solver.solve_refined,  # 3 steps + batched restarts of the failures (defaults)
+        "network_dls": solver.solve_refined,  # 2 steps + atlas-seeded restarts of the failures (defaults)
         "network_dls_norestart": lambda t: solver.solve_refined(t, iters=2, restarts=0),  # the speed end
     }
     for name, fn in methods.items():
