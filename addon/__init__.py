@@ -20,6 +20,7 @@ MODULES: tuple[str, ...] = (
     "preferences",
     "live_curve",
     "session",
+    "ik_runtime",  # unregister() removes the Learned IK follow handler
     "operators",
     "panels",
     "examples_menu",

@@ -20,7 +20,7 @@ CATEGORIES: dict[str, list[str]] = {
     "Rewards": ["DRLA_DistanceRewardNode", "DRLA_PropertyChangeRewardNode", "DRLA_HitRewardNode",
                 "DRLA_StepCostNode", "DRLA_OutOfBoundsNode", "DRLA_WithinDistanceNode",
                 "DRLA_PropertyConditionNode"],
-    "Agent": ["DRLA_DQNAgentNode", "DRLA_EpsilonNode", "DRLA_ReplayMemoryNode"],
+    "Agent": ["DRLA_DQNAgentNode", "DRLA_EpsilonNode", "DRLA_ReplayMemoryNode", "DRLA_IKAgentNode"],
     "Network": ["DRLA_NetworkNode", "DRLA_HiddenLayerNode"],
     "Output": ["DRLA_TrainerNode", "DRLA_ExportJSONNode"],
 }

@@ -24,6 +24,7 @@ from .done_property import DRLA_PropertyConditionNode
 from .agent_dqn import DRLA_DQNAgentNode
 from .agent_epsilon import DRLA_EpsilonNode
 from .agent_replay import DRLA_ReplayMemoryNode
+from .agent_ik import DRLA_IKAgentNode
 from .net_hidden_layer import DRLA_HiddenLayerNode
 from .net_network import DRLA_NetworkNode
 from .trainer import DRLA_TrainerNode

@@ -27,6 +27,8 @@ class DRLA_IKAgentNode(DRLANode, bpy.types.Node):
         ('SELF_SUPERVISED', "Self-supervised", "Differentiable forward-kinematics loss on sampled poses (fast)"),
         ('REWARD', "Reward", "Reward-weighted regression from the distance reward, random-to-network mixing"),
     ])
+    train_steps: IntProperty(name="Train Steps", default=16000, min=1,
+                             description="Gradient steps (the learning rate decays over them)")
     train_seconds: FloatProperty(name="Train Seconds", default=60.0, min=1.0, description="Training time bound")
     refine_iters: IntProperty(name="Refine Steps", default=3, min=0, max=50,
                               description="Damped-least-squares steps after the network's answer")
@@ -34,7 +36,12 @@ class DRLA_IKAgentNode(DRLANode, bpy.types.Node):
                          description="After training, re-solve whenever the target moves (Learned IK follow mode)")
     model_path: StringProperty(name="Model", subtype='FILE_PATH',
                                description="Optional trained IK model file (kind 'ik') to start from")
-    draw_props = ("armature", "target", "method", "train_seconds", "refine_iters", "follow", "model_path")
+    output_path: StringProperty(name="Save To", subtype='FILE_PATH', default="",
+                                options={'PATH_SUPPORTS_BLEND_RELATIVE'},
+                                description="Write the trained IK model (JSON, with the arm description) here; "
+                                            "empty: only stored in the .blend")
+    draw_props = ("armature", "target", "method", "train_steps", "train_seconds", "refine_iters", "follow",
+                  "model_path", "output_path")
 
     def summary(self) -> str:
         ob = self.armature
