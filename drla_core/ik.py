@@ -28,7 +28,7 @@ there, and targets that still fail are retried from other starting poses.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -104,6 +104,30 @@ def _build_atlas(arm: kin.ArmDescription, k: int, samples: int = 100_000, res: i
     return table, low, size, res
 
 
+class _ActiveClock:
+    """Wall seconds spent running, not counting the time a training generator was suspended."""
+
+    def __init__(self) -> None:
+        self._total, self._since = 0.0, time.perf_counter()
+
+    def elapsed(self) -> float:
+        return self._total + (time.perf_counter() - self._since if self._since is not None else 0.0)
+
+    def pause(self) -> None:
+        self._total, self._since = self.elapsed(), None
+
+    def resume(self) -> None:
+        self._since = time.perf_counter()
+
+
+def _drain(gen: Generator[Any, None, IKTrainResult]) -> IKTrainResult:
+    while True:
+        try:
+            next(gen)
+        except StopIteration as stop:
+            return stop.value
+
+
 @dataclass
 class IKTrainResult:
     """What a training run did: steps, wall seconds, the validation error curve ``[(step, median_m, p90_m)]``,
@@ -140,6 +164,7 @@ class IKSolver:
         self.train_seconds = 0.0
         self.train_steps = 0
         self._atlas: tuple[np.ndarray, np.ndarray, float, int] | None = None
+        self.curve: list[tuple[int, float, float]] = []  # validation curve of the current/last training
 
     # ---- inference -------------------------------------------------------------------------
     def _inputs(self, targets: np.ndarray) -> np.ndarray:
@@ -229,17 +254,32 @@ class IKSolver:
                 example arms it raised the median error more than it cut the refinement's restarts).
             callback: ``callback(step, progress)``; returning False stops.
         """
+        return _drain(self.iter_self_supervised(steps, batch_size, lr, loss, max_seconds, eval_every, hint_threshold,
+                                                hint_start, hint_weight, huber, callback))
+
+    def iter_self_supervised(self, steps: int = 32000, batch_size: int = 512, lr: float = 1e-2, loss: str = "fk",
+                             max_seconds: float | None = None, eval_every: int = 1000,
+                             hint_threshold: float | None = None, hint_start: float = 0.3, hint_weight: float = 0.2,
+                             huber: float | None = 0.01,
+                             callback: Callable[[int, float], bool | None] | None = None
+                             ) -> Generator[tuple[int, float], None, IKTrainResult]:
+        """``train_self_supervised`` one step at a time: yields ``(step, progress)`` after each step and
+        returns the ``IKTrainResult`` (``StopIteration.value``). For time-boxed callers (Blender's
+        modal timer): ``max_seconds`` counts only the time spent inside the generator, not the
+        time it was suspended. ``curve`` in the result is also readable live as ``self.curve``."""
         if loss not in ("fk", "gauss_newton"):
             raise ValueError("loss must be 'fk' or 'gauss_newton'")
         arm, net = self.arm, self.network
         opt = Adam(net.params, lr=lr)
         val_targets, _ = arm.sample_targets(1000, 12345)
         curve: list[tuple[int, float, float]] = []
-        start, cpu_start = time.perf_counter(), time.process_time()
+        self.curve = curve
+        clock = _ActiveClock()
+        cpu_start = time.process_time()
         pool, pool_angles = arm.sample_targets(min(steps * batch_size, 200_000), self.rng)  # one FK call
         step = 0
         for step in range(1, steps + 1):
-            elapsed = time.perf_counter() - start
+            elapsed = clock.elapsed()
             progress = step / steps if max_seconds is None else max(step / steps, elapsed / max_seconds)
             if progress > 1.0:
                 break
@@ -271,11 +311,14 @@ class IKSolver:
             if eval_every and step % eval_every == 0:
                 e = self.errors(val_targets, self.solve(val_targets))
                 curve.append((step, float(np.median(e)), float(np.percentile(e, 90))))
+            self.train_steps += 1
             if callback is not None and callback(step, progress) is False:
                 break
-        seconds = time.perf_counter() - start
+            clock.pause()
+            yield step, progress
+            clock.resume()
+        seconds = clock.elapsed()
         self.train_seconds += seconds
-        self.train_steps += step
         return IKTrainResult(step, seconds, curve, time.process_time() - cpu_start)
 
     # ---- training: from the reward only -------------------------------------------------------
@@ -292,15 +335,24 @@ class IKSolver:
         ``reward_fn(targets, candidates) -> rewards`` (default: minus the distance / reach) is the
         only feedback; the network regresses onto ``Σ softmax(r / temperature) · candidate``.
         """
+        return _drain(self.iter_reward(steps, batch_size, candidates, lr, sigma, mix_fraction, temperature,
+                                       reward_fn, max_seconds, eval_every))
+
+    def iter_reward(self, steps: int = 3000, batch_size: int = 256, candidates: int = 16, lr: float = 3e-3,
+                    sigma: tuple[float, float] = (0.5, 0.05), mix_fraction: float = 0.5, temperature: float = 0.02,
+                    reward_fn: RewardFn | None = None, max_seconds: float | None = None,
+                    eval_every: int = 250) -> Generator[tuple[int, float], None, IKTrainResult]:
+        """``train_reward`` one step at a time (see ``iter_self_supervised``)."""
         arm, net = self.arm, self.network
         reward_fn = reward_fn or distance_reward(arm)
         opt = Adam(net.params, lr=lr)
         val_targets, _ = arm.sample_targets(1000, 12345)
         curve: list[tuple[int, float, float]] = []
-        start = time.perf_counter()
+        self.curve = curve
+        clock = _ActiveClock()
         step = 0
         for step in range(1, steps + 1):
-            elapsed = time.perf_counter() - start
+            elapsed = clock.elapsed()
             progress = step / steps if max_seconds is None else max(step / steps, elapsed / max_seconds)
             if progress > 1.0:
                 break
@@ -322,9 +374,12 @@ class IKSolver:
             if eval_every and step % eval_every == 0:
                 e = self.errors(val_targets, self.solve(val_targets))
                 curve.append((step, float(np.median(e)), float(np.percentile(e, 90))))
-        seconds = time.perf_counter() - start
+            self.train_steps += 1
+            clock.pause()
+            yield step, progress
+            clock.resume()
+        seconds = clock.elapsed()
         self.train_seconds += seconds
-        self.train_steps += step
         return IKTrainResult(step, seconds, curve)
 
     # ---- model file ---------------------------------------------------------------------------

@@ -75,3 +75,29 @@ def test_model_file_round_trip(tmp_path, trained_arm3):
     np.testing.assert_allclose(model.act(targets), solver.solve(targets).astype(np.float32), atol=1e-6)
     with pytest.raises(ValueError):
         IKSolver.from_model(model_io.Model(solver.network, model.observation_space, model.action_space, kind="mlp"))
+
+
+def test_iter_self_supervised_steps_like_train_and_pauses_without_losing_time():
+    import time
+
+    from drla_core import kinematics as kin
+    from drla_core.ik import IKSolver
+
+    arm = kin.arm3()
+    a, b = IKSolver(arm, hidden=((16, "tanh"),), seed=3), IKSolver(arm, hidden=((16, "tanh"),), seed=3)
+    ra = a.train_self_supervised(steps=60, batch_size=32, eval_every=20)
+    gen = b.iter_self_supervised(steps=60, batch_size=32, eval_every=20, max_seconds=30.0)
+    seen = []
+    try:
+        while True:
+            seen.append(next(gen)[0])
+            if len(seen) == 10:
+                time.sleep(0.05)  # suspended time is not training time
+    except StopIteration as stop:
+        rb = stop.value
+    assert seen == list(range(1, 61)) and rb.steps == ra.steps == 60
+    assert b.train_steps == a.train_steps == 60 and len(b.curve) == 3
+    np.testing.assert_array_equal(a.network.params, b.network.params)
+    assert rb.seconds < ra.seconds + 0.04
+    gen = a.iter_reward(steps=5, batch_size=8, candidates=4, eval_every=0)
+    assert [s for s, _ in gen] == [1, 2, 3, 4, 5] and a.train_steps == 65
