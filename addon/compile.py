@@ -151,10 +151,16 @@ class TrainerSpec:
 
 @dataclass
 class CompiledTree:
+    """``env`` is None for a Learned IK tree (``agent.kind == "ik"``): it trains on the armature's
+    forward kinematics, not in an environment."""
     tree: str
-    env: EnvSpec
+    env: EnvSpec | None
     agent: AgentSpec | None = None
     trainer: TrainerSpec | None = None
+
+    @property
+    def is_ik(self) -> bool:
+        return self.agent is not None and self.agent.kind == "ik"
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -442,6 +448,72 @@ def _compile_env(env_node, ctx) -> EnvSpec:
                    _vec(env_node.random_min), _vec(env_node.random_max), env_node.random_grid)
 
 
+def _hidden_layers(net) -> list[tuple[int, str]]:
+    """The Hidden Layer chain linked into a Network node, input side first."""
+    hidden, sock, seen = [], net.inputs["Layers"], set()
+    while sock.is_linked:
+        layer = linked_nodes(sock)[0]
+        if layer.name in seen or layer.bl_idname != "DRLA_HiddenLayerNode":
+            break
+        seen.add(layer.name)
+        hidden.append((layer.size, layer.activation.lower()))
+        sock = layer.inputs["Previous"]
+    return hidden[::-1]
+
+
+IK_AGENT = "DRLA_IKAgentNode"
+#: The network of a Learned IK agent without a Network node (``drla_core.ik.IKSolver``'s default).
+IK_HIDDEN = [(128, "tanh"), (128, "tanh")]
+
+
+def _compile_ik_agent(node, ctx) -> AgentSpec:
+    """A Learned IK agent: the armature's chain (read like ``ik_runtime.arm_description``), the target."""
+    arm = ctx.obj(node, "armature", kind='ARMATURE')
+    target = ctx.obj(node, "target")
+    bones: list[str] = []
+    ob = bpy.data.objects.get(arm) if arm else None
+    if ob is not None and ob.type == 'ARMATURE':
+        from .ik_runtime import arm_description
+
+        try:
+            description = arm_description(ob)
+        except ValueError as exc:
+            ctx.error(node, str(exc).replace("arm_description: ", ""))
+        else:
+            bones = list(description.bones)
+    if target and target == arm:
+        ctx.error(node, "the target must be another object than the armature")
+    config = {"armature": arm, "target": target, "bones": bones, "method": node.method,
+              "train_steps": int(node.train_steps), "train_seconds": float(node.train_seconds),
+              "refine_iters": int(node.refine_iters), "follow": bool(node.follow),
+              "model_path": output_path(node.model_path) if node.model_path else "",
+              "output_path": output_path(node.output_path) if node.output_path else ""}
+    spec = AgentSpec(node.name, "ik", config, [tuple(h) for h in IK_HIDDEN], "linear")
+    net = ctx.input(node, "Network", required=False)
+    if net is not None:
+        spec.hidden = _hidden_layers(net) or spec.hidden
+        if net.output_activation.lower() != "linear":
+            ctx.error(net, "a Learned IK agent needs a Linear output (its outputs are joint angles)")
+    return spec
+
+
+def _compile_ik(tree, ctx, agent_node, trainer_node) -> CompiledTree:
+    """IK Agent [-> Trainer [-> Export JSON]]: no Environment, State or Actions."""
+    agent = _compile_ik_agent(agent_node, ctx)
+    trainer = None
+    if trainer_node is not None:
+        if trainer_node.inputs["Environment"].is_linked:
+            ctx.error(trainer_node, "a Learned IK agent trains on the armature itself: unlink the Environment")
+        trainer = TrainerSpec(trainer_node.name, trainer_node.total_steps, trainer_node.seed, 0,
+                              output_path(trainer_node.output_path), _exports(tree))
+    return CompiledTree(tree.name, None, agent, trainer)
+
+
+def _exports(tree) -> list[str]:
+    return [output_path(n.filepath) for n in tree.nodes
+            if n.bl_idname == "DRLA_ExportJSONNode" and n.inputs["Model"].is_linked]
+
+
 def _compile_agent(agent_node, ctx, env: EnvSpec) -> AgentSpec:
     if agent_node.bl_idname != "DRLA_DQNAgentNode":
         ctx.error(agent_node, f"'{agent_node.bl_label}' is not an agent")
@@ -452,15 +524,7 @@ def _compile_agent(agent_node, ctx, env: EnvSpec) -> AgentSpec:
     net = ctx.input(agent_node, "Network", required=False)
     spec = AgentSpec(agent_node.name, "dqn", config)
     if net is not None:
-        hidden, sock, seen = [], net.inputs["Layers"], set()
-        while sock.is_linked:
-            layer = linked_nodes(sock)[0]
-            if layer.name in seen or layer.bl_idname != "DRLA_HiddenLayerNode":
-                break
-            seen.add(layer.name)
-            hidden.append((layer.size, layer.activation.lower()))
-            sock = layer.inputs["Previous"]
-        spec.hidden = hidden[::-1]
+        spec.hidden = _hidden_layers(net)
         spec.output_activation = net.output_activation.lower()
         if spec.output_activation != "linear":
             ctx.error(net, "a DQN agent needs a Linear output (Q-values are unbounded)")
@@ -538,6 +602,17 @@ def _compile(tree, ctx) -> CompiledTree | None:
     trainer_node = trainers[0] if trainers else None
     agent_node = None
     if trainer_node is not None:
+        agent = ctx.input(trainer_node, "Agent", required=False)
+        if agent is not None and agent.bl_idname == IK_AGENT:
+            return _compile_ik(tree, ctx, agent, trainer_node)
+    else:
+        iks = [n for n in tree.nodes if n.bl_idname == IK_AGENT]
+        envs = [n for n in tree.nodes if n.bl_idname == "DRLA_EnvironmentNode"]
+        if iks and not envs:
+            for extra in iks[1:]:
+                ctx.error(extra, "several Learned IK agents but no Trainer: add a Trainer to choose")
+            return _compile_ik(tree, ctx, iks[0], None)
+    if trainer_node is not None:
         env_node = ctx.input(trainer_node, "Environment")
         agent_node = ctx.input(trainer_node, "Agent")
     else:
@@ -555,10 +630,9 @@ def _compile(tree, ctx) -> CompiledTree | None:
     agent = _compile_agent(agent_node, ctx, env) if agent_node is not None else None
     trainer = None
     if trainer_node is not None:
-        exports = [output_path(n.filepath) for n in tree.nodes
-                   if n.bl_idname == "DRLA_ExportJSONNode" and n.inputs["Model"].is_linked]
         trainer = TrainerSpec(trainer_node.name, trainer_node.total_steps, trainer_node.seed,
-                              trainer_node.checkpoint_interval, output_path(trainer_node.output_path), exports)
+                              trainer_node.checkpoint_interval, output_path(trainer_node.output_path),
+                              _exports(tree))
     return CompiledTree(tree.name, env, agent, trainer)
 
 

@@ -58,6 +58,9 @@ def arm_description(ob: bpy.types.Object) -> kin.ArmDescription:
             dof_axis.append(k)
             lower.append(lo)
             upper.append(hi)
+    if not dof_bone:
+        raise ValueError(f"armature {ob.name!r}: every joint axis is locked (Bone > Inverse Kinematics > Lock), "
+                         "nothing to solve")
     return kin.ArmDescription(ob.name, [b.name for b in chain], np.array(rest), np.array([b.length for b in chain]),
                               np.array(dof_bone), np.array(dof_axis), np.array(lower), np.array(upper),
                               np.array(ob.matrix_world, dtype=np.float64))

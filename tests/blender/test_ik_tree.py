@@ -1,0 +1,134 @@
+"""Learned IK trees: compile (IK Agent [-> Trainer -> Export JSON], per-node errors), the panel's
+Train / Learned IK follow / Bake on an IK tree, headless on real bpy."""
+
+import importlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+bpy = pytest.importorskip("bpy")
+
+SCENE = Path(__file__).resolve().parents[2] / "scenes" / "robot_arm" / "robot_arm.blend"
+
+
+def make_chain(scene, name="Chain", branch=False):
+    """A 3-bone chain armature (0.4 m bones along +Z); ``branch`` adds a second child to the root."""
+    data = bpy.data.armatures.new(name)
+    ob = bpy.data.objects.new(name, data)
+    scene.collection.objects.link(ob)
+    bpy.context.view_layer.objects.active = ob
+    bpy.ops.object.mode_set(mode='EDIT')
+    parent, z = None, 0.0
+    for i in range(3):
+        eb = data.edit_bones.new(f"B{i}")
+        eb.head, eb.tail = (0, 0, z), (0, 0, z + 0.4)
+        if parent is not None:
+            eb.parent, eb.use_connect = parent, True
+        parent, z = eb, z + 0.4
+    if branch:
+        eb = data.edit_bones.new("Side")
+        eb.head, eb.tail = (0, 0, 0.4), (0.3, 0, 0.4)
+        eb.parent = data.edit_bones["B0"]
+    bpy.ops.object.mode_set(mode='OBJECT')
+    return ob
+
+
+def ik_tree(scene, arm=None, target=None, with_trainer=True, name="IK"):
+    tree = bpy.data.node_groups.new(name, "DRLA_NodeTree")
+    tree.use_fake_user = True
+    agent = tree.nodes.new("DRLA_IKAgentNode")
+    if arm is not None:
+        agent.armature = arm
+    if target is not None:
+        agent.target = target
+    if with_trainer:
+        trainer = tree.nodes.new("DRLA_TrainerNode")
+        trainer.output_path = ""
+        tree.links.new(agent.outputs["Agent"], trainer.inputs["Agent"])
+        export = tree.nodes.new("DRLA_ExportJSONNode")
+        tree.links.new(trainer.outputs["Model"], export.inputs["Model"])
+    return tree, agent
+
+
+@pytest.fixture
+def compile_mod(ext):
+    return importlib.import_module(f"{ext.__name__}.addon.compile")
+
+
+def _errors(compile_mod, tree, scene):
+    with pytest.raises(compile_mod.CompileError) as info:
+        compile_mod.compile_tree(tree, scene)
+    return info.value.errors
+
+
+@pytest.mark.parametrize("with_trainer", [True, False])
+def test_ik_tree_compiles_without_environment(compile_mod, empty_scene, tmp_path, with_trainer):
+    arm = make_chain(empty_scene)
+    target = bpy.data.objects.new("T", None)
+    empty_scene.collection.objects.link(target)
+    tree, agent = ik_tree(empty_scene, arm, target, with_trainer)
+    agent.method, agent.train_steps, agent.refine_iters = 'REWARD', 123, 4
+    agent.output_path = str(tmp_path / "ik.json")
+    compiled = compile_mod.compile_tree(tree, empty_scene)
+    assert compiled.env is None and compiled.is_ik
+    spec = compiled.agent
+    assert spec.kind == "ik" and spec.node == agent.name
+    assert spec.config["armature"] == "Chain" and spec.config["target"] == "T"
+    assert spec.config["bones"] == ["B0", "B1", "B2"]
+    assert (spec.config["method"], spec.config["train_steps"], spec.config["refine_iters"]) == ('REWARD', 123, 4)
+    assert spec.config["output_path"] == str(tmp_path / "ik.json")
+    assert (compiled.trainer is not None) == with_trainer
+    if with_trainer:
+        assert len(compiled.trainer.exports) == 1
+    assert agent.drla_error == ""
+
+
+def test_ik_tree_errors_per_node(compile_mod, empty_scene):
+    tree, agent = ik_tree(empty_scene)
+    errors = _errors(compile_mod, tree, empty_scene)
+    assert (agent.name, "no armature set (Armature)") in errors
+    assert (agent.name, "no Target object set") in errors
+    assert "no armature set" in agent.drla_error
+
+    branched = make_chain(empty_scene, "Branched", branch=True)
+    agent.armature, agent.target = branched, branched
+    msgs = [m for n, m in _errors(compile_mod, tree, empty_scene) if n == agent.name]
+    assert any("branches; learned IK needs a chain" in m for m in msgs)
+    assert any("target must be another object" in m for m in msgs)
+
+
+def test_ik_tree_rejects_non_armature_and_locked_chain(compile_mod, empty_scene):
+    mesh_ob = bpy.data.objects.new("NotAnArm", bpy.data.meshes.new("m"))
+    empty_scene.collection.objects.link(mesh_ob)
+    target = bpy.data.objects.new("T", None)
+    empty_scene.collection.objects.link(target)
+    tree, agent = ik_tree(empty_scene, None, target)
+    agent.armature = mesh_ob  # the pointer's poll only filters the UI picker
+    if agent.armature is not None:
+        msgs = [m for n, m in _errors(compile_mod, tree, empty_scene) if n == agent.name]
+        assert any("is not a armature" in m for m in msgs)
+    arm = make_chain(empty_scene)
+    for pb in arm.pose.bones:
+        pb.lock_ik_x = pb.lock_ik_y = pb.lock_ik_z = True
+    agent.armature = arm
+    msgs = [m for n, m in _errors(compile_mod, tree, empty_scene) if n == agent.name]
+    assert any("every joint axis is locked" in m for m in msgs)
+
+
+def test_ik_agent_with_an_environment_is_an_error_and_dqn_trees_still_compile(compile_mod, empty_scene):
+    from tests.blender.test_operators import build_mover_tree
+
+    tree = build_mover_tree(empty_scene)
+    assert compile_mod.compile_tree(tree, empty_scene).agent.kind == "dqn"
+    arm = make_chain(empty_scene)
+    ik = tree.nodes.new("DRLA_IKAgentNode")
+    ik.armature, ik.target = arm, bpy.data.objects["Goal"]
+    assert compile_mod.compile_tree(tree, empty_scene).agent.kind == "dqn"  # an unlinked IK node is ignored
+    trainer = next(n for n in tree.nodes if n.bl_idname == "DRLA_TrainerNode")
+    for link in list(trainer.inputs["Agent"].links):
+        tree.links.remove(link)
+    tree.links.new(ik.outputs["Agent"], trainer.inputs["Agent"])
+    errors = _errors(compile_mod, tree, empty_scene)
+    assert any(n == trainer.name and "unlink the Environment" in m for n, m in errors)
