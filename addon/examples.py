@@ -215,7 +215,61 @@ def build_transform_tree(scene, name: str = "Reach", total_steps: int = 6000) ->
     return b.tree
 
 
+# --------------------------------------------------------------------------- robot arm (learned IK)
+
+#: The Learned IK Agent node's settings of the robot-arm trees (the benchmark recipe of ``bench/ik.py``).
+ARM_IK = dict(method='SELF_SUPERVISED', train_steps=16000, train_seconds=120.0, refine_iters=3)
+
+
+def build_arm_ik_tree(scene, arm: str = "Arm6", name: str | None = None, hidden=(128, 128), **ik) -> Any:
+    """Learned IK for the armature ``arm`` of the robot-arm scene (``scenes/robot_arm``): its end
+    effector reaches for the empty ``<arm>Target``.
+
+    IK Agent (self-supervised through the forward kinematics, 16k steps, 3 refinement steps;
+    a tanh network ``hidden``) -> Trainer (seed) -> Export JSON ``//<name>_ik_model.json``. No
+    Environment: the network trains on the arm's own kinematics. After training, the panel's
+    Learned IK toggle makes the arm follow its target live, and Bake keys the target's animation.
+    """
+    obs = scene.objects
+    name = name or arm
+    b = _Builder(name)
+    prev = None
+    for size in hidden:
+        layer = b.node("DRLA_HiddenLayerNode", 0, size=size, activation='TANH')
+        if prev is not None:
+            b.link(prev, layer, "Previous")
+        prev = layer
+    net = b.node("DRLA_NetworkNode", 1, output_activation='LINEAR')
+    if prev is not None:
+        b.link(prev, net, "Layers")
+    settings = {**ARM_IK, **ik}
+    agent = b.node("DRLA_IKAgentNode", 2, armature=obs[arm], target=obs[f"{arm}Target"], **settings)
+    b.link(net, agent, "Network")
+    trainer = b.node("DRLA_TrainerNode", 3, total_steps=settings["train_steps"], seed=0, output_path="")
+    b.link(agent, trainer, "Agent")
+    export = b.node("DRLA_ExportJSONNode", 4, filepath=f"//{name.lower()}_ik_model.json")
+    b.link(trainer, export, "Model")
+    return b.tree
+
+
+def build_arm6_tree(scene, name: str = "Arm6", **ik) -> Any:
+    """Learned IK for the 6-joint industrial arm: its tip follows the empty Arm6Target."""
+    return build_arm_ik_tree(scene, "Arm6", name, **ik)
+
+
+def build_arm3_tree(scene, name: str = "Arm3", **ik) -> Any:
+    """Learned IK for the simple 3-bone arm: its tip follows the empty Arm3Target."""
+    return build_arm_ik_tree(scene, "Arm3", name, **ik)
+
+
+def build_robot_arm_trees(scene) -> list[Any]:
+    """The "Arm6" and "Arm3" Learned IK trees of ``scenes/robot_arm/robot_arm.blend``."""
+    return [build_arm6_tree(scene), build_arm3_tree(scene)]
+
+
 EXAMPLES: dict[str, Callable[[Any], Any]] = {
     "Tank": build_tank_tree,
     "Reach (transform)": build_transform_tree,
+    "Robot Arm 6 (Learned IK)": build_arm6_tree,
+    "Robot Arm 3 (Learned IK)": build_arm3_tree,
 }

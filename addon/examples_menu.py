@@ -26,6 +26,8 @@ def _examples() -> dict:
 #: Example -> the scene shipped inside the extension whose objects it needs (``scenes/`` is in the zip).
 EXAMPLE_SCENES: dict[str, str] = {
     "Tank": os.path.join("scenes", "tank", "tank.blend"),
+    "Robot Arm 6 (Learned IK)": os.path.join("scenes", "robot_arm", "robot_arm.blend"),
+    "Robot Arm 3 (Learned IK)": os.path.join("scenes", "robot_arm", "robot_arm.blend"),
 }
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -132,3 +132,14 @@ def test_ik_agent_with_an_environment_is_an_error_and_dqn_trees_still_compile(co
     tree.links.new(ik.outputs["Agent"], trainer.inputs["Agent"])
     errors = _errors(compile_mod, tree, empty_scene)
     assert any(n == trainer.name and "unlink the Environment" in m for n, m in errors)
+
+
+def test_robot_arm_scene_has_compiling_ik_trees(compile_mod):
+    bpy.ops.wm.open_mainfile(filepath=str(SCENE))
+    scene = bpy.context.scene
+    for name, bones in (("Arm6", 6), ("Arm3", 3)):
+        compiled = compile_mod.compile_tree(bpy.data.node_groups[name], scene)
+        assert compiled.is_ik and compiled.env is None
+        assert compiled.agent.config["armature"] == name and compiled.agent.config["target"] == f"{name}Target"
+        assert len(compiled.agent.config["bones"]) == bones and compiled.agent.hidden == [(128, "tanh"), (128, "tanh")]
+        assert compiled.trainer.exports and compiled.trainer.exports[0].endswith(f"{name.lower()}_ik_model.json")
