@@ -16,6 +16,7 @@ The env changes the scene while it runs; wrap it in ``snapshot.scene_session(sce
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any
 
@@ -207,9 +208,12 @@ class SceneEnv(Env):
             self._frame += 1
             scene.frame_set(self._frame)
         obs = self.state.read()
-        reward = 0.0
-        for term in self.rewards:
-            reward += term(events)
+        values = [term(events) for term in self.rewards]
+        reward = float(sum(values))
+        if not math.isfinite(reward):
+            node = next((r.node for r, v in zip(self.spec.rewards, values) if not math.isfinite(v)), "?")
+            raise sensors.NonFiniteError(f"Reward node '{node}' gave a value that is not a finite number: "
+                                         "check the property or objects it reads")
         terminated = False
         for done in self.dones:
             if done():

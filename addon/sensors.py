@@ -201,6 +201,10 @@ READERS: dict[str, type] = {"transform": TransformReader, "bones": BonesReader, 
                             "distance": DistanceReader, "ray": RayReader, "camera": CameraReader}
 
 
+class NonFiniteError(ValueError):
+    """A sensor or reward produced NaN or infinity; the message names the node."""
+
+
 class StateReader:
     """Reads a compiled ``StateSpec`` into one float32 vector (object lookups cached here)."""
 
@@ -215,6 +219,7 @@ class StateReader:
         self.size = offset
         self.clip = float(state_spec.clip)
         self._pairs = list(zip(self.readers, self.slices, self.scales))
+        self._nodes = [spec.node for spec in state_spec.sensors]
 
     def read(self) -> np.ndarray:
         obs = np.empty(self.size, np.float32)
@@ -225,7 +230,16 @@ class StateReader:
                 view *= scale
         if self.clip > 0:
             np.clip(obs, -self.clip, self.clip, out=obs)
+        if not np.isfinite(obs).all():  # NaN from a property or a degenerate transform poisons training
+            self._raise_non_finite(obs)
         return obs
+
+    def _raise_non_finite(self, obs: np.ndarray) -> None:
+        for node, sl in zip(self._nodes, self.slices):
+            bad = obs[sl][~np.isfinite(obs[sl])]
+            if bad.size:
+                raise NonFiniteError(f"Sensor '{node}' read {bad[0]} (not a finite number): "
+                                     "check the property or object it reads")
 
     def close(self):
         for reader in self.readers:

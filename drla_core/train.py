@@ -27,7 +27,7 @@ import numpy as np
 
 from .env import Env
 
-__all__ = ["Callback", "EvalResult", "History", "PrintProgress", "TrainingRun", "evaluate", "train"]
+__all__ = ["Callback", "EvalResult", "History", "PrintProgress", "TrainingError", "TrainingRun", "evaluate", "train"]
 
 EVAL_SEED_OFFSET = 10_000  # evaluation episodes use seed + this, so they never replay training episodes
 
@@ -95,6 +95,10 @@ class History:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+class TrainingError(RuntimeError):
+    """Training cannot go on; the message says why and what to change."""
 
 
 class Callback:
@@ -282,6 +286,9 @@ class TrainingRun:
         self._episode_return += float(reward)
         self._episode_length += 1
         if out and "loss" in out:
+            if not math.isfinite(out["loss"]):
+                raise TrainingError(f"training diverged at step {self.steps}: the loss became {out['loss']}. "
+                                    "Lower the learning rate, or scale the observations and rewards")
             self.history.losses.append(float(out["loss"]))
             self.history.loss_steps.append(self.steps)
         key = self.history.task_metric

@@ -217,3 +217,21 @@ def test_resume_on_a_new_env_drops_the_cut_episode_and_carries_on():
     # the steps of the cut episode are not in any recorded episode
     assert sum(run.history.episode_lengths) < 300 - (105 - recorded) + 1
     assert run.episodes > episodes
+
+
+def test_a_diverging_loss_stops_training_with_a_clear_message():
+    from drla_core.envs.identity import IdentityEnv
+    from drla_core.train import TrainingError, TrainingRun
+
+    class Diverging:
+        def act(self, obs, explore=True):
+            return 0
+
+        predict = act
+
+        def observe(self, *transition):
+            return {"loss": float("nan")}
+
+    run = TrainingRun(IdentityEnv(), Diverging(), 100, seed=0)
+    with pytest.raises(TrainingError, match="diverged at step 1: the loss became nan. Lower the learning rate"):
+        run.run()
