@@ -43,6 +43,8 @@ def open_scene(path: str | Path, tree_name: str | None) -> tuple[Any, Any, Any, 
     from .extension import register_extension
 
     ext = register_extension()
+    # A .blend can carry Python scripts that run on load when auto-run is on: never from the CLI.
+    bpy.context.preferences.filepaths.use_scripts_auto_execute = False
     try:
         bpy.ops.wm.open_mainfile(filepath=str(path.resolve()), load_ui=False)
     except RuntimeError as exc:
@@ -83,6 +85,8 @@ def train_scene(args: argparse.Namespace) -> int:
     bpy, ext, tree, scene = open_scene(args.target, args.tree)
     compile_mod = addon_module("compile")
     compiled = compile_or_explain(ext, tree, scene)
+    if compiled.agent is not None and compiled.agent.kind == "ik":
+        return train_ik_scene(args, tree, compiled)
     trainer = compiled.trainer
     steps = int(args.steps or (trainer.total_steps if trainer else 20_000))
     seed = args.seed if args.seed is not None else (trainer.seed if trainer else 0)
@@ -113,6 +117,98 @@ def train_scene(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ik_progress_line(step: int, total: int, seconds: float, solver: Any, width: int = 24) -> str:
+    frac = min(1.0, step / max(total, 1))
+    filled = int(frac * width)
+    rate = step / seconds if seconds > 0 else 0.0
+    eta = (total - step) / rate if rate > 0 else 0.0
+    curve = getattr(solver, "curve", None)
+    err = f"median error {1000 * curve[-1][1]:7.1f} mm" if curve else "median error       - mm"
+    return (f"[{'#' * filled}{'.' * (width - filled)}] {step:>{len(str(total))}}/{total} | {err} | "
+            f"{rate:,.0f} steps/s | ETA {int(eta) // 60}:{int(eta) % 60:02d}")
+
+
+def train_ik_scene(args: argparse.Namespace, tree: Any, compiled: Any) -> int:
+    """Train a Learned IK tree: the IKSolver on the armature's kinematics (the scene is only read)."""
+    import sys
+
+    runtime = addon_module("ik_runtime")
+    trainer = compiled.trainer
+    cfg = compiled.agent.config
+    steps = runtime.train_steps_of(compiled, args.steps or 0)
+    seed = args.seed if args.seed is not None else (trainer.seed if trainer else 0)
+    model_path, report_path = _out_paths(args.out, f"{Path(args.target).stem}_{tree.name}")
+    solver = runtime.new_solver(compiled, seed)
+    arm = solver.arm
+    print(f"Learned IK for '{cfg['armature']}' ({arm.n_bones} bones, {arm.n_dofs} joints, reach {arm.reach:.3f} m): "
+          f"{cfg['method'].lower().replace('_', '-')} training, {steps} steps (at most {cfg['train_seconds']:.0f} s), "
+          f"seed {seed}", file=sys.stderr)
+    gen = runtime.training_iter(solver, compiled, steps)
+    t0 = time.perf_counter()
+    decile, step = 0, 0
+    try:
+        while True:
+            step, _ = next(gen)
+            if not args.quiet and step * 10 // steps > decile:
+                decile = step * 10 // steps
+                print(_ik_progress_line(step, steps, time.perf_counter() - t0, solver), file=sys.stderr, flush=True)
+    except StopIteration as stop:
+        result = stop.value
+    wall = time.perf_counter() - t0
+    acc = runtime.accuracy(solver, 1000, seed=12345, iters=cfg["refine_iters"])
+    meta = {"scene": Path(args.target).name, "tree": tree.name, "seed": seed, "training_steps": result.steps,
+            "method": cfg["method"], "refine_iters": cfg["refine_iters"],
+            **{k: round(v, 6) for k, v in acc.items()}}
+    save_model(model_path, solver.to_model(meta))
+    history = runtime.history(solver)
+    save_report(report_path, history, f"Learned IK on {tree.name} ({Path(args.target).name}): median tip error, mm "
+                                      f"- seed {seed}")
+    print("\n".join([
+        "",
+        f"trained {result.steps} steps in {wall:.1f} s ({result.steps / max(result.seconds, 1e-9):,.0f} steps/s)",
+        f"on 1000 random reachable targets: {runtime.accuracy_text(acc)}",
+        f"model:  {model_path}  (kind 'ik'; extra.arm holds the arm description)",
+        f"report: {report_path}",
+    ]))
+    return 0
+
+
+def play_ik_scene(args: argparse.Namespace, model: Any) -> int:
+    """Move the IK tree's target to random reachable spots, solve with the model, report the tip errors."""
+    bpy, ext, tree, scene = open_scene(args.scene, args.tree)
+    compiled = compile_or_explain(ext, tree, scene)
+    if compiled.agent is None or compiled.agent.kind != "ik":
+        raise CLIError(f"{args.model} is a Learned IK model but tree {tree.name!r} has no Learned IK Agent")
+    runtime = addon_module("ik_runtime")
+    ob, target = runtime.compiled_armature(compiled)
+    try:
+        solver = runtime.solver_for(ob, model)
+    except ValueError as exc:
+        raise CLIError(f"{args.model}: {exc}") from exc
+    iters = compiled.agent.config["refine_iters"]
+    points = solver.arm.local_to_world(solver.arm.sample_targets(args.episodes, args.seed)[0])
+    errors, net_errors = [], []
+    t0 = time.perf_counter()
+    with addon_module("snapshot").scene_session(scene):
+        view_layer = bpy.context.view_layer
+        for p in points:
+            runtime.move_target(target, p)
+            view_layer.update()
+            where = np.array(target.matrix_world.translation, dtype=np.float64)
+            local = solver.arm.world_to_local(where)
+            net_errors.append(float(solver.errors(local[None], solver.solve(local[None]))[0]))
+            runtime.apply_angles(ob, solver.arm, runtime.solve_for_target(ob, solver, where, iters))
+            view_layer.update()
+            errors.append(float(np.linalg.norm(runtime.tip_world(ob, solver.arm) - where)))
+    wall = time.perf_counter() - t0
+    mm, net_mm = 1000.0 * np.array(errors), 1000.0 * np.array(net_errors)
+    print(f"{tree.name}: {len(points)} random reachable targets for '{ob.name}', solved in Blender "
+          f"({1000 * wall / max(len(points), 1):.1f} ms each with the scene update): tip error median "
+          f"{np.median(mm):.4f} mm, p90 {np.percentile(mm, 90):.4f} mm, max {mm.max():.4f} mm, "
+          f"{np.mean(mm < 1.0):.0%} under 1 mm (network alone: median {np.median(net_mm):.1f} mm)")
+    return 0
+
+
 class _Greedy:
     """A model as a policy for ``evaluate`` (``predict``), optionally saving the camera's frames."""
 
@@ -138,8 +234,12 @@ def play_scene(args: argparse.Namespace) -> int:
         raise CLIError(f"no such model file: {args.model}") from exc
     except ModelFormatError as exc:
         raise CLIError(f"{args.model}: {exc}") from exc
+    if model.kind == "ik":
+        return play_ik_scene(args, model)
     bpy, ext, tree, scene = open_scene(args.scene, args.tree)
     compiled = compile_or_explain(ext, tree, scene)
+    if compiled.agent is not None and compiled.agent.kind == "ik":
+        raise CLIError(f"tree {tree.name!r} is a Learned IK tree but {args.model} is a {model.kind} model")
     frames = Path(args.frames) if args.frames else None
     if frames is not None:
         frames.mkdir(parents=True, exist_ok=True)
