@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from . import __version__
+from .files import atomic_write
 from .mlp import ACTIVATIONS, MLP
 from .spaces import Box, Discrete, Space, space_from_dict
 
@@ -493,20 +493,5 @@ def load_model(path: str | os.PathLike[str]) -> Model:
 
 def save_model(path: str | os.PathLike[str], model: Model) -> Path:
     """Write ``model`` as JSON atomically (a temporary file in the same folder, then ``os.replace``)."""
-    path = Path(path)
     text = json.dumps(model_to_dict(model), allow_nan=False, separators=(",", ":"))
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return path
+    return atomic_write(path, (text + "\n").encode("utf-8"))

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import os
 import struct
-import tempfile
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from .files import atomic_write
 
 __all__ = ["write_png", "read_png", "encode_png", "render_report", "save_report", "render_curve", "draw_text",
            "text_width", "moving_average", "normalise_history"]
@@ -55,20 +56,7 @@ def encode_png(image: np.ndarray) -> bytes:
 
 def write_png(path: str | os.PathLike[str], image: np.ndarray) -> Path:
     """Write ``image`` (see ``encode_png``) to ``path`` atomically; returns the path."""
-    path = Path(path)
-    data = encode_png(image)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return path
+    return atomic_write(path, encode_png(image))
 
 
 def _unfilter(raw: np.ndarray, height: int, stride: int, bpp: int) -> np.ndarray:
@@ -663,10 +651,15 @@ def render_report(history: Mapping[str, Any] | Any, title: str = "DRLA training"
     Returns:
         ``(H, W, 3)`` uint8 RGB array.
     """
-    s = max(1, min(4, round(width / 600)))
     panels, summary = _line_panels(history)
     if len(panels) in (1, 3):
         panels.append(Panel("Summary", text_lines=summary or ["no data yet"]))
+    return render_panels(panels, title, width)
+
+
+def render_panels(panels: list[Panel], title: str = "DRLA", width: int = 1200) -> np.ndarray:
+    """Panels (``Panel``/``Series``) two per row under ``title``, as an ``(H, W, 3)`` uint8 RGB array."""
+    s = max(1, min(4, round(width / 600)))
     cols = 2
     rows = math.ceil(len(panels) / cols)
     gap, head = 6 * s, 22 * s
