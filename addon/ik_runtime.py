@@ -21,8 +21,9 @@ import numpy as np
 
 from ..drla_core import kinematics as kin
 
-__all__ = ["apply_angles", "arm_description", "bake_target", "disable_follow", "enable_follow",
-           "follow_active", "solve_for_target", "tip_world"]
+__all__ = ["accuracy", "apply_angles", "arm_description", "bake_target", "compiled_armature", "disable_follow",
+           "enable_follow", "follow_active", "new_solver", "solve_for_target", "solver_for", "tip_world",
+           "training_iter"]
 
 
 def _chain_bones(data: bpy.types.Armature) -> list[bpy.types.Bone]:
@@ -161,6 +162,96 @@ def bake_target(ob: bpy.types.Object, target: bpy.types.Object, solver: Any, fra
             pb.keyframe_insert("rotation_quaternion", frame=f)
     scene.frame_set(was)
     return len(frames)
+
+
+# ---- compiled IK trees (CLI, panel) -------------------------------------------------------------
+def compiled_armature(compiled: Any) -> tuple[bpy.types.Object, bpy.types.Object]:
+    """The armature and target objects of a compiled Learned IK tree."""
+    cfg = compiled.agent.config
+    ob, target = bpy.data.objects.get(cfg["armature"]), bpy.data.objects.get(cfg["target"])
+    if ob is None or target is None:
+        raise ValueError(f"tree '{compiled.tree}': armature '{cfg['armature']}' or target '{cfg['target']}' is gone")
+    return ob, target
+
+
+def solver_for(ob: bpy.types.Object, model: Any) -> Any:
+    """An ``IKSolver`` from a stored/loaded IK ``model``, placed on ``ob`` (its bones must match)."""
+    from ..drla_core.ik import IKSolver
+
+    solver = IKSolver.from_model(model)
+    arm = arm_description(ob)
+    if solver.arm.bones != arm.bones or solver.arm.n_dofs != arm.n_dofs:
+        raise ValueError(f"the IK model was trained for bones {solver.arm.bones}, not {ob.name}'s {arm.bones}")
+    solver.arm = arm  # this armature's placement and limits
+    return solver
+
+
+def new_solver(compiled: Any, seed: int = 0) -> Any:
+    """The untrained (or, with the node's Model file, pre-trained) ``IKSolver`` of a compiled IK tree."""
+    from ..drla_core.ik import IKSolver
+    from ..drla_core.model_io import load_model
+
+    ob, _ = compiled_armature(compiled)
+    path = compiled.agent.config.get("model_path") or ""
+    if path:
+        return solver_for(ob, load_model(path))
+    return IKSolver(arm_description(ob), hidden=tuple(tuple(h) for h in compiled.agent.hidden), seed=seed)
+
+
+def train_steps_of(compiled: Any, steps: int = 0) -> int:
+    return int(steps or compiled.agent.config.get("train_steps") or 16000)
+
+
+def training_iter(solver: Any, compiled: Any, steps: int = 0, max_seconds: float | None = None) -> Any:
+    """The node's training (self-supervised or reward) as a step generator (``IKSolver.iter_*``).
+
+    ``max_seconds`` defaults to the node's Train Seconds; validation every ~2 % of the steps."""
+    cfg = compiled.agent.config
+    steps = train_steps_of(compiled, steps)
+    seconds = cfg.get("train_seconds") if max_seconds is None else max_seconds
+    every = max(50, steps // 50)
+    if cfg.get("method") == 'REWARD':
+        return solver.iter_reward(steps=steps, max_seconds=seconds or None, eval_every=every)
+    return solver.iter_self_supervised(steps=steps, max_seconds=seconds or None, eval_every=every)
+
+
+def accuracy(solver: Any, n: int = 1000, seed: int = 0, iters: int = 3) -> dict[str, float]:
+    """Tip errors (mm) on ``n`` random reachable targets: network alone and network + refinement."""
+    targets, _ = solver.arm.sample_targets(n, seed)
+    out: dict[str, float] = {}
+    for key, angles in (("net", solver.solve(targets)), ("refined", solver.solve_refined(targets, iters=iters))):
+        err = solver.errors(targets, angles) * 1000.0
+        out[f"{key}_median_mm"] = float(np.median(err))
+        out[f"{key}_p90_mm"] = float(np.percentile(err, 90))
+        out[f"{key}_under_1mm"] = float(np.mean(err < 1.0))
+    return out
+
+
+def accuracy_text(acc: dict[str, float]) -> str:
+    return (f"network alone: median {acc['net_median_mm']:.1f} mm, p90 {acc['net_p90_mm']:.1f} mm, "
+            f"{acc['net_under_1mm']:.1%} under 1 mm; network + refinement: median {acc['refined_median_mm']:.4f} mm, "
+            f"p90 {acc['refined_p90_mm']:.4f} mm, {acc['refined_under_1mm']:.1%} under 1 mm")
+
+
+def save_ik_report(path: Any, solver: Any, acc: dict[str, float], title: str, seconds: float = 0.0) -> Any:
+    """The training report PNG: validation error curve plus the accuracy summary."""
+    from ..drla_core.ik import save_report
+
+    lines = [f"{solver.arm.name}: {solver.arm.n_dofs} joints, reach {solver.arm.reach:.3f} m",
+             f"trained {solver.train_steps} steps" + (f" in {seconds:.1f} s" if seconds else ""),
+             "1000 random reachable targets:",
+             f"network alone: median {acc['net_median_mm']:.1f} mm",
+             f"  p90 {acc['net_p90_mm']:.1f} mm, {acc['net_under_1mm']:.1%} < 1 mm",
+             f"+ refinement: median {acc['refined_median_mm']:.4f} mm",
+             f"  p90 {acc['refined_p90_mm']:.4f} mm, {acc['refined_under_1mm']:.1%} < 1 mm"]
+    return save_report(path, list(getattr(solver, "curve", []) or []), lines, title)
+
+
+def move_target(target: bpy.types.Object, world: np.ndarray) -> None:
+    """Put ``target``'s origin at a world-space point (whatever its parent)."""
+    m = target.matrix_world.copy()
+    m.translation = [float(v) for v in world]
+    target.matrix_world = m
 
 
 # ---- training helper (for operators and nodes) ---------------------------------------------

@@ -160,9 +160,8 @@ def train_ik_scene(args: argparse.Namespace, tree: Any, compiled: Any) -> int:
             "method": cfg["method"], "refine_iters": cfg["refine_iters"],
             **{k: round(v, 6) for k, v in acc.items()}}
     save_model(model_path, solver.to_model(meta))
-    history = runtime.history(solver)
-    save_report(report_path, history, f"Learned IK on {tree.name} ({Path(args.target).name}): median tip error, mm "
-                                      f"- seed {seed}")
+    runtime.save_ik_report(report_path, solver, acc, f"Learned IK: {tree.name} ({Path(args.target).name}), "
+                                                    f"seed {seed}", wall)
     print("\n".join([
         "",
         f"trained {result.steps} steps in {wall:.1f} s ({result.steps / max(result.seconds, 1e-9):,.0f} steps/s)",

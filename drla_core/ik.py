@@ -139,6 +139,20 @@ class IKTrainResult:
     cpu_seconds: float = 0.0
 
 
+def save_report(path: str | Path, curve: list[tuple[int, float, float]], summary: list[str],
+                title: str = "Learned IK") -> Path:
+    """A training report PNG: the validation tip error (median and p90, mm, log scale) per step, and
+    ``summary`` lines (e.g. the accuracy of the network alone and with refinement)."""
+    from . import plot
+
+    c = np.asarray(curve, dtype=np.float64).reshape(-1, 3)
+    series = [plot.Series(c[:, 0], 1000 * c[:, 2], (235, 150, 150), "p90", "line", 2),
+              plot.Series(c[:, 0], 1000 * c[:, 1], (200, 40, 40), "median", "line", 2)] if len(c) else []
+    panels = [plot.Panel("Network alone: tip error (mm)", series, log_y=True),
+              plot.Panel("Summary", text_lines=summary or ["no data"])]
+    return plot.write_png(path, plot.render_panels(panels, title))
+
+
 class IKSolver:
     """Network IK for one arm, plus DLS refinement.
 
