@@ -161,8 +161,8 @@ class DRLA_OT_train(_TrainBase, bpy.types.Operator):
 
     def _make_session(self, context):
         s = settings(context.scene)
-        return session.TrainSession(context.scene, s.tree, total_steps=self.steps or s.total_steps,
-                                    output_dir=s.output_dir)
+        return session.make_train_session(context.scene, s.tree, total_steps=self.steps or s.total_steps,
+                                          output_dir=s.output_dir)
 
     def execute(self, context):
         try:
@@ -259,7 +259,10 @@ class DRLA_OT_play(_ModalSession, bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return _poll(cls, _why_no_model(context))
+        reason = _why_no_model(context)
+        if not reason and session.is_ik_tree(settings(context.scene).tree):
+            reason = "A Learned IK tree has no episodes to play: use the Learned IK toggle to follow the target"
+        return _poll(cls, reason)
 
     def _make_session(self, context):
         s = settings(context.scene)
@@ -378,6 +381,8 @@ class DRLA_OT_bake(bpy.types.Operator):
         from . import bake
 
         s = settings(context.scene)
+        if session.is_ik_tree(s.tree):
+            return self._bake_ik(context, s)
         try:
             result = bake.bake(context.scene, s.tree, max_steps=self.steps or s.bake_steps,
                                frame_step=s.bake_frame_step)
@@ -386,6 +391,89 @@ class DRLA_OT_bake(bpy.types.Operator):
         s.error = ""
         s.message = result.summary()
         self.report({'INFO'}, s.message)
+        return {'FINISHED'}
+
+
+    def _bake_ik(self, context, s):
+        """Learned IK: key the joints so the tip follows the target's animation over the scene's frame range."""
+        from . import ik_runtime
+
+        scene = context.scene
+        try:
+            compiled, ob, target, solver = _ik_parts(scene, s.tree)
+            frames = ik_runtime.bake_target(ob, target, solver, scene.frame_start, scene.frame_end,
+                                            compiled.agent.config["refine_iters"])
+        except Exception as exc:
+            return _report_failure(self, context, exc)
+        s.error = ""
+        s.message = (f"Baked {frames} frames ({scene.frame_start}-{scene.frame_end}) of '{target.name}' into "
+                     f"'{ob.name}' joint keyframes")
+        self.report({'INFO'}, s.message)
+        return {'FINISHED'}
+
+
+def _ik_parts(scene, tree):
+    """``(compiled, armature, target, solver)`` of a Learned IK tree with a stored model."""
+    from . import ik_runtime
+    from .compile import compile_tree
+
+    compiled = compile_tree(tree, scene)
+    ob, target = ik_runtime.compiled_armature(compiled)
+    return compiled, ob, target, ik_runtime.solver_for(ob, model_store.load_stored_model(tree))
+
+
+def ik_follow_state(scene) -> tuple[bool, object]:
+    """``(follow on?, armature or None)`` for the scene's RL tree (a Learned IK tree)."""
+    from . import ik_runtime
+
+    tree = settings(scene).tree
+    if not session.is_ik_tree(tree):
+        return False, None
+    node = next((n for n in tree.nodes if n.bl_idname == "DRLA_IKAgentNode" and n.armature is not None), None)
+    ob = node.armature if node is not None else None
+    return (ob is not None and ik_runtime.follow_active(ob)), ob
+
+
+class DRLA_OT_ik_follow(bpy.types.Operator):
+    """Learned IK: the armature's tip follows its target live (network + refinement on every change); click again to stop"""
+
+    bl_idname = "drla.ik_follow"
+    bl_label = "Learned IK"
+    bl_options = {'REGISTER'}
+
+    @classmethod
+    def poll(cls, context):
+        scene = context.scene
+        if scene is None or not hasattr(scene, "drla"):
+            return _poll(cls, "No scene")
+        on, _ = ik_follow_state(scene)
+        if on:
+            return True
+        reason = _why_no_model(context)
+        if not reason and not session.is_ik_tree(settings(scene).tree):
+            reason = "The RL tree has no Learned IK Agent"
+        return _poll(cls, reason)
+
+    def execute(self, context):
+        from . import ik_runtime
+
+        scene = context.scene
+        s = settings(scene)
+        on, ob = ik_follow_state(scene)
+        if on:
+            ik_runtime.disable_follow(ob)
+            s.message = f"Learned IK follow off for '{ob.name}'"
+        else:
+            try:
+                compiled, ob, target, solver = _ik_parts(scene, s.tree)
+                ik_runtime.enable_follow(ob, target, solver, compiled.agent.config["refine_iters"])
+                ik_runtime._on_depsgraph_update(scene)  # reach for the target now
+            except Exception as exc:
+                return _report_failure(self, context, exc)
+            s.message = f"Learned IK: '{ob.name}' follows '{target.name}'"
+        s.error = ""
+        self.report({'INFO'}, s.message)
+        session.redraw_ui()
         return {'FINISHED'}
 
 
@@ -409,5 +497,6 @@ classes = (
     DRLA_OT_export_model,
     DRLA_OT_import_model,
     DRLA_OT_bake,
+    DRLA_OT_ik_follow,
     DRLA_OT_clear_error,
 )

@@ -46,6 +46,10 @@ def draw_progress(layout, s, state: str) -> None:
         text += "  (stopped)"
     layout.progress(factor=s.progress, type='BAR', text=text)
     grid = layout.grid_flow(columns=2, align=True)
+    if session.is_ik_tree(s.tree):
+        grid.label(text=f"Median error {s.mean_return:.1f} mm")
+        grid.label(text=f"Left {_time(s.seconds_left)}" if state == "TRAINING" else "")
+        return
     grid.label(text=f"Episodes {s.episodes}")
     grid.label(text=f"Epsilon {s.epsilon:.2f}")
     grid.label(text=f"Return {s.mean_return:.2f}")
@@ -95,6 +99,10 @@ def draw_model(layout, context) -> None:
     elif tree is not None:
         layout.label(text="No trained model yet", icon='INFO')
 
+    if session.is_ik_tree(tree):
+        draw_ik_model(layout, context)
+        return
+
     row = layout.row(align=True)
     if state == "PLAYING":
         row.operator("drla.stop", text="Stop", icon='SNAP_FACE')
@@ -111,6 +119,24 @@ def draw_model(layout, context) -> None:
     sub = col.row(align=True)
     sub.prop(s, "bake_steps", text="Steps")
     sub.prop(s, "bake_frame_step", text="Frames/Step")
+
+
+def draw_ik_model(layout, context) -> None:
+    """Learned IK trees: the follow toggle, export / import, and baking the target's animation."""
+    from .operators import ik_follow_state
+
+    scene = context.scene
+    on, ob = ik_follow_state(scene)
+    row = layout.row(align=True)
+    row.scale_y = 1.2
+    row.operator("drla.ik_follow", text="Learned IK: On" if on else "Learned IK", icon='CON_KINEMATIC',
+                 depress=on)
+    row = layout.row(align=True)
+    row.operator("drla.export_model", text="Export JSON", icon='EXPORT')
+    row.operator("drla.import_model", text="Import JSON", icon='IMPORT')
+    col = layout.column(align=True)
+    col.operator("drla.bake", text="Bake Target Animation", icon='KEYINGSET')
+    col.label(text=f"Frames {scene.frame_start}-{scene.frame_end} (scene range)")
 
 
 def draw_curve(layout, context) -> None:

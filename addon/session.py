@@ -427,6 +427,180 @@ class TrainSession(Session):
         live_curve.update(key, self.history, s.curve, force=force_curve)
 
 
+# --------------------------------------------------------------------------- learned IK training
+def is_ik_tree(tree) -> bool:
+    """True when ``tree`` trains a Learned IK Agent (compiles to ``AgentSpec(kind="ik")``)."""
+    if tree is None:
+        return False
+    iks = [n for n in tree.nodes if n.bl_idname == "DRLA_IKAgentNode"]
+    if not iks:
+        return False
+    for n in tree.nodes:
+        if n.bl_idname == "DRLA_TrainerNode":
+            sock = n.inputs["Agent"]
+            return bool(sock.is_linked and sock.links[0].from_node.bl_idname == "DRLA_IKAgentNode")
+    return not any(n.bl_idname == "DRLA_EnvironmentNode" for n in tree.nodes)
+
+
+class IKTrainSession(TrainSession):
+    """Training of a Learned IK tree, with ``TrainSession``'s interface (start / tick / stop / resume /
+    run_blocking): the ``IKSolver``'s step generator advanced in time-boxed slices. Stop keeps the
+    network and the optimiser (Resume continues the same run); the model goes into the .blend
+    (``model_store``) and to the Export JSON nodes and the node's Save To file when it ends.
+    The scene is only read, but it is snapshotted and restored like any run's."""
+
+    def __init__(self, scene, tree, **kw) -> None:
+        super().__init__(scene, tree, **kw)
+        self.solver: Any = None
+        self._gen: Any = None
+        self._steps = 0
+        self.accuracy: dict[str, float] = {}
+
+    def _ik(self):
+        from . import ik_runtime
+
+        return ik_runtime
+
+    def _start(self) -> None:
+        compiled = self._compile()
+        if not compiled.is_ik:
+            raise SessionError(f"'{self.tree_name}' is not a Learned IK tree")
+        runtime = self._ik()
+        self.total_steps = runtime.train_steps_of(compiled, self.requested_steps)
+        self._open_scene()
+        self.solver = runtime.new_solver(compiled, self.seed)
+        self._gen = runtime.training_iter(self.solver, compiled, self.total_steps)
+        self.history = {"losses": [], "episode_returns": []}
+        with contextlib.suppress(Exception):
+            settings(self.scene).curve = 'LOSS'
+        self.state = RUNNING
+        self._mirror(force_curve=True)
+
+    def _open_scene(self) -> None:
+        _, snapshot = _backend()
+        stack = contextlib.ExitStack()
+        try:
+            stack.enter_context(snapshot.scene_session(self.scene))
+        except BaseException:
+            stack.close()
+            raise
+        self._stack = stack
+
+    def _resume(self) -> None:
+        self._open_scene()
+        self.state = RUNNING
+        self._mirror(force_curve=True)
+
+    def _advance(self, budget_s: float) -> bool:
+        """Steps for ``budget_s`` seconds; True once the generator is exhausted."""
+        t_end = time.perf_counter() + budget_s
+        while True:
+            try:
+                self._steps, _ = next(self._gen)
+            except StopIteration:
+                return True
+            if time.perf_counter() >= t_end:
+                return False
+
+    def tick(self, budget_s: float = TICK_BUDGET_S) -> bool:
+        if self.state != RUNNING:
+            return False
+        t0 = time.perf_counter()
+        done = self._guard(self._advance, budget_s)
+        self.train_seconds += time.perf_counter() - t0
+        if done:
+            self._guard(self._finish)
+        self.tick_seconds.append(time.perf_counter() - t0)
+        with contextlib.suppress(SessionError):
+            self._mirror()
+        return self.state == RUNNING
+
+    def _finish(self) -> None:
+        from ..drla_core import model_io
+
+        runtime = self._ik()
+        cfg = self.compiled.agent.config
+        self.accuracy = runtime.accuracy(self.solver, 1000, seed=12345, iters=cfg["refine_iters"])
+        self._store_model()
+        model = self._model()
+        paths = list(self.compiled.trainer.exports) if self.compiled.trainer else []
+        if cfg.get("output_path"):
+            paths.append(cfg["output_path"])
+        self.exported = []
+        for path in paths:
+            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+            model_io.save_model(path, model)
+            self.exported.append(path)
+        self._write_report()
+        self._close_scene()
+        self.state = DONE
+        acc = self.accuracy
+        self.message = (f"Trained {self.steps} IK steps in {self.train_seconds:.1f} s: median error "
+                        f"{acc['net_median_mm']:.1f} mm (network), {acc['refined_median_mm']:.3f} mm refined, "
+                        f"{acc['refined_under_1mm']:.0%} under 1 mm; stored in '{model_store.text_name(self.tree_name)}'")
+        if self.exported:
+            self.message += f"; exported to {', '.join(os.path.basename(p) for p in self.exported)}"
+        if cfg.get("follow"):
+            with contextlib.suppress(Exception):
+                ob, target = runtime.compiled_armature(self.compiled)
+                runtime.enable_follow(ob, target, runtime.solver_for(ob, model), cfg["refine_iters"])
+                self.message += "; Learned IK follow is on"
+        self._mirror(force_curve=True)
+
+    def _model(self):
+        meta = {"tree": self.tree_name, "steps": int(self.steps), "seed": self.seed,
+                "method": self.compiled.agent.config["method"],
+                **{k: round(v, 6) for k, v in self.accuracy.items()}}
+        return self.solver.to_model(meta)
+
+    def _store_model(self) -> None:
+        model_store.store_model(self.tree, self._model())
+
+    def _write_report(self) -> None:
+        from .preferences import checkpoint_dir
+
+        folder = checkpoint_dir(override=self.output_dir)
+        path = os.path.join(folder, f"{safe_name(self.tree_name)}_report.png")
+        self._ik().save_ik_report(path, self.solver, self.accuracy, f"Learned IK: {self.tree_name}",
+                                  self.train_seconds)
+        self.report_path = path
+
+    @property
+    def steps(self) -> int:
+        return self._steps
+
+    @property
+    def episodes(self) -> int:
+        return 0
+
+    @property
+    def epsilon(self) -> float:
+        return 0.0
+
+    def error_mm(self) -> float:
+        curve = getattr(self.solver, "curve", None) or []
+        return 1000.0 * curve[-1][1] if curve else 0.0
+
+    def mean_return(self, last: int = 20) -> float:
+        return self.error_mm()  # the panel shows it as the median tip error for IK trees
+
+    def status_line(self) -> str:
+        return (f"DRLA learned IK '{self.tree_name}': step {self.steps}/{self.total_steps} "
+                f"({100 * self.progress:.0f}%), median error {self.error_mm():.1f} mm, "
+                f"{self.seconds_left:.0f} s left  (Esc: stop)")
+
+    def _mirror(self, force_curve: bool = False) -> None:
+        curve = getattr(self.solver, "curve", None) or []
+        if self.history is not None:
+            self.history["losses"] = [1000.0 * m for _, m, _ in curve]
+        super()._mirror(force_curve)
+
+
+def make_train_session(scene, tree, **kw) -> TrainSession:
+    """A ``TrainSession`` for a DQN tree, an ``IKTrainSession`` for a Learned IK tree."""
+    return (IKTrainSession if is_ik_tree(tree) else TrainSession)(scene, tree, **kw)
+
+
 def rebind_run(run, env) -> None:
     """Point a paused ``TrainingRun`` at a rebuilt env (the scene was restored in between).
 

@@ -143,3 +143,114 @@ def test_robot_arm_scene_has_compiling_ik_trees(compile_mod):
         assert compiled.agent.config["armature"] == name and compiled.agent.config["target"] == f"{name}Target"
         assert len(compiled.agent.config["bones"]) == bones and compiled.agent.hidden == [(128, "tanh"), (128, "tanh")]
         assert compiled.trainer.exports and compiled.trainer.exports[0].endswith(f"{name.lower()}_ik_model.json")
+
+
+# --------------------------------------------------------------------------- panel: train / follow / bake
+def _world_points(arm, n, seed):
+    return arm.local_to_world(arm.sample_targets(n, seed)[0])
+
+
+def _transforms(scene):
+    out = {}
+    for ob in scene.objects:
+        out[ob.name] = [tuple(ob.matrix_world.col[i]) for i in range(4)]
+        if ob.type == 'ARMATURE':
+            out[ob.name] += [tuple(pb.rotation_quaternion) for pb in ob.pose.bones]
+    return out
+
+
+@pytest.fixture
+def arm3_scene(ext, tmp_path):
+    from drla_ext.addon import ik_runtime, session
+
+    bpy.ops.wm.open_mainfile(filepath=str(SCENE))
+    scene = bpy.context.scene
+    tree = bpy.data.node_groups["Arm3"]
+    next(n for n in tree.nodes if n.bl_idname == "DRLA_ExportJSONNode").filepath = str(tmp_path / "arm3.json")
+    scene.drla.tree = tree
+    scene.drla.output_dir = str(tmp_path)
+    yield scene
+    ik_runtime.disable_follow()
+    session.discard_all()
+
+
+def test_train_ik_tree_from_the_panel_follow_and_bake(arm3_scene, tmp_path):
+    from unittest.mock import MagicMock
+    from types import SimpleNamespace
+
+    from drla_ext.addon import ik_runtime, model_store, panels, session
+
+    scene = arm3_scene
+    tree = scene.drla.tree
+    before = _transforms(scene)
+    assert bpy.ops.drla.train(steps=400) == {'FINISHED'}
+    assert _transforms(scene) == before  # restored exactly
+    sess = session.get(scene)
+    assert isinstance(sess, session.IKTrainSession) and sess.state == session.DONE and sess.steps == 400
+    model = model_store.load_stored_model(tree)
+    assert model.kind == "ik" and model.extra["arm"]["bones"] == ["Base", "Upper", "Fore"]
+    data = json.loads((tmp_path / "arm3.json").read_text())
+    assert data["kind"] == "ik" and "arm" in data["extra"]
+    assert (tmp_path / "Arm3_report.png").is_file()
+    assert "under 1 mm" in scene.drla.message and session.ui_state(scene) == "TRAINED"
+    assert not bpy.ops.drla.play.poll()  # IK trees follow instead of playing
+
+    # Learned IK follow mode: the tip reaches the moved target after an update
+    ob, target = bpy.data.objects["Arm3"], bpy.data.objects["Arm3Target"]
+    arm = ik_runtime.arm_description(ob)
+    view_layer = bpy.context.view_layer
+    assert bpy.ops.drla.ik_follow() == {'FINISHED'} and ik_runtime.follow_active(ob)
+    for p in _world_points(arm, 3, 7):
+        target.location = p.tolist()
+        view_layer.update()  # the handler solves and sets the bones
+        view_layer.update()  # evaluate the new pose
+        assert np.linalg.norm(ik_runtime.tip_world(ob, arm) - p) < 1e-3
+
+    layout = MagicMock()
+    panels.draw_model(layout, bpy.context)
+    ops = [c.args[0] for c in layout.mock_calls if c[0].endswith("operator")]
+    assert "drla.ik_follow" in ops and "drla.bake" in ops and "drla.play" not in ops
+    follow = next(c for c in layout.mock_calls if c[0].endswith("operator") and c.args[0] == "drla.ik_follow")
+    assert follow.kwargs["depress"] is True
+    assert bpy.ops.drla.ik_follow() == {'FINISHED'} and not ik_runtime.follow_active(ob)
+    assert ik_runtime._on_depsgraph_update not in bpy.app.handlers.depsgraph_update_post
+    panels.draw_main(MagicMock(), bpy.context)
+
+    # bake: the target's animation over the scene's frame range -> joint keyframes
+    a, b = _world_points(arm, 2, 8)
+    for frame, p in ((1, a), (10, b)):
+        target.location = p.tolist()
+        target.keyframe_insert("location", frame=frame)
+    scene.frame_start, scene.frame_end = 1, 10
+    assert bpy.ops.drla.bake() == {'FINISHED'}
+    assert "Baked 10 frames" in scene.drla.message
+    assert ob.animation_data is not None and ob.animation_data.action is not None
+    for frame in (1, 4, 10):
+        scene.frame_set(frame)
+        want = np.array(target.matrix_world.translation)
+        assert np.linalg.norm(ik_runtime.tip_world(ob, arm) - want) < 1e-3
+
+
+def test_ik_session_ticks_stop_and_resume(arm3_scene):
+    from drla_ext.addon import model_store, session
+
+    scene = arm3_scene
+    sess = session.make_train_session(scene, scene.drla.tree, total_steps=300).start()
+    assert isinstance(sess, session.IKTrainSession) and sess.state == session.RUNNING
+    t0 = __import__("time").perf_counter()
+    assert sess.tick(0.01) is True
+    assert __import__("time").perf_counter() - t0 < 0.5 and 0 < sess.steps < 300
+    assert bpy.ops.drla.stop() == {'FINISHED'}
+    assert sess.state == session.STOPPED and model_store.has_model(scene.drla.tree)
+    assert session.ui_state(scene) == "STOPPED"
+    stopped_at = sess.steps
+    assert bpy.ops.drla.resume() == {'FINISHED'}
+    assert sess.state == session.DONE and sess.steps == 300 > stopped_at
+    assert scene.drla.steps_done == 300
+
+
+def test_ik_buttons_need_a_model(arm3_scene):
+    from drla_ext.addon import model_store
+
+    model_store.remove_model(arm3_scene.drla.tree)
+    assert not bpy.ops.drla.ik_follow.poll() and not bpy.ops.drla.bake.poll()
