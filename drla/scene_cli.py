@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from drla_core.model_io import ModelFormatError, load_model, save_model
-from drla_core.plot import save_report, write_png
+from drla_core.plot import save_report
 from drla_core.train import TrainingRun, evaluate
 
 from .cli import CLIError, _out_paths, _summary, config_overrides, make_config
@@ -209,19 +209,24 @@ def play_ik_scene(args: argparse.Namespace, model: Any) -> int:
 
 
 class _Greedy:
-    """A model as a policy for ``evaluate`` (``predict``), optionally saving the camera's frames."""
+    """A model as a policy for ``evaluate``; with ``frames_dir`` it also renders the first episode.
+
+    Each frame is the scene's own render (active camera, the file's render settings) of the state
+    the agent acts on, saved from "Render Result" so no scene setting is touched.
+    """
 
     def __init__(self, model: Any, env: Any, frames_dir: Path | None) -> None:
         self.model, self.env, self.frames_dir, self.frame = model, env, frames_dir, 0
+        self.max_frames = int(getattr(env, "max_steps", 1000))
 
     def predict(self, obs: Any) -> int:
-        if self.frames_dir is not None and self.frame < 1000:
-            image = self.env.render_observation() if hasattr(self.env, "render_observation") else None
-            if image is not None:
-                rgb = np.clip(np.asarray(image, dtype=np.float32) * 255.0, 0, 255).astype(np.uint8)
-                if rgb.ndim == 2:
-                    rgb = np.repeat(rgb[:, :, None], 3, axis=2)
-                write_png(self.frames_dir / f"frame_{self.frame:04d}.png", rgb[::-1])
+        if self.frames_dir is not None and self.frame < self.max_frames:
+            import bpy
+
+            if bpy.context.scene.camera is None:
+                raise CLIError("--frames needs a scene camera to render from")
+            bpy.ops.render.render()
+            bpy.data.images["Render Result"].save_render(str(self.frames_dir / f"frame_{self.frame:04d}.png"))
             self.frame += 1
         return int(self.model.act(obs))
 

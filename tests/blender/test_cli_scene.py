@@ -88,3 +88,17 @@ def test_train_then_play_learned_ik_on_the_robot_arm(tmp_path):
     assert out.returncode == 2 and "trained for bones" in out.stderr
     assert time.perf_counter() - t0 < 60
     assert scene.read_bytes() == before, "the CLI must never write the user's .blend"
+
+
+def test_play_writes_rendered_frames_of_the_first_episode(tmp_path):
+    tank = ROOT / "scenes" / "tank" / "tank.blend"
+    model = tmp_path / "tank.json"
+    out = run_cli("train", tank, "--tree", "Tank", "--steps", "300", "--out", model, "--eval-interval", "0",
+                  "--learning-starts", "100", "--quiet")
+    assert out.returncode == 0, out.stderr
+    frames = tmp_path / "frames"
+    out = run_cli("play", tank, "--model", model, "--episodes", "2", "--frames", frames)
+    assert out.returncode == 0, out.stderr
+    pngs = sorted(frames.glob("frame_*.png"))
+    assert 1 <= len(pngs) <= 100 and f"({len(pngs)} PNG files)" in out.stdout
+    assert pngs[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
