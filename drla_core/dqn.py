@@ -27,6 +27,14 @@ from .spaces import Box, Discrete, Space
 __all__ = ["DQNConfig", "DQNAgent"]
 
 
+def _row_max(q: np.ndarray) -> np.ndarray:
+    """``q.max(axis=1)`` for few columns: numpy reduces a short axis slowly (8192 x 2: 270 us; this: 10 us)."""
+    best = q[:, 0].copy()
+    for a in range(1, q.shape[1]):
+        np.maximum(best, q[:, a], out=best)
+    return best
+
+
 @dataclass
 class DQNConfig:
     """Hyper-parameters of DQN.
@@ -175,23 +183,29 @@ class DQNAgent:
         batch_size = cfg.batch_size
         data = self.replay_buffer.sample(batch_size * n_steps, self.rng)
         obs, next_obs = self._flat(data.obs), self._flat(data.next_obs)
+        actions = data.actions.reshape(n_steps, batch_size)
         # flat indices of Q(s_i, a_i) inside each step's (batch_size, n_actions) output
-        taken = (self._row_offsets + data.actions.reshape(n_steps, batch_size)).astype(np.intp)
+        taken = self._row_offsets + actions
+        # and as a one-hot mask: dloss/dQ is dloss/dQ(s_i, a_i) at the taken action, 0 elsewhere, so
+        # one broadcast multiply per step builds it (instead of fill + put)
+        taken_mask = (actions[:, :, None] == np.arange(self.n_actions)).astype(np.float32)
 
-        # 1. target: the value of each next state under the target network
-        next_q_target = self.target_network.forward(next_obs)
+        # 1. target: the value of each next state under the target network (a work array of the
+        #    target network: nothing else runs it during the phase)
+        next_q_target = self.target_network.forward_into_cache(next_obs)
         if not cfg.double_dqn:
-            next_q = next_q_target.max(axis=1)
+            next_q = _row_max(next_q_target)
             # 2. td_target = r + gamma * max_a' Q_target(s', a'), not bootstrapped from terminal states
             #    (truncated ones still bootstrap: the time limit is not part of the task)
             td_targets = data.rewards + cfg.gamma * (1.0 - data.terminated) * next_q
 
+        q_network, optimizer, loss_fn, grad_q = self.q_network, self.optimizer, self.loss_fn, self._grad_q
         total_loss = 0.0
         for k in range(n_steps):
             rows = slice(k * batch_size, (k + 1) * batch_size)
             if cfg.double_dqn:
                 # 1b. double DQN: the online network picks the next action, the target network values it
-                next_actions = self.q_network.forward_into_cache(next_obs[rows]).argmax(axis=1)
+                next_actions = q_network.forward_into_cache(next_obs[rows]).argmax(axis=1)
                 next_q = np.take(next_q_target[rows].ravel(), self._row_offsets[0] + next_actions)
                 # 2. td_target = r + gamma * Q_target(s', argmax_a' Q(s', a')), terminal states not bootstrapped
                 td_target = data.rewards[rows] + cfg.gamma * (1.0 - data.terminated[rows]) * next_q
@@ -199,19 +213,17 @@ class DQNAgent:
                 td_target = td_targets[rows]
 
             # 3. loss between Q(s, a) of the taken actions and the TD target
-            q_values = self.q_network.forward_train(obs[rows])
-            q_taken = np.take(q_values.ravel(), taken[k])
-            loss, grad_q_taken = self.loss_fn(q_taken, td_target)
+            q_values = q_network.forward_train(obs[rows])
+            q_taken = q_values.take(taken[k])  # flat indices into the (batch_size, n_actions) output
+            loss, grad_q_taken = loss_fn(q_taken, td_target)
 
             # 4. grad: dloss/dQ is non-zero only at the taken actions; backpropagate it
-            grad_q = self._grad_q
-            grad_q.fill(0.0)
-            np.put(grad_q, taken[k], grad_q_taken)
-            grad = self.q_network.backward(grad_q)
+            np.multiply(taken_mask[k], grad_q_taken[:, None], out=grad_q)
+            grad = q_network.backward(grad_q)
 
             # 5. clip the gradient norm, then take an Adam step
             clip_grad_norm(grad, cfg.max_grad_norm)
-            self.optimizer.step(grad)
+            optimizer.step(grad)
             total_loss += loss
         self.n_updates += n_steps
 

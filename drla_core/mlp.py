@@ -22,6 +22,7 @@ __all__ = ["ACTIVATIONS", "LayerSpec", "MLP", "as_layer_specs"]
 ACTIVATIONS = ("relu", "tanh", "leaky_relu", "linear", "sigmoid")
 LEAKY_SLOPE = np.float32(0.01)
 _MAX_CACHED_BATCH_SIZES = 8  # bounds the work-array caches when callers use many batch sizes
+_BLOCK_ROWS = 1024  # inference on larger batches goes block by block (see forward_into_cache)
 
 
 @dataclass
@@ -147,10 +148,11 @@ class MLP:
             bound = _init_bound(activation, w.shape[0], w.shape[1])
             w[...] = rng.uniform(-bound, bound, size=w.shape)
 
-        self._infer_cache: dict[tuple[int, ...], list[np.ndarray]] = {}
+        self._infer_cache: dict[int, tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]] = {}
+        self._infer_out: dict[int, np.ndarray] = {}
         self._train_cache: dict[int, dict[str, Any]] = {}
         self._last_train: dict[str, Any] | None = None
-        self._one: list[tuple[np.ndarray, np.ndarray, np.ndarray, str]] | None = None
+        self._one: list[tuple[np.ndarray, np.ndarray, np.ndarray, str, np.ndarray]] | None = None
         self._one_out = np.empty(0, dtype=np.float32)
 
     @property
@@ -159,44 +161,91 @@ class MLP:
 
     # ---- forward -------------------------------------------------------------------------------
 
-    def _buffers(self, lead: tuple[int, ...]) -> list[np.ndarray]:
-        bufs = self._infer_cache.get(lead)
-        if bufs is None:
-            bufs = [np.empty(lead + (n,), dtype=np.float32) for n in self.sizes[1:]]
-            if len(self._infer_cache) < _MAX_CACHED_BATCH_SIZES:
-                self._infer_cache[lead] = bufs
-        return bufs
-
     def forward_into_cache(self, x: np.ndarray) -> np.ndarray:
-        """Inference into reused work arrays: fast, but the result is overwritten by the next call."""
-        if np.ndim(x) == 1:
+        """Inference into reused work arrays: fast, but the result is overwritten by the next call.
+
+        Batches take the same one-dot-per-layer path as ``forward_train`` (``[h, 1] @ [W; b]``), in
+        blocks of ``_BLOCK_ROWS`` rows: DQN values a whole training phase's next states (8192 rows)
+        at once, and 1024-row work arrays stay in L2 cache where 8192-row ones do not (-15 %).
+        """
+        if (x.ndim if isinstance(x, np.ndarray) else np.ndim(x)) == 1:  # (np.ndim alone costs ~1.5 us)
             return self._forward_one(x)
         x = np.asarray(x, dtype=np.float32)
-        h = x
-        for w, b, out, act in zip(self.weights, self.biases, self._buffers(x.shape[:-1]), self.activations):
-            np.dot(h, w, out=out)
-            out += b
-            if act != "linear":
+        lead = x.shape[:-1]
+        rows = x.reshape(-1, self.input_size)
+        n = rows.shape[0]
+        block = min(n, _BLOCK_ROWS)
+        work = self._infer_cache.get(block)
+        if work is None:
+            work = self._make_work(block)
+            if len(self._infer_cache) < _MAX_CACHED_BATCH_SIZES:
+                self._infer_cache[block] = work
+        aug, z, zeros = work
+        if n <= block:
+            np.copyto(aug[0][:, :-1], rows)
+            return self._run_layers(aug, z, zeros).reshape(lead + (self.output_size,))
+        out = self._infer_out.get(n)
+        if out is None:
+            out = np.empty((n, self.output_size), dtype=np.float32)
+            if len(self._infer_out) < _MAX_CACHED_BATCH_SIZES:
+                self._infer_out[n] = out
+        for start in range(0, n, block):
+            stop = min(start + block, n)
+            if stop - start < block:  # the last, partial block: leading views of the work arrays
+                aug, z, zeros = ([a[:stop - start] for a in arrays] for arrays in (aug, z, zeros))
+            np.copyto(aug[0][:, :-1], rows[start:stop])
+            np.copyto(out[start:stop], self._run_layers(aug, z, zeros))
+        return out.reshape(lead + (self.output_size,))
+
+    def _run_layers(self, aug: list[np.ndarray], z: list[np.ndarray], zeros: list[np.ndarray]) -> np.ndarray:
+        """Forward through every layer; ``aug[0][:, :-1]`` holds the input. Returns ``z[-1]``.
+
+        ``aug[i]`` is layer i's input with a trailing column of ones, so ``[a, 1] @ [W; b] = a @ W + b``
+        is one dot. Each hidden activation is written into the next layer's ``aug`` columns;
+        ``z[i]`` keeps the activation (for relu: the pre-activation, which has the same sign).
+        ``zeros[i]`` is a zeros array shaped like ``z[i]``: relu is ``np.maximum(z, zeros)`` (and its
+        mask ``np.greater(z, zeros)``) because numpy runs these with its SIMD loops only when both
+        operands are contiguous arrays; against the scalar 0 they take 2-3x longer (64 x 64: 3.4 us
+        against 1.2 us).
+        """
+        last = len(z) - 1
+        for i, (w_aug, act) in enumerate(zip(self._weights_aug, self.activations)):
+            out = z[i]
+            np.dot(aug[i], w_aug, out=out)
+            if i < last:
+                if act == "relu":
+                    np.maximum(out, zeros[i], out=aug[i + 1][:, :-1])
+                else:
+                    _activate(act, out)
+                    np.copyto(aug[i + 1][:, :-1], out)
+            elif act != "linear":
                 _activate(act, out)
-            h = out
-        return h
+        return z[last]
+
+    def _make_work(self, batch: int) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+        """Work arrays for ``_run_layers``: each layer's input with a column of ones, its output, zeros."""
+        return ([np.ones((batch, n + 1), dtype=np.float32) for n in self.sizes[:-1]],
+                [np.empty((batch, n), dtype=np.float32) for n in self.sizes[1:]],
+                [np.zeros((batch, n), dtype=np.float32) for n in self.sizes[1:]])
 
     def _forward_one(self, x: np.ndarray) -> np.ndarray:
         """One observation (the act path): each layer is one dot (``[h, 1] @ [W; b]``) and one activation."""
         one = self._one
         if one is None:
             one = self._one = []
-            for fan_in, w_aug, act in zip(self.sizes[:-1], self._weights_aug, self.activations):
+            for fan_in, fan_out, w_aug, act in zip(self.sizes[:-1], self.sizes[1:], self._weights_aug,
+                                                    self.activations):
                 h_aug = np.ones(fan_in + 1, dtype=np.float32)
-                one.append((h_aug, h_aug[:fan_in], w_aug, act))
+                # zeros: relu against an array, not the scalar 0 (3x faster: see _run_layers)
+                one.append((h_aug, h_aug[:fan_in], w_aug, act, np.zeros(fan_out, dtype=np.float32)))
             self._one_out = np.empty(self.output_size, dtype=np.float32)
         one[0][1][...] = x
         last = len(one) - 1
-        for i, (h_aug, _, w_aug, act) in enumerate(one):
+        for i, (h_aug, _, w_aug, act, zeros) in enumerate(one):
             out = one[i + 1][1] if i < last else self._one_out
             np.dot(h_aug, w_aug, out=out)
             if act == "relu":
-                np.maximum(out, 0, out=out)
+                np.maximum(out, zeros, out=out)
             elif act != "linear":
                 _activate(act, out)
         return self._one_out
@@ -216,34 +265,21 @@ class MLP:
         x = np.asarray(x, dtype=np.float32)
         if x.ndim == 1:
             x = x[None, :]
-        batch = x.shape[0]
-        cache = self._train_cache.get(batch)
+        cache = self._train_cache.get(x.shape[0])
         if cache is None:
-            cache = self._make_train_cache(batch)
-        acts, aug, z = cache["acts"], cache["aug"], cache["z"]
-        np.copyto(acts[0], x)  # a copy, so callers may reuse their input array before backward
-        last = self.num_layers - 1
-        for i, (w_aug, act) in enumerate(zip(self._weights_aug, self.activations)):
-            out = z[i]
-            np.dot(aug[i], w_aug, out=out)  # [a, 1] @ [W; b] = a @ W + b
-            if i < last:
-                if act == "relu":
-                    np.maximum(out, 0, out=acts[i + 1])
-                else:
-                    _activate(act, out)
-                    np.copyto(acts[i + 1], out)
-            elif act != "linear":
-                _activate(act, out)
+            cache = self._make_train_cache(x.shape[0])
+        np.copyto(cache["acts"][0], x)  # a copy, so callers may reuse their input array before backward
         self._last_train = cache
-        return z[last]
+        return self._run_layers(cache["aug"], cache["z"], cache["zeros"])
 
     def _make_train_cache(self, batch: int) -> dict[str, Any]:
         """Work arrays for one batch size: each layer's input with a trailing column of ones, outputs, deltas."""
-        aug = [np.ones((batch, n + 1), dtype=np.float32) for n in self.sizes[:-1]]
+        aug, z, zeros = self._make_work(batch)
         cache = {
             "aug": aug,
             "acts": [a[:, :-1] for a in aug],  # the layer inputs proper (strided views)
-            "z": [np.empty((batch, n), dtype=np.float32) for n in self.sizes[1:]],
+            "z": z,
+            "zeros": zeros,
             "deltas": [np.empty((batch, n), dtype=np.float32) for n in self.sizes[1:]],
             "masks": [np.empty((batch, n), dtype=bool) for n in self.sizes[1:]],
         }
@@ -262,24 +298,29 @@ class MLP:
         cache = self._last_train
         if cache is None:
             raise RuntimeError("backward() needs a forward_train() first")
-        aug, z, deltas, masks = cache["aug"], cache["z"], cache["deltas"], cache["masks"]
-        last = self.num_layers - 1
-        grad_y = np.asarray(grad_y, dtype=np.float32).reshape(z[last].shape)
-        if self.activations[last] == "linear":
+        aug, z, deltas, masks, zeros = cache["aug"], cache["z"], cache["deltas"], cache["masks"], cache["zeros"]
+        acts = self.activations
+        last = len(z) - 1
+        if acts[last] == "linear":
             delta = grad_y  # read only below, so the caller's array is safe
+            if not (isinstance(delta, np.ndarray) and delta.dtype == np.float32 and delta.shape == z[last].shape):
+                delta = np.asarray(grad_y, dtype=np.float32).reshape(z[last].shape)
         else:
             delta = deltas[last]
-            np.copyto(delta, grad_y)
-            _activation_grad(self.activations[last], z[last], delta, masks[last])
+            np.copyto(delta, np.reshape(grad_y, delta.shape))
+            _activation_grad(acts[last], z[last], delta, masks[last])
         for i in range(last, -1, -1):
             np.dot(aug[i].T, delta, out=self._grad_weights_aug[i])  # [dW; db] = [a, 1]^T @ delta
-            if i > 0:
+            if i > 0:  # (no dL/dinput for the first layer: nothing uses it)
                 prev = deltas[i - 1]
                 np.dot(delta, self.weights[i].T, out=prev)
-                if self.activations[i - 1] != "linear":
-                    # z[i - 1] is contiguous and holds the activation, or for relu the pre-activation,
-                    # which has the same sign: either gives the derivative
-                    _activation_grad(self.activations[i - 1], z[i - 1], prev, masks[i - 1])
+                # z[i - 1] is contiguous and holds the activation, or for relu the pre-activation,
+                # which has the same sign: either gives the derivative
+                if acts[i - 1] == "relu":  # the common case, inlined (a Python call is ~5 % of a layer)
+                    np.greater(z[i - 1], zeros[i - 1], out=masks[i - 1])
+                    np.multiply(prev, masks[i - 1], out=prev)
+                elif acts[i - 1] != "linear":
+                    _activation_grad(acts[i - 1], z[i - 1], prev, masks[i - 1])
                 delta = prev
         return self.grad
 

@@ -59,43 +59,61 @@ class SGD(Optimizer):
 
 
 class Adam(Optimizer):
-    """Adam (Kingma & Ba, 2015) with torch's bias correction and epsilon placement."""
+    """Adam (Kingma & Ba, 2015) with torch's bias correction and epsilon placement.
+
+    ``m`` and ``v`` are the usual moment estimates (``state_dict`` holds them as such), but are
+    stored divided by ``1 - beta1`` and ``1 - beta2``: then ``m = beta1 * m + g`` needs no scaled
+    copy of ``g``, and the constants fold into the step's scalars. A step is 10 numpy calls
+    instead of 12; at DQN sizes (4610 parameters) each call costs about as much as its arithmetic.
+    """
 
     def __init__(self, params: np.ndarray, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8) -> None:
         super().__init__(params, lr)
         self.beta1, self.beta2 = float(betas[0]), float(betas[1])
+        if not (0.0 <= self.beta1 < 1.0 and 0.0 <= self.beta2 < 1.0):
+            raise ValueError(f"Adam betas must be in [0, 1), got {betas}")
         self.eps = float(eps)
-        self.m = np.zeros_like(params)
-        self.v = np.zeros_like(params)
+        self._m = np.zeros_like(params)  # m / (1 - beta1)
+        self._v = np.zeros_like(params)  # v / (1 - beta2)
         self.t = 0
+
+    @property
+    def m(self) -> np.ndarray:
+        """First-moment estimate (a copy)."""
+        return self._m * np.float32(1.0 - self.beta1)
+
+    @property
+    def v(self) -> np.ndarray:
+        """Second-moment estimate (a copy)."""
+        return self._v * np.float32(1.0 - self.beta2)
 
     def step(self, grad: np.ndarray) -> None:
         self.t += 1
-        tmp = self._tmp
-        # m = beta1 * m + (1 - beta1) * g ;  v = beta2 * v + (1 - beta2) * g^2
-        self.m *= self.beta1
-        np.multiply(grad, 1.0 - self.beta1, out=tmp)
-        self.m += tmp
-        self.v *= self.beta2
+        b1, b2, m, v, tmp = self.beta1, self.beta2, self._m, self._v, self._tmp
+        # m = beta1 * m + (1 - beta1) * g ;  v = beta2 * v + (1 - beta2) * g^2   (both stored / (1 - beta));
+        # float32 scalars: numpy resolves a Python float operand more slowly
+        np.multiply(m, np.float32(b1), out=m)
+        np.add(m, grad, out=m)
         np.multiply(grad, grad, out=tmp)
-        tmp *= 1.0 - self.beta2
-        self.v += tmp
-        # params -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
-        #         == lr * s / (1 - beta1^t) * m / (sqrt(v) + eps * s),  s = sqrt(1 - beta2^t)  (one op fewer)
-        s = math.sqrt(1.0 - self.beta2 ** self.t)
-        np.sqrt(self.v, out=tmp)
-        tmp += self.eps * s
-        np.divide(self.m, tmp, out=tmp)
-        tmp *= self.lr * s / (1.0 - self.beta1 ** self.t)
-        self.params -= tmp
+        np.multiply(v, np.float32(b2), out=v)
+        np.add(v, tmp, out=v)
+        # params -= lr / (1 - beta1^t) * m / (sqrt(v / (1 - beta2^t)) + eps); with the stored moments
+        # (m = (1 - b1) * _m, v = (1 - b2) * _v) and c = sqrt((1 - b2) / (1 - b2^t)) that is
+        # params -= lr * (1 - b1) / ((1 - b1^t) * c) * _m / (sqrt(_v) + eps / c)
+        c = math.sqrt((1.0 - b2) / (1.0 - b2 ** self.t))
+        np.sqrt(v, out=tmp)
+        np.add(tmp, np.float32(self.eps / c), out=tmp)
+        np.divide(m, tmp, out=tmp)
+        np.multiply(tmp, np.float32(self.lr * (1.0 - b1) / ((1.0 - b1 ** self.t) * c)), out=tmp)
+        np.subtract(self.params, tmp, out=self.params)
 
     def state_dict(self) -> dict[str, Any]:
         return {"lr": self.lr, "betas": (self.beta1, self.beta2), "eps": self.eps, "t": self.t,
-                "m": self.m.copy(), "v": self.v.copy()}
+                "m": self.m, "v": self.v}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.lr, self.eps, self.t = float(state["lr"]), float(state["eps"]), int(state["t"])
         self.beta1, self.beta2 = (float(b) for b in state["betas"])
-        np.copyto(self.m, state["m"])
-        np.copyto(self.v, state["v"])
+        np.divide(state["m"], 1.0 - self.beta1, out=self._m, casting="unsafe")
+        np.divide(state["v"], 1.0 - self.beta2, out=self._v, casting="unsafe")

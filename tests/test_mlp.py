@@ -161,3 +161,16 @@ def test_single_observation_path_matches_batch(activation):
     net.params *= 0.5  # the single-observation views follow in-place parameter changes
     np.testing.assert_allclose(net.forward(x[0]), net.forward(x)[0], rtol=1e-5, atol=1e-6)
     assert net.forward(x[0].astype(np.float64)).dtype == np.float32
+
+
+def test_large_batches_go_block_by_block_and_match_small_ones():
+    net = MLP(4, [(16, "relu"), (8, "tanh")], 3, rng=5)
+    x = np.random.default_rng(2).normal(size=(2500, 4)).astype(np.float32)  # two full 1024-row blocks + a partial
+    whole = net.forward(x)
+    assert whole.shape == (2500, 3) and whole.dtype == np.float32
+    parts = np.concatenate([net.forward(x[i:i + 100]) for i in range(0, 2500, 100)])
+    np.testing.assert_allclose(whole, parts, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(net.forward(x.reshape(50, 50, 4)), whole.reshape(50, 50, 3), rtol=1e-6, atol=1e-6)
+    y = net.forward_train(x[:64])  # training work arrays are separate from the inference ones
+    net.forward(x)
+    np.testing.assert_array_equal(y, net.forward_train(x[:64]))

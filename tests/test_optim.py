@@ -68,7 +68,23 @@ def test_optimiser_trains_an_mlp_and_state_roundtrip():
     other = Adam(net.params.copy(), lr=1.0)
     other.load_state_dict(state)
     assert other.t == opt.t and other.lr == opt.lr
-    np.testing.assert_array_equal(other.m, opt.m)
+    np.testing.assert_allclose(other.m, opt.m, rtol=1e-6)
+    np.testing.assert_allclose(other.v, opt.v, rtol=1e-6)
+
+
+def test_adam_moments_are_the_usual_ones_and_betas_are_checked():
+    rng = np.random.default_rng(1)
+    opt = Adam(np.zeros(4, dtype=np.float32), lr=0.01, betas=(0.8, 0.99))
+    m, v = np.zeros(4), np.zeros(4)
+    for _ in range(3):
+        g = rng.normal(size=4).astype(np.float32)
+        opt.step(g)
+        m, v = 0.8 * m + 0.2 * g, 0.99 * v + 0.01 * g.astype(np.float64) ** 2
+    state = opt.state_dict()  # stored scaled inside, reported as the textbook moments
+    np.testing.assert_allclose(state["m"], m, rtol=1e-5)
+    np.testing.assert_allclose(state["v"], v, rtol=1e-5)
+    with pytest.raises(ValueError, match="betas"):
+        Adam(np.zeros(2, dtype=np.float32), betas=(0.9, 1.0))
 
 
 def test_optimiser_rejects_non_flat_float32():
