@@ -59,36 +59,13 @@ def distance_reward(arm: kin.ArmDescription) -> RewardFn:
     return reward
 
 
-def _polish(arm: kin.ArmDescription, targets: np.ndarray, angles: np.ndarray, dist: np.ndarray,
-            init: np.ndarray, iters: int, tol: float, damping: float, group: np.ndarray | None = None) -> None:
-    """DLS on every row of ``targets`` from ``init``, keeping each row's best answer in ``angles``/``dist``
-    (in place). A row leaves the active set once within ``tol``, and so do all rows of the same
-    ``group`` (several seeds for one target: the first to converge ends the others)."""
-    cur = np.array(init)
-    act = np.arange(len(cur))
-    goal = targets.astype(cur.dtype)
-    solved = np.zeros(int(group.max()) + 1 if group is not None and group.size else 0, dtype=bool)
-    for i in range(iters + 1):
-        if i < iters:
-            new, d = kin.dls_step(arm, cur, goal[act], damping)  # d: error of ``cur``
-        else:
-            d = np.linalg.norm(kin.forward_kinematics(arm, cur) - goal[act], axis=1)
-        better = d < dist[act]
-        angles[act[better]], dist[act[better]] = cur[better], d[better]
-        keep = d > tol
-        if group is not None:
-            solved[group[act[~keep]]] = True
-            keep &= ~solved[group[act]]
-        if i == iters or not keep.any():
-            break
-        act, cur = act[keep], new[keep]
-
-
-def _build_atlas(arm: kin.ArmDescription, k: int, samples: int = 100_000, res: int = 24,
-                 seed: int = 0) -> tuple[np.ndarray, np.ndarray, float, int]:
+def _build_atlas(arm: kin.ArmDescription, k: int, samples: int = 200_000, res: int = 24,
+                 seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, int]:
     """Seed atlas: a ``res³`` grid over the cube of side ``2 × reach`` around the root; each cell
-    keeps ``k`` sampled joint-angle vectors whose tip falls in it (random poses fill the rest).
-    Returns ``(table (res³, k, D), low corner, cell size, res)``."""
+    keeps ``k`` sampled joint-angle vectors whose tip falls in it (random poses fill the rest),
+    with their tips and Jacobians (so a seed's first refinement step needs no FK).
+    Returns ``(angles (res³, k, D), tips (res³, k, 5), jacobians (res³, k, 5, D), low corner, cell size, res)``
+    (float32; tips and Jacobians row-padded x, y, z, x, y like ``kinematics._fk_t``)."""
     rng = np.random.default_rng(seed)
     tips, angles = arm.sample_targets(samples, rng)
     low = arm.root - arm.reach
@@ -101,7 +78,30 @@ def _build_atlas(arm: kin.ArmDescription, k: int, samples: int = 100_000, res: i
     keep = rank < k
     table = arm.sample_angles(res**3 * k, rng).reshape(res**3, k, arm.n_dofs)
     table[cell_sorted[keep], rank[keep]] = angles[order][keep]
-    return table, low, size, res
+    table = table.astype(np.float32).reshape(-1, arm.n_dofs)
+    tip_t, jac_t = kin._fk_t(arm, table.T, True)
+    return (table.reshape(res**3, k, -1), np.ascontiguousarray(tip_t.T).reshape(res**3, k, 5),
+            np.ascontiguousarray(jac_t.transpose(2, 1, 0)).reshape(res**3, k, 5, -1), low, size, res)
+
+
+def _record(fin: np.ndarray, leave: np.ndarray, net_row: np.ndarray | None, gid: np.ndarray, ang: np.ndarray,
+            dist: np.ndarray, best_ang: np.ndarray, best: np.ndarray) -> None:
+    """Keep, per target, the best answer of the rows that leave (in place in ``best_ang`` (D, N) and
+    ``best`` (N,)). A row within tolerance (``fin``) beats anything its target had; the others are
+    compared, seed rows largest error first so that a target's smallest error is written last."""
+    li = np.flatnonzero(fin)
+    if li.size:
+        lg = gid[li]
+        best_ang[:, lg] = ang[:, li]
+        best[lg] = dist[li]
+    li = np.flatnonzero(leave > fin)  # leaving without converging
+    if li.size:
+        li = li[dist[li] < best[gid[li]]]
+        if li.size > 1 and net_row is not None:
+            li = li[np.argsort(-dist[li])]
+        lg = gid[li]
+        best_ang[:, lg] = ang[:, li]
+        best[lg] = dist[li]
 
 
 class _ActiveClock:
@@ -177,7 +177,10 @@ class IKSolver:
         self.norm_std = np.full(3, arm.reach, dtype=np.float32)
         self.train_seconds = 0.0
         self.train_steps = 0
-        self._atlas: tuple[np.ndarray, np.ndarray, float, int] | None = None
+        self._atlas: tuple | None = None
+        #: ``solve_refined``: targets the network misses by more than this × reach get atlas seeds at once
+        #: (None: only stalled rows get seeds; on the example arms that was as accurate, and faster)
+        self.seed_distance: float | None = None
         self.curve: list[tuple[int, float, float]] = []  # validation curve of the current/last training
 
     # ---- inference -------------------------------------------------------------------------
@@ -190,52 +193,143 @@ class IKSolver:
         out = self.network.forward_into_cache(self._inputs(targets))
         return np.clip(out, self.arm.lower, self.arm.upper)  # float64 (limits are float64)
 
-    def solve_refined(self, targets: np.ndarray, iters: int = 2, tol: float = 1e-4, restarts: int = 4,
-                      restart_iters: int = 6, damping: float = 0.02, precise: bool = False) -> np.ndarray:
-        """Network answer, then ``iters`` batched DLS (damped Gauss-Newton) steps on every target.
+    def solve_refined(self, targets: np.ndarray, iters: int = 2, tol: float = 1e-4, restarts: int = 3,
+                      restart_iters: int = 2, damping: float = 0.02, precise: bool = False) -> np.ndarray:
+        """Network answer, then batched DLS (damped Gauss-Newton) steps until each target is within ``tol``.
 
-        Targets still off by more than ``tol`` (a few percent: the network parked them against
-        a joint limit in the wrong branch, or started far off) are retried from ``restarts + 1``
-        seeds each: their current answer, and ``restarts`` poses from the *seed atlas*, a grid
-        over the workspace holding, per cell, joint angles whose tip lies in that cell (built
-        once from FK samples, ~0.1 s, on first use). An atlas seed is within a cell (~8 cm of a
-        1 m arm) of the target and in a branch that reaches it, so ``restart_iters`` steps
-        suffice; all seeds run as one batch and a target's seeds stop once one converges.
-        The steps run in float32 (about 1e-7 m precision) unless ``precise``. Returns float64.
+        The work runs in rounds over one shrinking set of rows (a row: a target and a joint-angle
+        guess); a round is one batched FK + Jacobian of all rows and one DLS step for those that
+        go on. A row within ``tol`` leaves and ends its target. A network row keeps stepping
+        while it converges (each step at least quartering its error). Targets whose row stalls
+        within the first ``iters`` steps (the network parked it against a joint limit, or in a
+        branch that does not reach: a few percent), and, if ``self.seed_distance`` is set,
+        targets the network misses by more than ``seed_distance × reach`` (at once), get
+        ``restarts`` seeds: the poses of the *seed atlas* (a grid over the workspace holding, per
+        cell, joint angles whose tip lies in it, with their tips and Jacobians; built once from
+        FK samples, ~0.2 s, on first use)
+        nearest to the target, already moved by one DLS step computed from the stored Jacobian.
+        A seed is a few centimetres from the target in a branch that reaches it and converges
+        in two or three steps; a target's seeds stop as soon as one of its rows is within
+        ``tol``. There are at most ``iters + restart_iters`` steps (the last round only checks).
+        Each target gets the best answer any of its rows reached (at worst the network's). The
+        steps run in float32 (about 1e-7 m precision) unless ``precise``. Returns float64 ``(N, D)``.
         """
         arm = self.arm
         dtype = np.float64 if precise else np.float32
         targets = np.asarray(targets, dtype=np.float64).reshape(-1, 3)
-        t_work = targets.astype(dtype)
-        angles = self.solve(targets).astype(dtype)
-        for _ in range(iters):
-            angles, _ = kin.dls_step(arm, angles, t_work, damping)
-        angles = angles.astype(np.float64)
-        dist = np.linalg.norm(kin.forward_kinematics(arm, angles) - targets, axis=1)
-        bad = np.flatnonzero(dist > tol)
-        if bad.size and restarts > 0:
-            seeds = np.concatenate([angles[bad][:, None], self.atlas_seeds(targets[bad], restarts)], axis=1)
-            r = restarts + 1
-            rep = np.repeat(bad, r)
-            sub, sub_d = np.empty((rep.size, arm.n_dofs)), np.full(rep.size, np.inf)
-            _polish(arm, targets[rep], sub, sub_d, seeds.reshape(-1, arm.n_dofs).astype(dtype), restart_iters, tol,
-                    damping, group=np.repeat(np.arange(bad.size), r))
-            sub_d = sub_d.reshape(bad.size, r)
-            pick = np.argmin(sub_d, axis=1)
-            cand_d = sub_d[np.arange(bad.size), pick]
-            cand = sub.reshape(bad.size, r, -1)[np.arange(bad.size), pick]
-            better = cand_d < dist[bad]
-            angles[bad[better]] = cand[better]
-        return angles
+        n = len(targets)
+        out = self.solve(targets)  # (N, D) float64: the best answer so far for every target
+        if n == 0:
+            return out
+        goal_all = np.ascontiguousarray(targets.T[kin._ROW5], dtype=dtype)  # (5, N) row-padded
+        goal = goal_all
+        ang = np.ascontiguousarray(out.T, dtype=dtype)  # (D, M): one column per row
+        best_ang = ang.copy()  # (D, N): each target's best answer so far
+        gid = np.arange(n)  # each row's target
+        best = dist = None  # best error per target; each row's error before its last step
+        solved = np.zeros(n, dtype=bool)  # per target (used once seeds run: several rows per target)
+        seeded = np.zeros(n, dtype=bool)
+        net_row = None  # per row: a network row (None while every row is one)
+        rounds = iters + restart_iters
+        for r in range(rounds + 1):
+            prev = dist
+            tip, jac = kin._fk_t(arm, ang, r < rounds)  # the last round only checks
+            err, dist = kin._tip_error(tip, goal)
+            fin = dist <= tol
+            if r == 0:  # the network's answers, one row per target; far-off ones get seeds at once
+                best = dist.astype(np.float64)
+                leave = fin
+                far = self.seed_distance
+                spawn = None if far is None else np.flatnonzero(dist > far * arm.reach)
+            else:
+                stall = dist > 0.25 * prev  # not converging (quadratically): restart from seeds
+                if net_row is not None:
+                    stall &= net_row
+                if restarts <= 0:  # nothing to take over: stalled rows go on
+                    stall[:] = False
+                stall &= ~fin
+                leave = fin | stall
+                if r == rounds:
+                    leave[:] = True
+                _record(fin, leave, net_row, gid, ang, dist, best_ang, best)
+                if r == rounds:
+                    break
+                spawn = np.flatnonzero(stall) if r <= iters else None
+            keep = ~leave
+            if net_row is not None:
+                solved[gid[fin]] = True
+                keep &= ~solved[gid]
+            if spawn is not None and spawn.size and restarts > 0:
+                sg = gid[spawn]
+                sg = sg[~seeded[sg]]
+                seeded[sg] = True
+            else:
+                sg = gid[:0]
+            idx = np.flatnonzero(keep)
+            if idx.size == 0 and sg.size == 0:
+                break
+            if idx.size < dist.size and (r > 0 or idx.size < 0.9 * dist.size):
+                ang, err, dist, jac, gid = ang[:, idx], err[:, idx], dist[idx], jac[:, :, idx], gid[idx]
+                if net_row is not None:
+                    net_row = net_row[idx]
+            if sg.size:
+                rows = (ang, err, dist, jac, gid, net_row)
+                ang, err, dist, jac, gid, net_row = self._add_seeds(rows, targets, goal_all, sg, restarts)
+            ang = kin._dls_update(arm, ang, err, dist, jac, damping)
+            if gid.size != goal.shape[1] or sg.size:
+                goal = goal_all[:, gid]
+        out = best_ang.T.astype(np.float64)
+        np.clip(out, arm.lower, arm.upper, out=out)
+        return out
+
+    def _add_seeds(self, rows: tuple, targets: np.ndarray, goal_all: np.ndarray, sg: np.ndarray,
+                   k: int) -> tuple:
+        """Append to ``rows = (ang, err, dist, jac, gid, net_row)`` the seeds of targets ``sg``: the
+        ``k`` atlas poses nearest to each, with their stored tips and Jacobians (so their first
+        step needs no FK)."""
+        ang, err, dist, jac, gid, net_row = rows
+        dtype = ang.dtype
+        s_ang, s_tip, s_jac = self._nearest_seeds(targets[sg], k)
+        rep = np.repeat(sg, s_ang.shape[0] // sg.size)
+        s_err, s_dist = kin._tip_error(s_tip.T.astype(dtype, copy=False), goal_all[:, rep])
+        if net_row is None:
+            net_row = np.ones(gid.size, dtype=bool)
+        return (np.concatenate([ang, s_ang.T.astype(dtype, copy=False)], axis=1),
+                np.concatenate([err, s_err], axis=1),
+                np.concatenate([dist, s_dist]),
+                np.concatenate([jac, s_jac.transpose(2, 1, 0).astype(dtype, copy=False)], axis=2),
+                np.concatenate([gid, rep]),
+                np.concatenate([net_row, np.zeros(rep.size, dtype=bool)]))
+
+    def _atlas_for(self, k: int) -> tuple:
+        if self._atlas is None or self._atlas[0].shape[1] < k:
+            self._atlas = _build_atlas(self.arm, max(k, 8))
+        return self._atlas
+
+    def _nearest_seeds(self, targets: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The ``k`` atlas entries of each target's cell whose tips are nearest to it, flat over
+        targets then seeds: ``(angles (N k, D), tips (N k, 5), jacobians (N k, 5, D))``."""
+        table, tips, jacs, low, size, res = self._atlas_for(k)
+        per = table.shape[1]
+        q = ((targets - low) * (1.0 / size)).astype(np.int64)
+        np.clip(q, 0, res - 1, out=q)
+        cell = q @ np.array([res * res, res, 1])
+        d = tips[cell][:, :, :3] - targets[:, None, :].astype(np.float32)
+        d2 = np.einsum("nki,nki->nk", d, d)
+        k = min(k, per)
+        pick = np.argsort(d2, axis=1)[:, :k]
+        pick += (cell * per)[:, None]
+        pick = pick.ravel()
+        n_d = table.shape[2]
+        return (np.take(table.reshape(-1, n_d), pick, axis=0), np.take(tips.reshape(-1, 5), pick, axis=0),
+                np.take(jacs.reshape(-1, 5 * n_d), pick, axis=0).reshape(-1, 5, n_d))
 
     def atlas_seeds(self, targets: np.ndarray, k: int) -> np.ndarray:
-        """``(N, k, D)`` joint angles whose tips lie in the same atlas cell as each target (random
-        poses where a cell holds fewer); the atlas is built on first use."""
-        if self._atlas is None or self._atlas[0].shape[1] < k:
-            self._atlas = _build_atlas(self.arm, max(k, 4))
-        table, low, size, res = self._atlas
-        ijk = np.clip(((np.asarray(targets, np.float64).reshape(-1, 3) - low) / size).astype(np.int64), 0, res - 1)
-        return table[(ijk[:, 0] * res + ijk[:, 1]) * res + ijk[:, 2], :k]
+        """``(N, k, D)`` joint angles whose tips lie in the same atlas cell as each target, nearest first
+        (random poses where a cell holds fewer); the atlas is built on first use."""
+        targets = np.asarray(targets, np.float64).reshape(-1, 3)
+        angles, _, _ = self._nearest_seeds(targets, k)
+        return angles.astype(np.float64).reshape(len(targets), -1, self.arm.n_dofs)
 
     def errors(self, targets: np.ndarray, angles: np.ndarray) -> np.ndarray:
         """End-effector distance to each target, metres."""

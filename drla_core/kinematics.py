@@ -162,6 +162,7 @@ class ArmDescription:
         self._rest_identity = [bool(np.array_equal(r[:3, :3], np.eye(3))) for r in self.rest_local]
         self._bone_dofs = [[(int(k), int(self.dof_axis[k])) for k in np.flatnonzero(self.dof_bone == b)]
                            for b in range(n_bones)]
+        self._prog = _compile_chain(self)
 
     # ---- derived quantities -------------------------------------------------------------
     @property
@@ -321,6 +322,194 @@ def arm3() -> ArmDescription:
 
 
 # ---- forward kinematics --------------------------------------------------------------------
+@dataclass
+class _ChainProgram:
+    """The chain compiled for the fast kernels: the constant frame before the first DOF, then per DOF
+    the constant transform from the previous DOF's frame (translation components, optional rotation)
+    and the axis, and the tip offset in the last DOF's frame. Rows are padded to 5 (x, y, z, x, y)
+    so that cross products and the 3x3 cofactors are plain slices: ``a[1:4] * b[2:5] - a[2:5] * b[1:4]``."""
+
+    rot0: np.ndarray  # (3 columns, 5 rows) frame before DOF 0
+    pos0: np.ndarray  # (5,)
+    steps: list  # [(pre_rot_T (3, 3) or None, [(component, value), ...], axis)] per DOF
+    tail: list  # [(component, value), ...]: tip = pivot_last + Σ value × column[component]
+
+
+_ROW5 = np.array([0, 1, 2, 0, 1])
+#: the (u, v) columns a rotation about X, Y, Z mixes, as a slice of the column axis (Y: columns 2, 0)
+_PAIR = (slice(1, 3), slice(2, None, -2), slice(0, 2))
+
+
+def _compile_chain(arm: ArmDescription) -> _ChainProgram:
+    frame = np.eye(4)
+    steps: list = []
+    rot0 = pos0 = None
+    for b in range(arm.n_bones):
+        frame = frame @ arm.rest_local[b]
+        for _, ax in arm._bone_dofs[b]:
+            if rot0 is None:
+                rot0, pos0 = frame[:3, :3].T[:, _ROW5].copy(), frame[_ROW5, 3].copy()
+                steps.append((None, [], ax))
+            else:
+                r = frame[:3, :3]
+                pre = None if np.array_equal(r, np.eye(3)) else r.T.copy()
+                steps.append((pre, [(j, float(frame[j, 3])) for j in range(3) if frame[j, 3] != 0.0], ax))
+            frame = np.eye(4)
+    tip = frame @ np.array([0.0, arm.lengths[-1], 0.0, 1.0])
+    return _ChainProgram(rot0, pos0, steps, [(j, float(tip[j])) for j in range(3) if tip[j] != 0.0])
+
+
+def _fk_t(arm: ArmDescription, ang: np.ndarray, jacobian: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """Fast FK on transposed angles ``ang`` (D, M) (float32 or float64, any strides).
+
+    Returns the tip ``(5, M)`` (rows x, y, z, x, y) and, with ``jacobian``, the position Jacobian
+    ``(D, 5, M)`` (same row padding); without it the tip is ``(3, M)`` and the Jacobian None.
+    A handful of numpy calls per DOF, whatever M.
+    """
+    prog = arm._prog
+    dtype = ang.dtype
+    n_d, m = ang.shape
+    cos = np.cos(ang)
+    sin2 = np.empty((n_d, 2, 1, m), dtype)  # per DOF (s, -s), broadcast over a column's rows
+    np.sin(ang, out=sin2[:, 0, 0])
+    np.negative(sin2[:, 0], out=sin2[:, 1])
+    rot = np.empty((3, 3, m), dtype)  # rot[c] = column c of the current frame
+    rot[...] = prog.rot0[:, :3, None]
+    rows = 5 if jacobian else 3
+    piv = np.empty((n_d, rows, m), dtype)  # each DOF's pivot
+    piv[0, :3] = prog.pos0[:3, None]
+    axes = np.empty((n_d, 5, m), dtype) if jacobian else None
+    tmp = np.empty((3, m), dtype)
+    tmp2 = np.empty((2, 3, m), dtype)
+    for k, (pre, trans, ax) in enumerate(prog.steps):
+        if k > 0:
+            p, q = piv[k - 1, :3], piv[k, :3]
+            if not trans:
+                q[...] = p
+            for i, (j, t) in enumerate(trans):
+                np.multiply(rot[j], t, out=tmp)
+                np.add(p if i == 0 else q, tmp, out=q)
+            if pre is not None:
+                rot = np.matmul(pre.astype(dtype), rot.reshape(3, -1)).reshape(3, 3, m)
+        if jacobian:
+            axes[k, :3] = rot[ax]
+        pair = rot[_PAIR[ax]]  # (2, 3, M) view: columns (u, v) -> (c u + s v, c v - s u)
+        np.multiply(pair[::-1], sin2[k], out=tmp2)
+        pair *= cos[k]
+        pair += tmp2
+    tip = np.empty((rows, m), dtype)
+    tip[:3] = piv[n_d - 1, :3]
+    for j, t in prog.tail:
+        np.multiply(rot[j], t, out=tmp)
+        tip[:3] += tmp
+    if not jacobian:
+        return tip, None
+    tip[3:] = tip[:2]
+    axes[:, 3:] = axes[:, :2]
+    piv[:, 3:] = piv[:, :2]
+    d = tip - piv  # (D, 5, M) pivot -> tip
+    jac = np.empty((n_d, 5, m), dtype)
+    np.multiply(axes[:, 1:4], d[:, 2:5], out=jac[:, :3])
+    jac[:, :3] -= axes[:, 2:5] * d[:, 1:4]
+    jac[:, 3:] = jac[:, :2]
+    return tip, jac
+
+
+def _dls_delta5(jac: np.ndarray, err: np.ndarray, lam2: np.ndarray) -> np.ndarray:
+    """``Jᵀ (J Jᵀ + λ² I)⁻¹ e`` with row-padded ``jac`` (D, 5, M), ``err`` (5, M), ``lam2`` (M,) -> (D, M).
+
+    The symmetric 3x3 normal matrix is solved per column by cofactors, on stacked rows."""
+    m = err.shape[1]
+    dtype = err.dtype
+    j3 = jac[:, :3]
+    dg = np.empty((5, m), dtype)  # diagonal, padded: (m00, m11, m22, m00, m11)
+    of = np.empty((5, m), dtype)  # off-diagonal, padded: (m01, m12, m20, m01, m12)
+    np.einsum("dim,dim->im", j3, j3, out=dg[:3])
+    np.einsum("dim,dim->im", j3, jac[:, 1:4], out=of[:3])
+    dg[:3] += lam2
+    dg[3:] = dg[:2]
+    of[3:] = of[:2]
+    cd = dg[1:4] * dg[2:5]  # diagonal cofactors
+    cd -= of[1:4] * of[1:4]
+    co = np.empty((5, m), dtype)  # off-diagonal cofactors (c01, c12, c20), padded
+    np.multiply(of[2:5], of[1:4], out=co[:3])
+    co[:3] -= of[:3] * dg[2:5]
+    co[3:] = co[:2]
+    det = dg[0] * cd[0]
+    det += of[0] * co[0]
+    det += of[2] * co[2]
+    x = cd * err[:3]
+    x += co[:3] * err[1:4]
+    x += co[2:5] * err[2:5]
+    x /= det
+    return np.einsum("dim,im->dm", j3, x)
+
+
+def _limits(arm: ArmDescription, dtype) -> tuple[np.ndarray, np.ndarray]:
+    cache = arm.__dict__.setdefault("_limit_cache", {})
+    key = np.dtype(dtype).char
+    if key not in cache:  # rounded inward, so that clipped float32 angles are within the float64 limits
+        lo, hi = arm.lower.astype(dtype), arm.upper.astype(dtype)
+        lo = np.where(lo < arm.lower, np.nextafter(lo, lo.dtype.type(np.inf)), lo)
+        hi = np.where(hi > arm.upper, np.nextafter(hi, hi.dtype.type(-np.inf)), hi)
+        cache[key] = (lo[:, None], hi[:, None])
+    return cache[key]
+
+
+def _dls_update(arm: ArmDescription, ang: np.ndarray, err: np.ndarray, dist: np.ndarray, jac: np.ndarray,
+                damping: float = 0.02, max_step: float = 0.2) -> np.ndarray:
+    """One clamped, damped least-squares step on transposed data: ``ang`` (D, M), ``err`` (5, M) target
+    minus tip (modified in place), ``dist`` (M,) its norm, ``jac`` (D, 5, M) -> new angles (D, M)."""
+    reach = arm.reach
+    lim = max_step * reach
+    if dist.size and dist.max() > lim:
+        err *= np.minimum(1.0, lim / np.maximum(dist, 1e-30))
+    lam2 = np.minimum(dist * (10.0 * damping), damping * reach)
+    lam2 *= lam2
+    lam2 += 1e-12
+    lo, hi = _limits(arm, ang.dtype)
+    # joints at a limit that the descent direction (Jᵀe) pushes further out are frozen (their
+    # Jacobian column zeroed), so the other joints compensate instead of the clip eating the step
+    at_lo, at_hi = ang <= lo, ang >= hi
+    blocked = None
+    if at_lo.any() or at_hi.any():
+        grad = np.einsum("dim,im->dm", jac[:, :3], err[:3])
+        blocked = at_lo & (grad < 0)
+        blocked |= at_hi & (grad > 0)
+    if blocked is not None and blocked.any():
+        free = ~blocked
+        free = free.astype(ang.dtype)
+        new = _dls_delta5(jac * free[:, None, :], err, lam2)
+        new *= free
+    else:
+        new = _dls_delta5(jac, err, lam2)
+    new += ang
+    np.maximum(new, lo, out=new)
+    np.minimum(new, hi, out=new)
+    return new
+
+
+def _tip_error(tip: np.ndarray, goal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``err = goal - tip`` (row-padded (5, M), or (3, M) for a 3-row tip) and its norm (M,)."""
+    err = goal[:len(tip)] - tip
+    d2 = err[0] * err[0]
+    d2 += err[1] * err[1]
+    d2 += err[2] * err[2]
+    return err, np.sqrt(d2, out=d2)
+
+
+def _as_batch(arm: ArmDescription, angles: np.ndarray) -> tuple[bool, np.ndarray]:
+    angles = np.asarray(angles)
+    if angles.dtype != np.float32:
+        angles = angles.astype(np.float64, copy=False)
+    single = angles.ndim == 1
+    if single:
+        angles = angles[None]
+    if angles.ndim != 2 or angles.shape[-1] != arm.n_dofs:
+        raise ValueError(f"angles: expected (N, {arm.n_dofs}), got {angles.shape}")
+    return single, angles
+
+
 def _chain(arm: ArmDescription, angles: np.ndarray, want_frames: bool, want_jacobian: bool):
     """Shared FK core in a structure-of-arrays layout: ``rot`` is (3, 3, N) with ``rot[:, j]``
     the j-th column of every pose matrix, so each update is a few contiguous vector ops."""
@@ -377,22 +566,18 @@ def _chain(arm: ArmDescription, angles: np.ndarray, want_frames: bool, want_jaco
     return single, tip, frames, jac
 
 
-def _fk_jac_soa(arm: ArmDescription, angles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Tip (3, N) and Jacobian (3, D, N) in the internal layout (used by the solvers)."""
-    _, tip, _, jac = _chain(arm, angles, False, True)
-    return tip, jac
-
-
 def forward_kinematics(arm: ArmDescription, angles: np.ndarray) -> np.ndarray:
     """End-effector (last bone's tail) positions in armature space: ``(N, D) -> (N, 3)``."""
-    single, tip, _, _ = _chain(arm, angles, False, False)
+    single, angles = _as_batch(arm, angles)
+    tip, _ = _fk_t(arm, angles.T, False)
     return tip[:, 0] if single else tip.T
 
 
 def fk_jacobian(arm: ArmDescription, angles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Tip positions ``(N, 3)`` and the analytic position Jacobian ``d tip / d angles`` ``(N, 3, D)``."""
-    single, tip, _, jac = _chain(arm, angles, False, True)
-    tip, jac = tip.T, jac.transpose(2, 0, 1)
+    single, angles = _as_batch(arm, angles)
+    tip, jac = _fk_t(arm, angles.T, True)
+    tip, jac = tip[:3].T, jac[:, :3].transpose(2, 1, 0)
     return (tip[0], jac[0]) if single else (tip, jac)
 
 
@@ -446,47 +631,6 @@ def _quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 # ---- solvers -------------------------------------------------------------------------------
-def _solve3(m: np.ndarray, e: np.ndarray) -> np.ndarray:
-    """Solve ``m x = e`` for a batch of symmetric 3x3 ``m`` (N, 3, 3) by cofactors (fast, no LAPACK loop)."""
-    a, b, c = m[:, 0, 0], m[:, 0, 1], m[:, 0, 2]
-    d, f = m[:, 1, 1], m[:, 1, 2]
-    g = m[:, 2, 2]
-    c00 = d * g - f * f
-    c01 = c * f - b * g
-    c02 = b * f - c * d
-    c11 = a * g - c * c
-    c12 = b * c - a * f
-    c22 = a * d - b * b
-    det = a * c00 + b * c01 + c * c02
-    e0, e1, e2 = e[:, 0], e[:, 1], e[:, 2]
-    out = np.empty_like(e)
-    out[:, 0] = c00 * e0 + c01 * e1 + c02 * e2
-    out[:, 1] = c01 * e0 + c11 * e1 + c12 * e2
-    out[:, 2] = c02 * e0 + c12 * e1 + c22 * e2
-    out /= det[:, None]
-    return out
-
-
-def _dls_delta(jac: np.ndarray, err: np.ndarray, lam2: np.ndarray) -> np.ndarray:
-    """``Jᵀ (J Jᵀ + λ² I)⁻¹ e`` for SoA ``jac`` (3, D, N), ``err`` (3, N), ``lam2`` (N,) -> (D, N)."""
-    j0, j1, j2 = jac[0], jac[1], jac[2]
-    a = (j0 * j0).sum(0) + lam2
-    b = (j0 * j1).sum(0)
-    c = (j0 * j2).sum(0)
-    d = (j1 * j1).sum(0) + lam2
-    f = (j1 * j2).sum(0)
-    g = (j2 * j2).sum(0) + lam2
-    # symmetric 3x3 solve per target by cofactors (no per-matrix LAPACK call)
-    c00, c01, c02 = d * g - f * f, c * f - b * g, b * f - c * d
-    c11, c12, c22 = a * g - c * c, b * c - a * f, a * d - b * b
-    inv_det = 1.0 / (a * c00 + b * c01 + c * c02)
-    e0, e1, e2 = err[0], err[1], err[2]
-    x0 = (c00 * e0 + c01 * e1 + c02 * e2) * inv_det
-    x1 = (c01 * e0 + c11 * e1 + c12 * e2) * inv_det
-    x2 = (c02 * e0 + c12 * e1 + c22 * e2) * inv_det
-    return j0 * x0 + j1 * x1 + j2 * x2
-
-
 def dls_step(
     arm: ArmDescription, angles: np.ndarray, targets: np.ndarray, damping: float = 0.02, max_step: float = 0.2
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -494,32 +638,19 @@ def dls_step(
 
     ``dθ = Jᵀ (J Jᵀ + λ² I)⁻¹ e`` with the error ``e`` clamped to ``max_step × reach`` (Buss'
     clamped DLS) and ``λ = damping × reach × min(1, |e| / (0.1 reach))`` so that near the
-    solution the step becomes Gauss-Newton (quadratic convergence). Joints sitting at a limit
-    that the step would push further out are frozen and the step re-solved without them (the
-    usual clamping loop, one round); angles are clipped to the limits afterwards. ``angles``
+    solution the step becomes Gauss-Newton (quadratic convergence). The normal equations are
+    3x3 (position targets), solved per target by cofactors. Joints sitting at a limit that the
+    descent direction ``Jᵀe`` pushes further out are frozen (left out of the solve), so the
+    others compensate; angles are clipped to the limits afterwards. ``angles``
     ``(N, D)`` float64, or float32 for a faster, float32-precise step.
     """
-    _, tip, _, jac = _chain(arm, angles, False, True)  # tip (3, N), jac (3, D, N): contiguous rows
-    dtype = tip.dtype
-    err = np.asarray(targets, dtype=dtype).reshape(-1, 3).T - tip
-    dist = np.sqrt(err[0] * err[0] + err[1] * err[1] + err[2] * err[2])
-    reach = arm.reach
-    err *= np.minimum(1.0, (max_step * reach) / np.maximum(dist, 1e-30))
-    lam = (damping * reach) * np.minimum(1.0, dist * (10.0 / reach))
-    lam2 = lam * lam + 1e-12
-    ang_t = np.asarray(angles, dtype=dtype).reshape(-1, arm.n_dofs).T
-    delta = _dls_delta(jac, err, lam2)
-    # joints at a limit that the step pushes further out are frozen and the step re-solved
-    # without them, so the other joints compensate (instead of the clip eating the step)
-    at_low, at_high = ang_t <= arm.lower[:, None] + 1e-9, ang_t >= arm.upper[:, None] - 1e-9
-    blocked = (at_low & (delta < 0)) | (at_high & (delta > 0))
-    if blocked.any():
-        cols = np.flatnonzero(blocked.any(axis=0))
-        free = ~blocked[:, cols]
-        delta[:, cols] = _dls_delta(jac[:, :, cols] * free, err[:, cols], lam2[cols]) * free
-    new = ang_t.T + delta.T
-    np.clip(new, arm.lower.astype(dtype), arm.upper.astype(dtype), out=new)
-    return new, dist
+    single, angles = _as_batch(arm, angles)
+    ang_t = angles.T
+    tip, jac = _fk_t(arm, ang_t, True)
+    goal = np.asarray(targets, dtype=ang_t.dtype).reshape(-1, 3).T[_ROW5]
+    err, dist = _tip_error(tip, goal)
+    new = _dls_update(arm, ang_t, err, dist, jac, damping, max_step).T
+    return (new[0], dist[0]) if single else (new, dist)
 
 
 def dls_solve(

@@ -42,7 +42,8 @@ def test_refinement_converges(trained_arm3):
     raw = solver.errors(targets, solver.solve(targets))
     refined = solver.errors(targets, solver.solve_refined(targets, iters=3))
     assert np.mean(refined < 1e-3) >= 0.99
-    assert np.median(refined) < 1e-6 < np.median(raw)
+    assert np.mean(refined < 1e-4) >= 0.98  # the default tol: rows stop once within it
+    assert np.median(refined) < 5e-5 and np.median(raw) > 1e-3
 
 
 def test_reward_training_beats_random():

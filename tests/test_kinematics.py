@@ -130,3 +130,45 @@ def test_fabrik_keeps_lengths_and_reaches(arm):
     np.testing.assert_allclose(pts[:, 0], np.broadcast_to(arm.root, (200, 3)))
     err = np.linalg.norm(pts[:, -1] - targets, axis=1)
     assert np.median(err) < 1e-4
+
+
+def _odd_chain():
+    """Bent bones with rolls, a bone with three DOFs, a bone without any, a DOF-less last bone."""
+    specs = [
+        kin.BoneSpec("A", (0.1, 0.0, 0.0), (0.1, 0.05, 0.2), 0.3, [("Z", -2.0, 2.0)]),
+        kin.BoneSpec("B", (0.1, 0.05, 0.2), (0.2, 0.1, 0.45), -0.7,
+                     [("X", -1.5, 1.5), ("Y", -1.0, 1.0), ("Z", -2.5, 2.5)]),
+        kin.BoneSpec("C", (0.2, 0.1, 0.45), (0.2, 0.3, 0.5), 1.1, []),
+        kin.BoneSpec("D", (0.2, 0.3, 0.5), (0.05, 0.35, 0.6), 0.0, [("Y", -3.0, 3.0)]),
+        kin.BoneSpec("E", (0.05, 0.35, 0.6), (0.0, 0.4, 0.62), 0.2, []),
+    ]
+    return kin.ArmDescription.from_bone_specs("Odd", specs)
+
+
+def test_general_chain_fk_and_jacobian():
+    arm = _odd_chain()
+    angles = arm.sample_angles(20, 9)
+    tips = kin.forward_kinematics(arm, angles)
+    for a, t in zip(angles, tips):
+        np.testing.assert_allclose(t, _reference_fk(arm, a), atol=1e-12)
+    tip, jac = kin.fk_jacobian(arm, angles)
+    np.testing.assert_allclose(tip, tips, atol=1e-12)
+    eps = 1e-6
+    for k in range(arm.n_dofs):
+        d = np.zeros(arm.n_dofs)
+        d[k] = eps
+        num = (kin.forward_kinematics(arm, angles + d) - kin.forward_kinematics(arm, angles - d)) / (2 * eps)
+        np.testing.assert_allclose(jac[:, :, k], num, atol=1e-8)
+    pts, _ = kin.joint_positions(arm, angles)
+    np.testing.assert_allclose(pts[:, -1], tips, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dls_step_stays_within_limits_and_improves(arm, dtype):
+    targets, truth = arm.sample_targets(200, 11)
+    start = arm.clip(truth + np.random.default_rng(1).normal(scale=0.3, size=truth.shape)).astype(dtype)
+    new, dist = kin.dls_step(arm, start, targets)
+    assert new.dtype == dtype and new.shape == start.shape and dist.shape == (200,)
+    assert np.all(new >= arm.lower) and np.all(new <= arm.upper)  # float32 limits are rounded inward
+    after = np.linalg.norm(kin.forward_kinematics(arm, new.astype(np.float64)) - targets, axis=1)
+    assert np.median(after) < 0.5 * np.median(dist)
