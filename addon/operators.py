@@ -435,7 +435,7 @@ def ik_follow_state(scene) -> tuple[bool, object]:
 
 
 class DRLA_OT_ik_follow(bpy.types.Operator):
-    """Learned IK: the armature's tip follows its target live (network + refinement on every change); click again to stop"""
+    """Learned IK: the armature's tip follows its target live (network + refinement); click again to stop"""
 
     bl_idname = "drla.ik_follow"
     bl_label = "Learned IK"

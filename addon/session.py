@@ -537,7 +537,8 @@ class IKTrainSession(TrainSession):
         acc = self.accuracy
         self.message = (f"Trained {self.steps} IK steps in {self.train_seconds:.1f} s: median error "
                         f"{acc['net_median_mm']:.1f} mm (network), {acc['refined_median_mm']:.3f} mm refined, "
-                        f"{acc['refined_under_1mm']:.0%} under 1 mm; stored in '{model_store.text_name(self.tree_name)}'")
+                        f"{acc['refined_under_1mm']:.0%} under 1 mm; "
+                        f"stored in '{model_store.text_name(self.tree_name)}'")
         if self.exported:
             self.message += f"; exported to {', '.join(os.path.basename(p) for p in self.exported)}"
         if cfg.get("follow"):

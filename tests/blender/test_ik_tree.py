@@ -176,7 +176,6 @@ def arm3_scene(ext, tmp_path):
 
 def test_train_ik_tree_from_the_panel_follow_and_bake(arm3_scene, tmp_path):
     from unittest.mock import MagicMock
-    from types import SimpleNamespace
 
     from drla_ext.addon import ik_runtime, model_store, panels, session
 
