@@ -148,6 +148,28 @@ class _TrainBase(_ModalSession):
             self.report({'INFO'}, sess.message)
             _undo_push("DRLA Training")
 
+    def _running_session(self, context):
+        """The session to run, started (Train) or resumed (Resume); raises SessionError."""
+        raise NotImplementedError
+
+    def execute(self, context):
+        try:
+            sess = self._running_session(context)
+            sess.run_blocking()
+        except session.SessionError as exc:
+            return _report_failure(self, context, exc)
+        self._finished(context, sess)
+        return {'FINISHED'}
+
+    def invoke(self, context, event):
+        if not _use_modal(self, context):
+            return self.execute(context)
+        try:
+            sess = self._running_session(context)
+        except session.SessionError as exc:
+            return _report_failure(self, context, exc)
+        return self._begin_modal(context, sess)
+
 
 class DRLA_OT_train(_TrainBase, bpy.types.Operator):
     """Train the agent of the selected RL tree in this scene. The scene is put back exactly as it was afterwards"""
@@ -159,28 +181,10 @@ class DRLA_OT_train(_TrainBase, bpy.types.Operator):
     def poll(cls, context):
         return _poll(cls, _why_not_idle(context))
 
-    def _make_session(self, context):
+    def _running_session(self, context):
         s = settings(context.scene)
         return session.make_train_session(context.scene, s.tree, total_steps=self.steps or s.total_steps,
-                                          output_dir=s.output_dir)
-
-    def execute(self, context):
-        try:
-            sess = self._make_session(context).start()
-            sess.run_blocking()
-        except session.SessionError as exc:
-            return _report_failure(self, context, exc)
-        self._finished(context, sess)
-        return {'FINISHED'}
-
-    def invoke(self, context, event):
-        if not _use_modal(self, context):
-            return self.execute(context)
-        try:
-            sess = self._make_session(context).start()
-        except session.SessionError as exc:
-            return _report_failure(self, context, exc)
-        return self._begin_modal(context, sess)
+                                          output_dir=s.output_dir).start()
 
 
 class DRLA_OT_resume(_TrainBase, bpy.types.Operator):
@@ -199,29 +203,11 @@ class DRLA_OT_resume(_TrainBase, bpy.types.Operator):
                 reason = "No stopped run to resume in this Blender session: press Train"
         return _poll(cls, reason)
 
-    def _resume(self, context):
+    def _running_session(self, context):
         sess = session.get(context.scene)
         if self.steps:
             sess.total_steps = sess.steps + self.steps
         return sess.resume()
-
-    def execute(self, context):
-        try:
-            sess = self._resume(context)
-            sess.run_blocking()
-        except session.SessionError as exc:
-            return _report_failure(self, context, exc)
-        self._finished(context, sess)
-        return {'FINISHED'}
-
-    def invoke(self, context, event):
-        if not _use_modal(self, context):
-            return self.execute(context)
-        try:
-            sess = self._resume(context)
-        except session.SessionError as exc:
-            return _report_failure(self, context, exc)
-        return self._begin_modal(context, sess)
 
 
 class DRLA_OT_stop(bpy.types.Operator):
