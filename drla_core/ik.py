@@ -108,7 +108,8 @@ class _ActiveClock:
     """Wall seconds spent running, not counting the time a training generator was suspended."""
 
     def __init__(self) -> None:
-        self._total, self._since = 0.0, time.perf_counter()
+        self._total: float = 0.0
+        self._since: float | None = time.perf_counter()  # None while paused
 
     def elapsed(self) -> float:
         return self._total + (time.perf_counter() - self._since if self._since is not None else 0.0)
@@ -226,13 +227,14 @@ class IKSolver:
         ang = np.ascontiguousarray(out.T, dtype=dtype)  # (D, M): one column per row
         best_ang = ang.copy()  # (D, N): each target's best answer so far
         gid = np.arange(n)  # each row's target
-        best = dist = None  # best error per target; each row's error before its last step
+        best: np.ndarray | None = None  # best error per target (set in round 0)
+        dist: np.ndarray | None = None  # each row's error before its last step
         solved = np.zeros(n, dtype=bool)  # per target (used once seeds run: several rows per target)
         seeded = np.zeros(n, dtype=bool)
         net_row = None  # per row: a network row (None while every row is one)
         rounds = iters + restart_iters
         for r in range(rounds + 1):
-            prev = dist
+            prev: np.ndarray | None = dist
             tip, jac = kin._fk_t(arm, ang, r < rounds)  # the last round only checks
             err, dist = kin._tip_error(tip, goal)
             fin = dist <= tol
@@ -242,6 +244,7 @@ class IKSolver:
                 far = self.seed_distance
                 spawn = None if far is None else np.flatnonzero(dist > far * arm.reach)
             else:
+                assert prev is not None and best is not None  # both set in round 0
                 stall = dist > 0.25 * prev  # not converging (quadratically): restart from seeds
                 if net_row is not None:
                     stall &= net_row
@@ -268,6 +271,7 @@ class IKSolver:
             idx = np.flatnonzero(keep)
             if idx.size == 0 and sg.size == 0:
                 break
+            assert jac is not None  # computed in every round but the last, which breaks above
             if idx.size < dist.size and (r > 0 or idx.size < 0.9 * dist.size):
                 ang, err, dist, jac, gid = ang[:, idx], err[:, idx], dist[idx], jac[:, :, idx], gid[idx]
                 if net_row is not None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -343,7 +343,8 @@ _PAIR = (slice(1, 3), slice(2, None, -2), slice(0, 2))
 def _compile_chain(arm: ArmDescription) -> _ChainProgram:
     frame = np.eye(4)
     steps: list = []
-    rot0 = pos0 = None
+    rot0: np.ndarray | None = None
+    pos0: np.ndarray | None = None
     for b in range(arm.n_bones):
         frame = frame @ arm.rest_local[b]
         for _, ax in arm._bone_dofs[b]:
@@ -356,9 +357,16 @@ def _compile_chain(arm: ArmDescription) -> _ChainProgram:
                 steps.append((pre, [(j, float(frame[j, 3])) for j in range(3) if frame[j, 3] != 0.0], ax))
             frame = np.eye(4)
     tip = frame @ np.array([0.0, arm.lengths[-1], 0.0, 1.0])
+    assert rot0 is not None and pos0 is not None  # ArmDescription requires at least one DOF
     return _ChainProgram(rot0, pos0, steps, [(j, float(tip[j])) for j in range(3) if tip[j] != 0.0])
 
 
+@overload
+def _fk_t(arm: ArmDescription, ang: np.ndarray, jacobian: Literal[True]) -> tuple[np.ndarray, np.ndarray]: ...
+@overload
+def _fk_t(arm: ArmDescription, ang: np.ndarray, jacobian: Literal[False]) -> tuple[np.ndarray, None]: ...
+@overload
+def _fk_t(arm: ArmDescription, ang: np.ndarray, jacobian: bool) -> tuple[np.ndarray, np.ndarray | None]: ...
 def _fk_t(arm: ArmDescription, ang: np.ndarray, jacobian: bool) -> tuple[np.ndarray, np.ndarray | None]:
     """Fast FK on transposed angles ``ang`` (D, M) (float32 or float64, any strides).
 
@@ -378,7 +386,7 @@ def _fk_t(arm: ArmDescription, ang: np.ndarray, jacobian: bool) -> tuple[np.ndar
     rows = 5 if jacobian else 3
     piv = np.empty((n_d, rows, m), dtype)  # each DOF's pivot
     piv[0, :3] = prog.pos0[:3, None]
-    axes = np.empty((n_d, 5, m), dtype) if jacobian else None
+    axes: np.ndarray | None = np.empty((n_d, 5, m), dtype) if jacobian else None  # None iff not jacobian
     tmp = np.empty((3, m), dtype)
     tmp2 = np.empty((2, 3, m), dtype)
     for k, (pre, trans, ax) in enumerate(prog.steps):
@@ -391,7 +399,7 @@ def _fk_t(arm: ArmDescription, ang: np.ndarray, jacobian: bool) -> tuple[np.ndar
                 np.add(p if i == 0 else q, tmp, out=q)
             if pre is not None:
                 rot = np.matmul(pre.astype(dtype), rot.reshape(3, -1)).reshape(3, 3, m)
-        if jacobian:
+        if axes is not None:
             axes[k, :3] = rot[ax]
         pair = rot[_PAIR[ax]]  # (2, 3, M) view: columns (u, v) -> (c u + s v, c v - s u)
         np.multiply(pair[::-1], sin2[k], out=tmp2)
@@ -402,7 +410,7 @@ def _fk_t(arm: ArmDescription, ang: np.ndarray, jacobian: bool) -> tuple[np.ndar
     for j, t in prog.tail:
         np.multiply(rot[j], t, out=tmp)
         tip[:3] += tmp
-    if not jacobian:
+    if axes is None:
         return tip, None
     tip[3:] = tip[:2]
     axes[:, 3:] = axes[:, :2]
