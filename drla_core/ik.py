@@ -220,7 +220,7 @@ class IKSolver:
         targets = np.asarray(targets, dtype=np.float64).reshape(-1, 3)
         n = len(targets)
         out = self.solve(targets)  # (N, D) float64: the best answer so far for every target
-        if n == 0:
+        if n == 0 or iters + restart_iters <= 0:  # no refinement steps asked for: the network's answer
             return out
         goal_all = np.ascontiguousarray(targets.T[kin._ROW5], dtype=dtype)  # (5, N) row-padded
         goal = goal_all

@@ -102,3 +102,12 @@ def test_iter_self_supervised_steps_like_train_and_pauses_without_losing_time():
     assert rb.seconds < ra.seconds + 0.04
     gen = a.iter_reward(steps=5, batch_size=8, candidates=4, eval_every=0)
     assert [s for s, _ in gen] == [1, 2, 3, 4, 5] and a.train_steps == 65
+
+
+def test_zero_refinement_steps_is_the_network_alone():
+    from drla_core import kinematics as kin
+    from drla_core.ik import IKSolver
+
+    solver = IKSolver(kin.arm3(), seed=0)
+    targets, _ = solver.arm.sample_targets(20, 1)
+    np.testing.assert_array_equal(solver.solve_refined(targets, iters=0, restart_iters=0), solver.solve(targets))
