@@ -32,9 +32,11 @@ from drla_core.ik import IKSolver  # noqa: E402
 
 SCENE = ROOT / "scenes" / "robot_arm"
 ARMS = {"Arm6": kin.arm6, "Arm3": kin.arm3}
-#: Fixed step count (reproducible); about 2 ms per step on 2 idle cores: ~65 s per arm, ~2.2 min for both.
-TRAIN = {"hidden": ((128, "tanh"), (128, "tanh")), "batch_size": 512, "lr": 1e-2, "loss": "fk", "huber": 0.01,
-         "steps": 32000, "max_seconds": None}
+#: Fixed step count (reproducible); about 1 ms per step on 2 idle cores: ~50 s per arm, ~1.7 min for both.
+#: 64 x 64 rather than 128 x 128: inference 2.4x faster (0.25 against 0.6 ms per 1000 targets), and with
+#: 1.5x the steps in less time it is more accurate too (Arm6 median 3.6 against 4.8 mm, Arm3 4.3 against 5.0).
+TRAIN = {"hidden": ((64, "tanh"), (64, "tanh")), "batch_size": 512, "lr": 1e-2, "loss": "fk", "huber": 0.01,
+         "steps": 48000, "max_seconds": None}
 N_TARGETS = 1000
 N_SINGLE = 200
 

@@ -84,26 +84,6 @@ def _build_atlas(arm: kin.ArmDescription, k: int, samples: int = 200_000, res: i
             np.ascontiguousarray(jac_t.transpose(2, 1, 0)).reshape(res**3, k, 5, -1), low, size, res)
 
 
-def _record(fin: np.ndarray, leave: np.ndarray, net_row: np.ndarray | None, gid: np.ndarray, ang: np.ndarray,
-            dist: np.ndarray, best_ang: np.ndarray, best: np.ndarray) -> None:
-    """Keep, per target, the best answer of the rows that leave (in place in ``best_ang`` (D, N) and
-    ``best`` (N,)). A row within tolerance (``fin``) beats anything its target had; the others are
-    compared, seed rows largest error first so that a target's smallest error is written last."""
-    li = np.flatnonzero(fin)
-    if li.size:
-        lg = gid[li]
-        best_ang[:, lg] = ang[:, li]
-        best[lg] = dist[li]
-    li = np.flatnonzero(leave > fin)  # leaving without converging
-    if li.size:
-        li = li[dist[li] < best[gid[li]]]
-        if li.size > 1 and net_row is not None:
-            li = li[np.argsort(-dist[li])]
-        lg = gid[li]
-        best_ang[:, lg] = ang[:, li]
-        best[lg] = dist[li]
-
-
 class _ActiveClock:
     """Wall seconds spent running, not counting the time a training generator was suspended."""
 
@@ -198,93 +178,119 @@ class IKSolver:
                       restart_iters: int = 2, damping: float = 0.02, precise: bool = False) -> np.ndarray:
         """Network answer, then batched DLS (damped Gauss-Newton) steps until each target is within ``tol``.
 
-        The work runs in rounds over one shrinking set of rows (a row: a target and a joint-angle
-        guess); a round is one batched FK + Jacobian of all rows and one DLS step for those that
-        go on. A row within ``tol`` leaves and ends its target. A network row keeps stepping
-        while it converges (each step at least quartering its error). Targets whose row stalls
-        within the first ``iters`` steps (the network parked it against a joint limit, or in a
-        branch that does not reach: a few percent), and, if ``self.seed_distance`` is set,
-        targets the network misses by more than ``seed_distance × reach`` (at once), get
-        ``restarts`` seeds: the poses of the *seed atlas* (a grid over the workspace holding, per
-        cell, joint angles whose tip lies in it, with their tips and Jacobians; built once from
-        FK samples, ~0.2 s, on first use)
-        nearest to the target, already moved by one DLS step computed from the stored Jacobian.
-        A seed is a few centimetres from the target in a branch that reaches it and converges
-        in two or three steps; a target's seeds stop as soon as one of its rows is within
-        ``tol``. There are at most ``iters + restart_iters`` steps (the last round only checks).
-        Each target gets the best answer any of its rows reached (at worst the network's). The
-        steps run in float32 (about 1e-7 m precision) unless ``precise``. Returns float64 ``(N, D)``.
+        Two phases. The *fast phase* takes ``iters`` DLS steps on every target's row (a row: a
+        target and a joint-angle guess) with no per-round bookkeeping beyond keeping each
+        target's best answer: from the network's millimetre guess Gauss-Newton converges
+        quadratically, so after two steps most targets are far within ``tol``, and carrying
+        the few that are not costs less than compacting the batch every round. One FK then checks
+        every row. The *careful phase* runs at most ``restart_iters`` more rounds over the few
+        targets still outside ``tol`` (a shrinking row set: a row within ``tol`` leaves and ends
+        its target). A network row that converged in every fast step (each step at least
+        quartering its error) keeps stepping (and leaves when it stalls). Targets whose row
+        stalled (the network parked it against a joint limit, or in a branch that does not
+        reach: a few percent), and, if ``self.seed_distance`` is set, targets the network
+        missed by more than ``seed_distance × reach``, get ``restarts`` seeds instead: the
+        poses of the *seed atlas* (a grid over the workspace holding, per cell, joint angles
+        whose tip lies in it, with their tips and Jacobians; built once from FK samples, ~0.2 s,
+        on first use) nearest to the target, whose first step uses the stored Jacobian. A seed
+        is a few centimetres from the target in a branch that reaches it and takes
+        ``restart_iters + 1`` steps (the careful phase then has one round more); a target's seeds
+        stop as soon as one of its rows is within ``tol``. A network row takes at most
+        ``iters + restart_iters`` steps. Each target gets the best answer any of its rows reached (at worst the
+        network's). The steps run in float32 (about 1e-7 m precision) unless ``precise``.
+        Returns float64 ``(N, D)``.
         """
         arm = self.arm
         dtype = np.float64 if precise else np.float32
         targets = np.asarray(targets, dtype=np.float64).reshape(-1, 3)
         n = len(targets)
-        out = self.solve(targets)  # (N, D) float64: the best answer so far for every target
+        out = self.solve(targets)  # (N, D) float64
         if n == 0 or iters + restart_iters <= 0:  # no refinement steps asked for: the network's answer
             return out
-        goal_all = np.ascontiguousarray(targets.T[kin._ROW5], dtype=dtype)  # (5, N) row-padded
-        goal = goal_all
-        ang = np.ascontiguousarray(out.T, dtype=dtype)  # (D, M): one column per row
-        best_ang = ang.copy()  # (D, N): each target's best answer so far
-        gid = np.arange(n)  # each row's target
-        best: np.ndarray | None = None  # best error per target (set in round 0)
-        dist: np.ndarray | None = None  # each row's error before its last step
-        solved = np.zeros(n, dtype=bool)  # per target (used once seeds run: several rows per target)
-        seeded = np.zeros(n, dtype=bool)
-        net_row = None  # per row: a network row (None while every row is one)
-        rounds = iters + restart_iters
-        for r in range(rounds + 1):
-            prev: np.ndarray | None = dist
-            tip, jac = kin._fk_t(arm, ang, r < rounds)  # the last round only checks
+        iters, restart_iters = max(iters, 0), max(restart_iters, 0)
+        goal = np.ascontiguousarray(targets.T[kin._ROW5], dtype=dtype)  # (5, N) row-padded
+        ang = np.ascontiguousarray(out.T, dtype=dtype)  # (D, N): one column per target
+        # ---- fast phase: `iters` unconditional steps on all rows, then one check
+        best = best_ang = prev = stalled = None
+        err = dist = jac = None
+        for r in range(iters + 1):
+            last = r == iters
+            tip, jac = kin._fk_t(arm, ang, not last or restart_iters > 0)
             err, dist = kin._tip_error(tip, goal)
-            fin = dist <= tol
-            if r == 0:  # the network's answers, one row per target; far-off ones get seeds at once
-                best = dist.astype(np.float64)
-                leave = fin
-                far = self.seed_distance
-                spawn = None if far is None else np.flatnonzero(dist > far * arm.reach)
+            if best is None:  # round 0: the network's answers
+                best, best_ang = dist.copy(), ang  # (ang is replaced, not modified, by each step)
+                if self.seed_distance is not None:
+                    stalled = dist > self.seed_distance * arm.reach
             else:
-                assert prev is not None and best is not None  # both set in round 0
-                stall = dist > 0.25 * prev  # not converging (quadratically): restart from seeds
-                if net_row is not None:
-                    stall &= net_row
-                if restarts <= 0:  # nothing to take over: stalled rows go on
-                    stall[:] = False
-                stall &= ~fin
-                leave = fin | stall
-                if r == rounds:
-                    leave[:] = True
-                _record(fin, leave, net_row, gid, ang, dist, best_ang, best)
-                if r == rounds:
-                    break
-                spawn = np.flatnonzero(stall) if r <= iters else None
-            keep = ~leave
-            if net_row is not None:
-                solved[gid[fin]] = True
-                keep &= ~solved[gid]
-            if spawn is not None and spawn.size and restarts > 0:
-                sg = gid[spawn]
-                sg = sg[~seeded[sg]]
-                seeded[sg] = True
-            else:
-                sg = gid[:0]
-            idx = np.flatnonzero(keep)
-            if idx.size == 0 and sg.size == 0:
+                assert best_ang is not None and prev is not None
+                np.copyto(best_ang, ang, where=dist < best)
+                np.minimum(best, dist, out=best)
+                slow = dist > 0.25 * prev  # not converging (quadratically)
+                stalled = slow if stalled is None else np.logical_or(stalled, slow, out=stalled)
+            if last:
                 break
-            assert jac is not None  # computed in every round but the last, which breaks above
-            if idx.size < dist.size and (r > 0 or idx.size < 0.9 * dist.size):
-                ang, err, dist, jac, gid = ang[:, idx], err[:, idx], dist[idx], jac[:, :, idx], gid[idx]
-                if net_row is not None:
-                    net_row = net_row[idx]
-            if sg.size:
-                rows = (ang, err, dist, jac, gid, net_row)
-                ang, err, dist, jac, gid, net_row = self._add_seeds(rows, targets, goal_all, sg, restarts)
+            assert jac is not None
+            prev = dist
             ang = kin._dls_update(arm, ang, err, dist, jac, damping)
-            if gid.size != goal.shape[1] or sg.size:
-                goal = goal_all[:, gid]
+        assert best is not None and best_ang is not None and err is not None and dist is not None
+        left = np.flatnonzero(best > tol) if restart_iters > 0 else best[:0].astype(np.intp)
+        if left.size:
+            assert jac is not None
+            self._careful(targets, goal, left, ang, err, dist, jac, stalled, best, best_ang,
+                          restarts, restart_iters, tol, damping)
         out = best_ang.T.astype(np.float64)
         np.clip(out, arm.lower, arm.upper, out=out)
         return out
+
+    def _careful(self, targets: np.ndarray, goal_all: np.ndarray, left: np.ndarray, ang: np.ndarray,
+                 err: np.ndarray, dist: np.ndarray, jac: np.ndarray, stalled: np.ndarray | None, best: np.ndarray,
+                 best_ang: np.ndarray, restarts: int, rounds: int, tol: float, damping: float) -> None:
+        """``solve_refined``'s careful phase over the targets ``left`` (their rows' FK already done:
+        ``ang``, ``err``, ``dist``, ``jac`` over all targets); updates ``best`` / ``best_ang`` in place."""
+        arm = self.arm
+        sg = left[:0]
+        if stalled is not None and restarts > 0:
+            st = stalled[left]
+            sg, left = left[st], left[~st]  # stalled targets: seeds replace the network row
+        gid = left
+        ang, err, dist, jac = ang[:, gid], err[:, gid], dist[gid], jac[:, :, gid]
+        net_row: np.ndarray | None = None
+        if sg.size:
+            rows = (ang, err, dist, jac, gid, None)
+            ang, err, dist, jac, gid, net_row = self._add_seeds(rows, targets, goal_all, sg, restarts)
+        goal = goal_all[:, gid]
+        if net_row is not None:  # seeds: their first step needs no FK (stored Jacobian); they get one round more
+            rounds += 1
+        for s in range(rounds):
+            prev = dist
+            ang = kin._dls_update(arm, ang, err, dist, jac, damping)
+            last = s == rounds - 1
+            tip, jac_next = kin._fk_t(arm, ang, not last)
+            err, dist = kin._tip_error(tip, goal)
+            li = np.flatnonzero(dist < best[gid])
+            if li.size:
+                if li.size > 1 and net_row is not None:  # several rows per target: smallest error written last
+                    li = li[np.argsort(-dist[li])]
+                lg = gid[li]
+                best_ang[:, lg] = ang[:, li]
+                best[lg] = dist[li]
+            if last or jac_next is None:
+                break
+            jac = jac_next
+            keep = best[gid] > tol  # a row within tol ends its target (and its target's other rows)
+            if restarts > 0:  # a network row that stalls leaves (seeds had their chance in the fast phase)
+                stall = dist > 0.25 * prev
+                if net_row is not None:
+                    stall &= net_row
+                keep &= ~stall
+            idx = np.flatnonzero(keep)
+            if idx.size == 0:
+                break
+            if idx.size < gid.size:
+                ang, err, dist, jac = ang[:, idx], err[:, idx], dist[idx], jac[:, :, idx]
+                gid, goal = gid[idx], goal[:, idx]
+                if net_row is not None:
+                    net_row = net_row[idx]
 
     def _add_seeds(self, rows: tuple, targets: np.ndarray, goal_all: np.ndarray, sg: np.ndarray,
                    k: int) -> tuple:
