@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from ..drla_core.plot import moving_average, polyline
+
 WIDTH, HEIGHT = 256, 128
 THROTTLE_S = 0.25
 BACKGROUND = (0.09, 0.09, 0.10, 1.0)
@@ -46,24 +48,7 @@ def series(history: Any, metric: str) -> tuple[np.ndarray, np.ndarray | None]:
         return raw, None
     else:
         raw = np.asarray([np.nan if v is None else v for v in _field(history, "episode_metrics")], dtype=np.float64)
-    return raw, moving_average(raw)
-
-
-def moving_average(values: np.ndarray, window: int | None = None) -> np.ndarray:
-    """Trailing mean over ``window`` (default: a 20th of the run, at least 1) points, NaNs ignored."""
-    n = len(values)
-    if n == 0:
-        return values
-    window = window or max(1, n // 20)
-    finite = np.isfinite(values)
-    v = np.where(finite, values, 0.0)
-    csum = np.concatenate(([0.0], np.cumsum(v)))
-    ccnt = np.concatenate(([0], np.cumsum(finite)))
-    idx = np.arange(1, n + 1)
-    lo = np.maximum(0, idx - window)
-    cnt = ccnt[idx] - ccnt[lo]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(cnt > 0, (csum[idx] - csum[lo]) / np.maximum(cnt, 1), np.nan)
+    return raw, moving_average(raw, max(1, len(raw) // 20))  # trailing: the live end must not lag
 
 
 def _metric_name(history: Any) -> str:
@@ -94,26 +79,6 @@ def _columns(values: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray, np
                                                           np.maximum.reduceat(values, edges[:-1]))
 
 
-def _polyline(img: np.ndarray, xs: np.ndarray, ys: np.ndarray, colour) -> None:
-    """Draw connected segments through pixel coordinates (xs, ys); ys grow downwards."""
-    h, w = img.shape[:2]
-    ok = np.isfinite(ys)
-    xs, ys = xs[ok], ys[ok]
-    if xs.size == 0:
-        return
-    if xs.size == 1:
-        img[int(np.clip(round(ys[0]), 0, h - 1)), int(np.clip(round(xs[0]), 0, w - 1))] = colour
-        return
-    dx, dy = np.diff(xs), np.diff(ys)
-    counts = (np.ceil(np.maximum(np.abs(dx), np.abs(dy))).astype(int) + 1)
-    seg = np.repeat(np.arange(len(dx)), counts)
-    start = np.repeat(np.cumsum(counts) - counts, counts)
-    t = (np.arange(counts.sum()) - start) / np.repeat(np.maximum(counts - 1, 1), counts)
-    px = np.clip(np.rint(xs[seg] + t * dx[seg]), 0, w - 1).astype(int)
-    py = np.clip(np.rint(ys[seg] + t * dy[seg]), 0, h - 1).astype(int)
-    img[py, px] = colour
-
-
 def rasterise(raw: np.ndarray, smooth: np.ndarray | None = None, *, width: int = WIDTH, height: int = HEIGHT,
               colour=(0.35, 0.75, 1.0, 1.0)) -> np.ndarray:
     """An RGBA float32 picture (height, width, 4), top row first, of ``raw`` (faint) and ``smooth`` (bright)."""
@@ -141,9 +106,9 @@ def rasterise(raw: np.ndarray, smooth: np.ndarray | None = None, *, width: int =
         for xi, a, b in zip(x.astype(int), np.rint(top).astype(int), np.rint(bottom).astype(int)):
             img[a:b + 1, xi] = faint
     else:
-        _polyline(img, x, to_y(mean), faint)
+        polyline(img, x, to_y(mean), faint)
     line = mean if smooth is None else _columns(np.where(np.isfinite(smooth), smooth, np.nan), width)[1]
-    _polyline(img, x, to_y(np.asarray(line, dtype=np.float64)), colour)
+    polyline(img, x, to_y(np.asarray(line, dtype=np.float64)), colour)
     return img
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from .files import atomic_write
 
 __all__ = ["write_png", "read_png", "encode_png", "render_report", "save_report", "render_curve", "draw_text",
-           "text_width", "moving_average", "normalise_history"]
+           "text_width", "moving_average", "normalise_history", "polyline"]
 
 # ---------------------------------------------------------------------------------------------
 # PNG
@@ -240,9 +240,14 @@ def _stamp(img: np.ndarray, px: np.ndarray, py: np.ndarray, color: Sequence[floa
     img[ys[keep], xs[keep]] = color
 
 
-def _polyline(img: np.ndarray, xs: np.ndarray, ys: np.ndarray, color: Sequence[float], width: int,
-              clip: tuple[int, int, int, int]) -> None:
-    """Connect the points (pixel coordinates, floats) with straight segments, all at once in numpy."""
+def polyline(img: np.ndarray, xs: np.ndarray, ys: np.ndarray, color: Sequence[float], width: int = 1,
+             clip: tuple[int, int, int, int] | None = None) -> None:
+    """Connect the points (pixel coordinates, floats; NaNs skipped) with straight segments, all at once in numpy.
+
+    ``clip`` is ``(x0, y0, x1, y1)``; by default the whole image.
+    """
+    if clip is None:
+        clip = (0, 0, img.shape[1], img.shape[0])
     xs, ys = np.asarray(xs, dtype=np.float64), np.asarray(ys, dtype=np.float64)
     ok = np.isfinite(xs) & np.isfinite(ys)
     xs, ys = xs[ok], ys[ok]
@@ -264,19 +269,24 @@ def moving_average(values: Sequence[float] | np.ndarray, window: int, centered: 
     """Mean over a window of ``window`` values, same length as ``values`` (shorter windows at the ends).
 
     Trailing (the last ``window`` values) by default; ``centered=True`` puts the window around each
-    value (cut at the ends), which does not lag behind the data (for finished runs).
+    value (cut at the ends), which does not lag behind the data (for finished runs). NaNs (episodes
+    without a value) are left out of each mean; a window holding only NaNs gives NaN.
     """
     v = np.asarray(values, dtype=np.float64)
     if len(v) == 0 or window <= 1:
         return v.copy()
-    c = np.cumsum(np.insert(v, 0, 0.0))
+    finite = np.isfinite(v)
+    c = np.cumsum(np.insert(np.where(finite, v, 0.0), 0, 0.0))
+    n = np.cumsum(np.insert(finite, 0, False))
     idx = np.arange(1, len(v) + 1)
     if centered:  # symmetric windows, narrower near the ends so the curve follows the data there
         i = idx - 1
         lo, hi = np.maximum(i - window // 2, 0), np.minimum(i + window // 2 + 1, len(v))
     else:
         hi, lo = idx, np.maximum(idx - window, 0)
-    return (c[hi] - c[lo]) / (hi - lo)
+    count = n[hi] - n[lo]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, (c[hi] - c[lo]) / np.maximum(count, 1), np.nan)
 
 
 def _nice_step(span: float, target: int) -> float:
@@ -481,7 +491,7 @@ def _draw_panel(img: np.ndarray, panel: Panel, box: tuple[int, int, int, int], s
         elif sr.kind == "points":
             _stamp(img, np.rint(xs).astype(int), np.rint(ys).astype(int), sr.color, 3 * s + 1, clip)
         else:
-            _polyline(img, xs, ys, sr.color, sr.width + s - 1, clip)
+            polyline(img, xs, ys, sr.color, sr.width + s - 1, clip)
     _fill(img, px0, py0, px0 + 1, py1 + 1, FRAME)  # left and bottom axes
     _fill(img, px0, py1, px1 + 1, py1 + 1, FRAME)
     _draw_legend(img, series, legend_x, legend_y, s)
@@ -714,5 +724,5 @@ def render_curve(values: Sequence[float] | np.ndarray, width: int = 240, height:
         pad = (line_width + 1) / 2
         xs = np.linspace(pad, width - 1 - pad, len(v)) if len(v) > 1 else np.array([width / 2])
         ys = (height - 1 - pad) - (v - lo) / (hi - lo) * (height - 1 - 2 * pad)
-        _polyline(img, xs, ys, tuple(color), line_width, (0, 0, width, height))
+        polyline(img, xs, ys, tuple(color), line_width, (0, 0, width, height))
     return img[::-1].copy() if bottom_up else img
