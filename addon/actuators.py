@@ -43,14 +43,24 @@ def _clamp(values, limits):
     return [min(max(v, lo[i]), hi[i]) for i, v in enumerate(values)]
 
 
+def _clamp_quaternion(q, limits):
+    """``q`` with its XYZ Euler angles clamped to ``limits`` (degrees)."""
+    if limits is None:
+        return q
+    lo, hi = limits
+    e = _clamp(q.to_euler('XYZ'), ([math.radians(v) for v in lo], [math.radians(v) for v in hi]))
+    return Euler(e, 'XYZ').to_quaternion()
+
+
 def _rotate(owner, degrees, limits) -> None:
-    """Rotate an object or pose bone by Euler degrees (clamped per axis in degrees for Euler modes)."""
+    """Rotate an object or pose bone by Euler degrees, clamped per axis in degrees (in quaternion
+    and axis-angle modes, the result's XYZ Euler angles are clamped: pose bones default to quaternions)."""
     delta = Euler([math.radians(d) for d in degrees])
     if owner.rotation_mode == 'QUATERNION':
-        owner.rotation_quaternion = owner.rotation_quaternion @ delta.to_quaternion()
+        owner.rotation_quaternion = _clamp_quaternion(owner.rotation_quaternion @ delta.to_quaternion(), limits)
     elif owner.rotation_mode == 'AXIS_ANGLE':
         w, x, y, z = owner.rotation_axis_angle
-        q = Quaternion((x, y, z), w) @ delta.to_quaternion()
+        q = _clamp_quaternion(Quaternion((x, y, z), w) @ delta.to_quaternion(), limits)
         axis, angle = q.to_axis_angle()
         owner.rotation_axis_angle = (angle, *axis)
     else:
