@@ -446,6 +446,8 @@ def _dls_delta5(jac: np.ndarray, err: np.ndarray, lam2: np.ndarray) -> np.ndarra
     det = dg[0] * cd[0]
     det += of[0] * co[0]
     det += of[2] * co[2]
+    # SPD, so det > 0 in exact arithmetic; float32 can round it to 0 when every joint is frozen
+    np.maximum(det, np.finfo(dtype).tiny, out=det)
     x = cd * err[:3]
     x += co[:3] * err[1:4]
     x += co[2:5] * err[2:5]

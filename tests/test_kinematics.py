@@ -172,3 +172,10 @@ def test_dls_step_stays_within_limits_and_improves(arm, dtype):
     assert np.all(new >= arm.lower) and np.all(new <= arm.upper)  # float32 limits are rounded inward
     after = np.linalg.norm(kin.forward_kinematics(arm, new.astype(np.float64)) - targets, axis=1)
     assert np.median(after) < 0.5 * np.median(dist)
+
+
+def test_dls_step_with_every_joint_frozen_stays_finite():
+    """All Jacobian columns zeroed (every joint blocked at a limit): no step, and no NaN or inf."""
+    err = np.full((5, 4), 1e-3, dtype=np.float32)
+    delta = kin._dls_delta5(np.zeros((3, 5, 4), np.float32), err, np.full(4, 1e-12, np.float32))
+    assert np.all(np.isfinite(delta)) and np.all(delta == 0)
