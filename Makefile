@@ -23,10 +23,10 @@ $(STAMP): requirements-dev.txt
 setup: $(STAMP)  ## create .venv with Python 3.11 and the pinned dev requirements (bpy==5.0.1 included)
 
 test: setup  ## the whole suite: pure core, then real Blender (headless)
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q tests/test_*.py tests/blender
 
 test-fast: setup  ## the suite without tests marked slow
-	$(PY) -m pytest -q -m "not slow" tests
+	$(PY) -m pytest -q -m "not slow" tests/test_*.py tests/blender
 
 test-blender: setup  ## run the Blender tests inside a real Blender binary: make test-blender BLENDER=/path/to/blender
 	@test -n "$(BLENDER)" || (echo "usage: make test-blender BLENDER=/path/to/blender (needs pytest-blender in that Blender's Python)"; exit 2)
