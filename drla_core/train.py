@@ -337,7 +337,12 @@ class TrainingRun:
         t0, c0 = time.perf_counter(), time.process_time()
         env = self.eval_env if self.eval_env is not None else self.env
         seed = None if self.seed is None else self.seed + EVAL_SEED_OFFSET
+        # Evaluating on the training env re-seeds it; put its generator back afterwards so that
+        # training does not restart from the same random stream after every evaluation.
+        training_rng = getattr(env, "_np_random", None) if env is self.env else None
         result = evaluate(env, self.agent, self.eval_episodes, seed)
+        if training_rng is not None:
+            env._np_random = training_rng  # type: ignore[attr-defined]
         self.eval_seconds += time.perf_counter() - t0
         self.eval_cpu_seconds += time.process_time() - c0
         return result

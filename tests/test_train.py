@@ -235,3 +235,30 @@ def test_a_diverging_loss_stops_training_with_a_clear_message():
     run = TrainingRun(IdentityEnv(), Diverging(), 100, seed=0)
     with pytest.raises(TrainingError, match="diverged at step 1: the loss became nan. Lower the learning rate"):
         run.run()
+
+
+def test_evaluating_on_the_training_env_keeps_its_random_stream():
+    """Without an eval env, evaluations re-seed the training env; training must go on from its own stream."""
+    from drla_core.envs.identity import IdentityEnv
+    from drla_core.train import TrainingRun
+
+    class Recorder:
+        def __init__(self):
+            self.seen = []
+
+        def act(self, obs, explore=True):
+            return 0
+
+        predict = act
+
+        def observe(self, obs, action, reward, next_obs, terminated, truncated):
+            self.seen.append(int(np.argmax(next_obs)))  # training transitions only, never evaluation ones
+            return {}
+
+    def training_stream(eval_interval):
+        agent = Recorder()
+        TrainingRun(IdentityEnv(ep_length=5), agent, 200, seed=0, eval_interval=eval_interval,
+                    eval_episodes=1).run()
+        return agent.seen
+
+    assert training_stream(50) == training_stream(0)
