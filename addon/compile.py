@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Callable
@@ -147,6 +148,8 @@ class TrainerSpec:
     checkpoint_interval: int = 0
     output_path: str = ""
     exports: list[str] = field(default_factory=list)
+    eval_interval: int = 0
+    eval_episodes: int = 5
 
 
 @dataclass
@@ -632,7 +635,7 @@ def _compile(tree, ctx) -> CompiledTree | None:
     if trainer_node is not None:
         trainer = TrainerSpec(trainer_node.name, trainer_node.total_steps, trainer_node.seed,
                               trainer_node.checkpoint_interval, output_path(trainer_node.output_path),
-                              _exports(tree))
+                              _exports(tree), trainer_node.eval_interval, trainer_node.eval_episodes)
     return CompiledTree(tree.name, env, agent, trainer)
 
 
@@ -720,9 +723,12 @@ def build_run(compiled: CompiledTree, env, agent, total_steps: int | None = None
     steps = int(total_steps or t.total_steps)
     ckpt = t.checkpoint_interval
     kw.setdefault("seed", t.seed)
+    kw.setdefault("eval_interval", t.eval_interval)
+    kw.setdefault("eval_episodes", t.eval_episodes)
     if ckpt and t.output_path:
         kw.setdefault("checkpoint_interval", ckpt)
-        kw.setdefault("checkpoint_path", os.path.join(t.output_path, f"{compiled.tree}_checkpoint.json"))
+        name = re.sub(r"[^A-Za-z0-9._-]+", "_", compiled.tree).strip("_") or "tree"
+        kw.setdefault("checkpoint_path", os.path.join(t.output_path, f"{name}_checkpoint.json"))
     return train.TrainingRun(env, agent, steps, **kw)
 
 

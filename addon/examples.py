@@ -42,7 +42,7 @@ class _Builder:
 
 
 def _agent(b: _Builder, env, column: int, hidden=(64, 64), total_steps=20000, seed=0, epsilon=(1.0, 0.05, 0.3),
-           replay=(50000, 64, 500), **dqn) -> Any:
+           replay=(50000, 64, 500), evaluate=(0, 5), **dqn) -> Any:
     prev = None
     for size in hidden:
         layer = b.node("DRLA_HiddenLayerNode", column - 1, size=size, activation='RELU')
@@ -58,7 +58,8 @@ def _agent(b: _Builder, env, column: int, hidden=(64, 64), total_steps=20000, se
     b.link(net, agent, "Network")
     b.link(eps, agent, "Epsilon")
     b.link(rep, agent, "Replay")
-    trainer = b.node("DRLA_TrainerNode", column + 2, total_steps=total_steps, seed=seed)
+    trainer = b.node("DRLA_TrainerNode", column + 2, total_steps=total_steps, seed=seed, eval_interval=evaluate[0],
+                     eval_episodes=evaluate[1])
     b.link(env, trainer, "Environment")
     b.link(agent, trainer, "Agent")
     export = b.node("DRLA_ExportJSONNode", column + 3, filepath=f"//{b.tree.name.lower()}_model.json")
@@ -148,7 +149,8 @@ def build_tank_tree(scene, name: str = "Tank", total_steps: int = 60000, target_
     b.link(miss, env, "Rewards")
     b.link(bounds, env, "Done")
     dqn = {**TANK_DQN, **dqn}
-    _agent(b, env, 4, hidden=hidden, total_steps=total_steps, epsilon=epsilon, replay=replay, **dqn)
+    _agent(b, env, 4, hidden=hidden, total_steps=total_steps, epsilon=epsilon, replay=replay, evaluate=(5000, 5),
+           **dqn)
     return b.tree
 
 
@@ -210,8 +212,8 @@ def build_transform_tree(scene, name: str = "Reach", total_steps: int = 6000) ->
     for node in (reached, bounds):
         b.link(node, env, "Done")
     _agent(b, env, 4, hidden=(64, 64), total_steps=total_steps, epsilon=(1.0, 0.05, 0.3),
-           replay=(20000, 64, 500), learning_rate=1e-3, gamma=0.95, train_freq=4, gradient_steps=1,
-           target_update_interval=250)
+           replay=(20000, 64, 500), evaluate=(1000, 5), learning_rate=1e-3, gamma=0.95, train_freq=4,
+           gradient_steps=1, target_update_interval=250)
     return b.tree
 
 

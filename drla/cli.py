@@ -177,8 +177,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     model_path, report_path = _out_paths(args.out, args.target)
     meta = {"env": args.target, "seed": args.seed}
     callbacks: list[Any] = [] if args.quiet else [ProgressBar(steps)]
-    run = TrainingRun(env, agent, steps, seed=args.seed, eval_env=eval_env, eval_interval=args.eval_interval,
-                      eval_episodes=args.eval_episodes, callbacks=callbacks,
+    run = TrainingRun(env, agent, steps, seed=args.seed, eval_env=eval_env,
+                      eval_interval=2000 if args.eval_interval is None else args.eval_interval,
+                      eval_episodes=args.eval_episodes or 10, callbacks=callbacks,
                       checkpoint_interval=args.checkpoint_interval,
                       checkpoint_path=str(model_path.with_name(model_path.stem + "_step{step}.json")))
     t0 = time.perf_counter()
@@ -263,8 +264,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, help="random seed; the same seed gives the same run "
                                             "(default 0, or the scene's Trainer node)")
     p.add_argument("--out", help="model file to write (default: out/<name>.json); the report PNG goes beside it")
-    p.add_argument("--eval-interval", type=int, default=2000, help="greedy evaluation every N steps (0: never)")
-    p.add_argument("--eval-episodes", type=int, default=10, help="episodes per evaluation (default 10)")
+    p.add_argument("--eval-interval", type=int, help="greedy evaluation every N steps, 0: never (default 2000, or the "
+                                                     "scene's Trainer node)")
+    p.add_argument("--eval-episodes", type=int,
+                   help="episodes per evaluation (default 10, or the scene's Trainer node)")
     p.add_argument("--checkpoint-interval", type=int, default=0, help="save a checkpoint every N steps (0: never)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_config_flags(p)

@@ -101,8 +101,11 @@ def train_scene(args: argparse.Namespace) -> int:
         try:
             agent = DQNAgent(env.observation_space, env.action_space, config, seed=seed)
             ckpt_path = str(model_path.with_name(model_path.stem + "_step{step}.json"))
-            run = TrainingRun(env, agent, steps, seed=seed, eval_interval=args.eval_interval,
-                              eval_episodes=args.eval_episodes, callbacks=callbacks,
+            eval_interval = args.eval_interval if args.eval_interval is not None else (
+                trainer.eval_interval if trainer else 0)
+            eval_episodes = args.eval_episodes or (trainer.eval_episodes if trainer else 5)
+            run = TrainingRun(env, agent, steps, seed=seed, eval_interval=eval_interval,
+                              eval_episodes=eval_episodes, callbacks=callbacks,
                               checkpoint_interval=args.checkpoint_interval, checkpoint_path=ckpt_path)
             t0 = time.perf_counter()
             run.run()

@@ -5,8 +5,9 @@ from ..node_tree import DRLANode
 
 
 class DRLA_TrainerNode(DRLANode, bpy.types.Node):
-    """The director: trains Agent in Environment for Total Steps (seeded), saving a checkpoint
-    every Checkpoint Interval steps (0 = never) into Output.
+    """The director: trains Agent in Environment for Total Steps (seeded), evaluating the greedy
+    policy every Evaluate Every steps (0 = never; the agent's Keep Best needs evaluations) and
+    saving a checkpoint every Checkpoint Interval steps (0 = never) into Output.
     Triggers: train trainer director run start"""
 
     bl_idname = "DRLA_TrainerNode"
@@ -17,6 +18,10 @@ class DRLA_TrainerNode(DRLANode, bpy.types.Node):
     total_steps: IntProperty(name="Total Steps", default=20000, min=1)
     seed: IntProperty(name="Seed", default=0, min=0)
     checkpoint_interval: IntProperty(name="Checkpoint Every", default=0, min=0)
+    eval_interval: IntProperty(name="Evaluate Every", default=0, min=0,
+                               description="Greedy evaluation every this many steps (0: never). The DQN agent's "
+                                           "Keep Best keeps the network of the best evaluation")
+    eval_episodes: IntProperty(name="Eval Episodes", default=5, min=1, description="Episodes per evaluation")
     output_path: StringProperty(name="Output", default="//drla_out", subtype='DIR_PATH',
                                 options={'PATH_SUPPORTS_BLEND_RELATIVE'})
-    draw_props = ("total_steps", "seed", "checkpoint_interval", "output_path")
+    draw_props = ("total_steps", "seed", "eval_interval", "eval_episodes", "checkpoint_interval", "output_path")

@@ -186,3 +186,25 @@ def test_blend_roundtrip_keeps_tree(reach, tmp_path):
     again = compile_tree(tree, bpy.context.scene)
     assert (again.env, again.agent) == (expected.env, expected.agent)
     assert again.trainer.exports == [str(tmp_path / "reach_model.json")]  # "//" is now the file's folder
+
+
+def test_trainer_evaluations_reach_the_run_so_keep_best_can_work(ext, empty_scene):
+    from drla_ext.addon import compile as C, examples
+
+    examples.build_transform_scene(empty_scene)
+    tree = examples.build_transform_tree(empty_scene)
+    trainer = next(n for n in tree.nodes if n.bl_idname == "DRLA_TrainerNode")
+    trainer.eval_interval, trainer.eval_episodes = 300, 2
+    compiled = C.compile_tree(tree, empty_scene)
+    env = C.build_env(compiled, empty_scene)
+    try:
+        agent = C.build_agent(compiled, env, total_steps=900)
+        assert agent.config.keep_best
+        run = C.build_run(compiled, env, agent, 900)
+        assert (run.eval_interval, run.eval_episodes) == (300, 2)
+        run.run()
+        steps = [step for step, *_ in run.history.evals]  # on the training env: at the next episode end
+        assert len(steps) >= 2 and 300 <= steps[0] < 350 and 600 <= steps[1] < 650
+        assert run.history.final_eval is not None
+    finally:
+        env.close()
