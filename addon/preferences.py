@@ -67,7 +67,11 @@ def checkpoint_dir(context=None, override: str = "", create: bool = True) -> str
     """The folder a run writes to: ``override`` (the scene setting), else the preference, else the default."""
     for candidate in (override, getattr(get_preferences(context), "checkpoint_dir", "")):
         if candidate:
-            path = bpy.path.abspath(candidate)
+            if candidate.startswith("//") and not bpy.data.filepath:
+                # "next to the .blend" in a file never saved: not the current directory (Blender's own folder)
+                path = os.path.join(default_checkpoint_dir(create=create), candidate[2:])
+            else:
+                path = bpy.path.abspath(candidate)
             if create:
                 os.makedirs(path, exist_ok=True)
             return path

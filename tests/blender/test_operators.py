@@ -425,3 +425,14 @@ def test_play_with_a_model_from_another_tree_reports_and_restores(ext, mover, em
     with pytest.raises(RuntimeError, match="different tree"):
         bpy.ops.drla.bake()
     assert empty_scene.objects["Mover"].animation_data is None
+
+
+def test_relative_output_folder_of_an_unsaved_file_is_not_the_current_directory(ext, empty_scene, tmp_path,
+                                                                                 monkeypatch):
+    from drla_ext.addon import preferences
+
+    monkeypatch.chdir(tmp_path)
+    assert not bpy.data.filepath
+    path = preferences.checkpoint_dir(override="//runs", create=False)
+    assert os.path.isabs(path) and not path.startswith(str(tmp_path))
+    assert path.startswith(preferences.default_checkpoint_dir(create=False))
