@@ -6,13 +6,18 @@
 * ``tip_world(ob, arm)`` reads the end effector (last bone's tail) in world space after an update.
 * ``enable_follow(ob, target, solver)`` / ``disable_follow(ob)``: "Learned IK" follow mode, a
   ``depsgraph_update_post`` handler that re-solves (network + DLS refinement) whenever the
-  target empty moved, and sets the bones.
-* ``bake_target(ob, target, solver, frame_start, frame_end)``: keyframes the solved joint
-  quaternions for every frame of the target's animation.
+  target empty moved, and sets the bones. The pose (rotation modes and rotations of every pose
+  bone) is captured when follow starts and put back exactly when it stops. Opening another file
+  ends every follower (``session``'s load_pre handler calls ``disable_follow(restore=False)``).
+* ``bake_target(ob, target, solver, frame_start, frame_end, scene=...)``: keyframes the solved
+  joint rotations for every frame of the target's animation into a NEW action
+  ("DRLA Bake: <tree>: <armature>"); the previous action is kept (fake user), the bones keep
+  their rotation modes, and the frame is restored even when the bake fails.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Any
 
@@ -109,21 +114,55 @@ def _on_depsgraph_update(scene: bpy.types.Scene, depsgraph: Any = None) -> None:
             st["error"] = str(exc)
 
 
+_ROTATION_PROPS = ("rotation_quaternion", "rotation_euler", "rotation_axis_angle")
+
+
+def capture_pose(ob: bpy.types.Object) -> dict[str, tuple[str, tuple[tuple[float, ...], ...]]]:
+    """Every pose bone's rotation mode and rotations (all modes): what ``restore_pose`` puts back."""
+    return {pb.name: (pb.rotation_mode, tuple(tuple(getattr(pb, p)) for p in _ROTATION_PROPS))
+            for pb in ob.pose.bones}
+
+
+def restore_pose(ob: bpy.types.Object, pose: dict[str, tuple[str, tuple[tuple[float, ...], ...]]]) -> None:
+    """Put back what ``capture_pose`` read: the mode first (setting it converts), then the exact values."""
+    for name, (mode, values) in pose.items():
+        pb = ob.pose.bones.get(name)
+        if pb is None:
+            continue
+        pb.rotation_mode = mode
+        for prop, value in zip(_ROTATION_PROPS, values):
+            setattr(pb, prop, value)
+
+
 def enable_follow(ob: bpy.types.Object, target: bpy.types.Object, solver: Any, iters: int = 3) -> None:
-    """Make ``ob`` follow ``target`` with learned IK (solved on every depsgraph update that moved it)."""
-    _FOLLOWERS[ob.name] = {"target": target.name, "solver": solver, "iters": iters, "last": None, "error": None}
+    """Make ``ob`` follow ``target`` with learned IK (solved on every depsgraph update that moved it).
+
+    The pose as it is now is kept and put back by ``disable_follow``."""
+    old = _FOLLOWERS.get(ob.name)
+    pose = old["pose"] if old is not None else capture_pose(ob)  # re-enabling keeps the first pose
+    _FOLLOWERS[ob.name] = {"target": target.name, "solver": solver, "iters": iters, "last": None, "error": None,
+                           "pose": pose}
     if _on_depsgraph_update not in bpy.app.handlers.depsgraph_update_post:
         bpy.app.handlers.depsgraph_update_post.append(_on_depsgraph_update)
 
 
-def disable_follow(ob: bpy.types.Object | None = None) -> None:
-    """Stop following (one arm, or all when ``ob`` is None); removes the handler when none is left."""
-    if ob is None:
-        _FOLLOWERS.clear()
-    else:
-        _FOLLOWERS.pop(ob.name, None)
-    if not _FOLLOWERS and _on_depsgraph_update in bpy.app.handlers.depsgraph_update_post:
-        bpy.app.handlers.depsgraph_update_post.remove(_on_depsgraph_update)
+def disable_follow(ob: bpy.types.Object | None = None, restore: bool = True) -> None:
+    """Stop following (one arm, or all when ``ob`` is None); removes the handler when none is left.
+
+    With ``restore`` the armatures get back the pose they had when follow started (rotation modes
+    and values, exactly); ``restore=False`` is for a file being unloaded (nothing to put back)."""
+    names = list(_FOLLOWERS) if ob is None else [ob.name]
+    try:
+        for name in names:
+            st = _FOLLOWERS.pop(name, None)
+            if st is None or not restore:
+                continue
+            arm_ob = ob if ob is not None else bpy.data.objects.get(name)
+            if arm_ob is not None and arm_ob.pose is not None:
+                restore_pose(arm_ob, st["pose"])
+    finally:
+        if not _FOLLOWERS and _on_depsgraph_update in bpy.app.handlers.depsgraph_update_post:
+            bpy.app.handlers.depsgraph_update_post.remove(_on_depsgraph_update)
 
 
 def follow_active(ob: bpy.types.Object) -> bool:
@@ -134,33 +173,119 @@ def unregister() -> None:
     disable_follow()
 
 
-# ---- baking -----------------------------------------------------------------------------------
-def bake_target(ob: bpy.types.Object, target: bpy.types.Object, solver: Any, frame_start: int, frame_end: int,
-                iters: int = 3) -> int:
-    """Keyframe the chain's ``rotation_quaternion`` so the tip follows ``target`` over the frame range.
+def on_file_unload() -> None:
+    """The file is being replaced: forget every follower (its objects go away, nothing to restore)."""
+    disable_follow(restore=False)
 
-    All frames are solved in one batch (the target's world positions are read frame by frame
-    first). Returns the number of frames keyed; the scene's current frame is restored.
+
+# ---- baking -----------------------------------------------------------------------------------
+def _rotation_path(mode: str) -> str:
+    return {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}.get(mode, "rotation_euler")
+
+
+def _rotation_values(quats: np.ndarray, mode: str, start: Any) -> list[tuple[float, ...]]:
+    """Per-frame quaternions ``(F, 4)`` as values of a bone's rotation mode, continuous from frame to frame."""
+    from mathutils import Euler, Quaternion
+
+    out: list[tuple[float, ...]] = []
+    prev_q = np.asarray(start[0], dtype=np.float64)
+    prev_e = Euler(start[1], mode if mode not in ("QUATERNION", "AXIS_ANGLE") else "XYZ")
+    for q in quats:
+        q = np.asarray(q, dtype=np.float64)
+        if float(np.dot(q, prev_q)) < 0.0:
+            q = -q  # the same rotation, without a flip between keys
+        prev_q = q
+        if mode == "QUATERNION":
+            out.append(tuple(float(v) for v in q))
+        elif mode == "AXIS_ANGLE":
+            axis, angle = Quaternion(q.tolist()).to_axis_angle()
+            out.append((float(angle), float(axis[0]), float(axis[1]), float(axis[2])))
+        else:
+            prev_e = Quaternion(q.tolist()).to_euler(mode, prev_e)
+            out.append(tuple(float(v) for v in prev_e))
+    return out
+
+
+def _write_bone_curves(fcurves: Any, bone: str, prop: str, frames: list[int],
+                       values: list[tuple[float, ...]]) -> None:
+    """LINEAR keys of one bone's rotation channel at ``frames``."""
+    from .bake import data_path
+
+    for index in range(len(values[0])):
+        fc = fcurves.new(data_path(bone, prop), index=index, group_name=bone)
+        fc.keyframe_points.add(len(frames))
+        fc.keyframe_points.foreach_set("co", [c for f, v in zip(frames, values) for c in (float(f), v[index])])
+        for kp in fc.keyframe_points:
+            kp.interpolation = 'LINEAR'
+        fc.update()
+
+
+def bake_target(ob: bpy.types.Object, target: bpy.types.Object, solver: Any, frame_start: int, frame_end: int,
+                iters: int = 3, scene: bpy.types.Scene | None = None, tree_name: str = "") -> int:
+    """Key the chain's rotations so the tip follows ``target`` over the frame range, in a NEW action.
+
+    The target's (and armature's) world placement is read frame by frame, then all frames are
+    solved in one batch and written as F-curves of a new action "DRLA Bake: <tree>: <armature>"
+    assigned to ``ob``, each bone keyed in its own rotation mode (modes are left as they are). The
+    previous action stays (fake user) so the user can switch back. The scene's frame and the pose
+    are restored whatever happens; on an error the new action is removed and the old one reassigned.
+    Returns the number of frames keyed.
     """
-    scene = bpy.context.scene
-    was = scene.frame_current
-    frames = list(range(int(frame_start), int(frame_end) + 1))
-    where = []
-    for f in frames:
-        scene.frame_set(f)
-        where.append(np.array(target.matrix_world.translation, dtype=np.float64))
-    arm = solver.arm
-    base_inv = np.linalg.inv(np.array(ob.matrix_world, dtype=np.float64))
-    local = np.asarray(where) @ base_inv[:3, :3].T + base_inv[:3, 3]
-    angles = solver.solve_refined(local, iters=iters)
-    quats = kin.angles_to_quaternions(arm, angles)
-    for i, f in enumerate(frames):
-        for name, q in zip(arm.bones, quats[i]):
-            pb = ob.pose.bones[name]
-            pb.rotation_mode = 'QUATERNION'
-            pb.rotation_quaternion = q.tolist()
-            pb.keyframe_insert("rotation_quaternion", frame=f)
-    scene.frame_set(was)
+    from .bake import _fcurves
+
+    scene = scene if scene is not None else bpy.context.scene
+    was_frame, was_sub = scene.frame_current, scene.frame_subframe
+    pose = capture_pose(ob)
+    ad_existed = ob.animation_data is not None
+    old_action = ob.animation_data.action if ad_existed else None
+    old_slot = getattr(ob.animation_data, "action_slot", None) if ad_existed else None
+    old_fake = old_action.use_fake_user if old_action is not None else False
+    new_action = None
+    ok = False
+    try:
+        frames = list(range(int(frame_start), int(frame_end) + 1))
+        if not frames:
+            raise ValueError(f"bake: empty frame range {frame_start}-{frame_end}")
+        local = []
+        for f in frames:
+            scene.frame_set(f)
+            where = np.append(np.array(target.matrix_world.translation, dtype=np.float64), 1.0)
+            local.append((np.linalg.inv(np.array(ob.matrix_world, dtype=np.float64)) @ where)[:3])
+        arm = solver.arm
+        angles = solver.solve_refined(np.asarray(local), iters=iters)
+        quats = kin.angles_to_quaternions(arm, angles)  # (F, bones, 4)
+        name = f"DRLA Bake: {tree_name}: {ob.name}" if tree_name else f"DRLA Bake: {ob.name}"
+        new_action = bpy.data.actions.new(name)
+        ad = ob.animation_data or ob.animation_data_create()
+        if old_action is not None:
+            old_action.use_fake_user = True  # kept for the user to switch back to
+        ad.action = new_action
+        fcurves = _fcurves(ob, new_action)
+        for b, bone in enumerate(arm.bones):
+            pb = ob.pose.bones[bone]
+            mode = pb.rotation_mode
+            start = (tuple(pb.rotation_quaternion), tuple(pb.rotation_euler))
+            _write_bone_curves(fcurves, bone, _rotation_path(mode), frames,
+                               _rotation_values(quats[:, b], mode, start))
+        ok = True
+    finally:
+        if not ok:
+            if new_action is not None:
+                if ob.animation_data is not None:
+                    ob.animation_data.action = old_action
+                    if old_action is not None and old_slot is not None and hasattr(ob.animation_data, "action_slot"):
+                        with contextlib.suppress(Exception):
+                            ob.animation_data.action_slot = old_slot
+                bpy.data.actions.remove(new_action)
+            if old_action is not None:
+                old_action.use_fake_user = old_fake
+            if not ad_existed and ob.animation_data is not None:
+                ob.animation_data_clear()
+            scene.frame_set(was_frame, subframe=was_sub)
+            restore_pose(ob, pose)  # exactly the pose it had, unkeyed tweaks included
+        else:
+            restore_pose(ob, pose)
+            scene.frame_set(was_frame, subframe=was_sub)  # the new action now drives the bones
     return len(frames)
 
 

@@ -11,6 +11,7 @@ finished run pushes exactly one ("DRLA Training"). Import and Bake are ordinary 
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import bpy
@@ -113,7 +114,19 @@ class _ModalSession:
     def modal(self, context, event):
         sess = self._session
         if event.type == 'ESC' and event.value == 'PRESS':
-            sess.stop()
+            try:
+                sess.stop()
+            except Exception as exc:  # e.g. the tree was renamed mid-run: report, never a traceback
+                if not isinstance(exc, session.SessionError) and sess.state == session.RUNNING:
+                    with contextlib.suppress(Exception):
+                        exc = sess._fail(exc)  # restore the scene, store the message, state ERROR
+                self.report({'ERROR'}, str(exc) or session.describe_error(exc))
+                if sess.state == session.RUNNING:
+                    with contextlib.suppress(Exception):
+                        sess.close()
+                self._end_modal(context)
+                self._finished(context, sess)
+                return {'CANCELLED'}
         elif event.type in {'Z', 'Y'} and (event.ctrl or event.oskey) and sess.state == session.RUNNING:
             self.report({'WARNING'}, "Undo is off while DRLA runs: stop it first")
             return {'RUNNING_MODAL'}
@@ -387,13 +400,16 @@ class DRLA_OT_bake(bpy.types.Operator):
         scene = context.scene
         try:
             compiled, ob, target, solver = _ik_parts(scene, s.tree)
+            kept = ob.animation_data.action.name if ob.animation_data and ob.animation_data.action else ""
             frames = ik_runtime.bake_target(ob, target, solver, scene.frame_start, scene.frame_end,
-                                            compiled.agent.config["refine_iters"])
-        except Exception as exc:
+                                            compiled.agent.config["refine_iters"], scene=scene,
+                                            tree_name=s.tree.name)
+        except Exception as exc:  # bake_target restores the frame and pose and removes its action first
             return _report_failure(self, context, exc)
         s.error = ""
         s.message = (f"Baked {frames} frames ({scene.frame_start}-{scene.frame_end}) of '{target.name}' into "
-                     f"'{ob.name}' joint keyframes")
+                     f"'{ob.name}' joint keyframes (new action '{ob.animation_data.action.name}'"
+                     + (f"; previous action '{kept}' kept)" if kept else ")"))
         self.report({'INFO'}, s.message)
         return {'FINISHED'}
 
@@ -421,9 +437,14 @@ def ik_follow_state(scene) -> tuple[bool, object]:
 
 
 class DRLA_OT_ik_follow(bpy.types.Operator):
-    """Learned IK: the armature's tip follows its target live (network + refinement); click again to stop"""
+    """Learned IK: the armature's tip follows its target live (network + refinement); click again to stop.
+
+    Stopping puts the pose back exactly as it was before following (every bone's rotation mode and
+    rotation values): following never changes the user's pose for good. Bake to keep a result."""
 
     bl_idname = "drla.ik_follow"
+    bl_description = ("Learned IK: the armature's tip follows its target live (network + refinement). "
+                      "Click again to stop: the pose (rotation modes and values) is put back as it was")
     bl_label = "Learned IK"
     bl_options = {'REGISTER'}
 

@@ -749,6 +749,14 @@ def _on_save_pre(*_args) -> None:
 
 @bpy.app.handlers.persistent
 def _on_load_pre(*_args) -> None:
-    """Opening another file ends every session (restoring its scene first) and forgets their curves."""
-    discard_all()
-    live_curve.forget_all()
+    """Opening another file ends every session (restoring its scene first), forgets their curves and
+    ends Learned IK follow mode (its handler is not persistent: a follower left behind would show
+    "On" in the panel while nothing follows)."""
+    try:
+        discard_all()
+        live_curve.forget_all()
+    finally:
+        from . import ik_runtime
+
+        with contextlib.suppress(Exception):
+            ik_runtime.on_file_unload()
