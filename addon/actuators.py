@@ -20,22 +20,26 @@ from . import sensors
 NO_EVENT: dict[str, bool] = {"fired": False, "hit": False}
 
 
+_LAST = re.compile(r'(?P<base>.*?)(?:\[(?P<index>\d+)\]|\["(?P<key>[^"]+)"\]|\.?(?P<attr>\w+))')
+
+
 def property_setter(owner, path: str):
-    """A setter for a custom property (``["score"]``) or an RNA path (``location.z``, ``location[2]``)."""
-    m = re.fullmatch(r'\["(.+)"\]', path)
-    if m:
-        key = m.group(1)
+    """A setter for a custom property (``["score"]``, ``data["score"]``) or an RNA path
+    (``location.z``, ``location[2]``, ``data.energy``)."""
+    m = _LAST.fullmatch(path)
+    if m is None:
+        raise ValueError(f"cannot write property path '{path}'")
+    base, index, key, attr = m.group("base"), m.group("index"), m.group("key"), m.group("attr")
+    target = owner.path_resolve(base) if base else owner
+    if key is not None:
 
         def set_custom(v):
-            owner[key] = type(owner[key])(v) if isinstance(owner[key], (int, float)) else v
+            cur = target[key]
+            target[key] = type(cur)(v) if isinstance(cur, (int, float)) else v
         return set_custom
-    m = re.fullmatch(r'(.*?)\.?(\w+)(?:\[(\d+)\])?', path)
-    base, attr, index = m.group(1), m.group(2), m.group(3)
-    target = owner.path_resolve(base) if base else owner
-    if index is None:
-        return lambda v: setattr(target, attr, v)
-    arr = getattr(target, attr)
-    return lambda v: arr.__setitem__(int(index), v)
+    if index is not None:
+        return lambda v: target.__setitem__(int(index), v)
+    return lambda v: setattr(target, attr, v)
 
 
 def _clamp(values, limits):

@@ -3,7 +3,8 @@
 One step: apply the action (``actuators``), advance the scene ``frames_per_step`` frames
 with ``scene.frame_set`` (animation, drivers and rigid-body physics are evaluated), read the
 state (``sensors``), sum the reward terms, and check the endings. ``reset`` puts every object
-the actions touch back into the state it had when the env was built, jumps to the scene's
+the actions touch back into the state it had when the env was built (with every RNA property
+path the actions write, such as ``data.energy``), jumps to the scene's
 start frame, and places the randomised objects with ``self.np_random``.
 
 Observation: ``Box(-inf, inf, (state size,))`` (or ``[-clip, clip]``); action: ``Discrete(n,
@@ -25,7 +26,7 @@ import numpy as np
 from ..drla_core.env import Env
 from ..drla_core.spaces import Box, Discrete
 from . import actuators, sensors
-from .snapshot import ObjectState, prepare_for_training
+from .snapshot import ObjectState, active_snapshots, capture_path, prepare_for_training, restore_path
 
 
 # --------------------------------------------------------------------------- reward terms and endings
@@ -166,6 +167,14 @@ class SceneEnv(Env):
         self.frame_start = scene.frame_start
         self.initial = [(scene.objects[n], ObjectState(scene.objects[n])) for n in self._touched_objects()]
         self.initial_scene_props = {k: scene[k] for k in scene.keys() if isinstance(scene[k], (int, float))}
+        # RNA paths the actions write (``data.energy``, ``color[0]``): custom properties of the
+        # touched objects are in ``self.initial`` already; these are put back on every reset, and
+        # handed to the open scene snapshots so the user's scene gets them back after the run.
+        self.initial_paths = [(scene.objects[n], p, capture_path(scene.objects[n], p))
+                              for n, p in self._written_paths()]
+        for snap in active_snapshots(scene):
+            for ob, path, value in self.initial_paths:
+                snap.track(ob.name, path, value)
         prepare_for_training(scene)
         self._frame = self.frame_start
         self._steps = 0
@@ -179,11 +188,24 @@ class SceneEnv(Env):
             names.append(self.spec.continuous.armature)
         return [n for n in dict.fromkeys(names) if n]
 
+    def _written_paths(self) -> list[tuple[str, str]]:
+        """(object, RNA path) of every property the actions write, other than an object's own
+        custom properties."""
+        out = []
+        for a in self.spec.actions:
+            if a.kind in {'SET_PROPERTY', 'ADD_PROPERTY'} and a.obj and a.path:
+                out.append((a.obj, a.path))
+            elif a.kind == 'FIRE' and a.options.get("score_obj") and a.options.get("score_path"):
+                out.append((a.options["score_obj"], a.options["score_path"]))
+        return [(n, p) for n, p in dict.fromkeys(out) if not (p.startswith('["') and p.count('"') == 2)]
+
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
         scene = self.scene
         for ob, state in self.initial:
             state.restore(ob)
+        for ob, path, value in self.initial_paths:
+            restore_path(ob, path, value)
         for k, v in self.initial_scene_props.items():
             scene[k] = v
         if self.random_objects:

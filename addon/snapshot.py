@@ -3,8 +3,12 @@
 ``SceneSnapshot.capture(scene)`` records, for every object in the scene: location, every
 rotation representation and the rotation mode, scale, delta transforms, hide states,
 selection, custom (ID) properties, and the same for pose bones; for the scene: the current
-frame, the active object, custom properties and the rigid-body point cache range.
-``restore()`` writes them back, frees the rigid-body cache and re-evaluates the frame, so
+frame, the active object, custom properties and the rigid-body point cache range. Registered
+RNA properties (``scene.drla``, ``cycles``: listed by ``keys()`` before Blender 5.0) are not
+custom properties and are never captured or deleted. RNA paths the environment writes
+(``data.energy``, ``color[0]``) are added with ``track`` (``SceneEnv`` does it for every active
+snapshot of its scene). ``restore()`` writes them back, marks an unbaked rigid-body cache outdated
+(a baked cache, and every other cache, is left alone) and re-evaluates the frame, so
 ``matrix_world`` is recomputed from the restored values. ``scene_session(scene)`` wraps a
 training run and restores on any exit: done, stopped, or an exception.
 
@@ -19,6 +23,7 @@ from typing import Any
 
 import bpy
 
+from .actuators import property_setter
 from .sensors import view_layer_of
 
 _TRANSFORM = ("location", "rotation_euler", "rotation_quaternion", "rotation_axis_angle", "scale")
@@ -35,12 +40,22 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _custom_keys(owner) -> list[str]:
+    """The owner's custom property keys, without registered RNA properties (``bpy.props``, which
+    ``keys()`` lists before Blender 5.0: deleting them would wipe e.g. ``scene.drla``)."""
+    try:
+        registered = owner.bl_rna.properties
+    except AttributeError:
+        registered = ()
+    return [k for k in owner.keys() if k not in registered]
+
+
 def _get_props(owner) -> dict[str, Any]:
-    return {k: _plain(owner[k]) for k in owner.keys()}
+    return {k: _plain(owner[k]) for k in _custom_keys(owner)}
 
 
 def _set_props(owner, props: dict[str, Any]) -> None:
-    for k in list(owner.keys()):
+    for k in _custom_keys(owner):
         if k not in props:
             del owner[k]
     for k, v in props.items():
@@ -84,12 +99,30 @@ class ObjectState:
                 _set_props(pb, props)
 
 
+def capture_path(ob, path: str) -> Any:
+    """The value of RNA ``path`` on ``ob`` as plain Python (a tuple for arrays)."""
+    value = ob.path_resolve(path)
+    return tuple(value) if hasattr(value, "__len__") else value
+
+
+def restore_path(ob, path: str, value: Any) -> None:
+    """Write ``value`` back to RNA ``path`` of ``ob`` (only if it differs)."""
+    try:
+        if capture_path(ob, path) == value:
+            return
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return  # the path no longer resolves (object data replaced, property removed)
+    property_setter(ob, path)(value)
+
+
 class SceneSnapshot:
     """Everything training may change in a scene, captured so it can be restored bit for bit."""
 
     def __init__(self, scene):
         self.scene = scene
         self.scene_name = scene.name
+        self.scene_pointer = scene.as_pointer()
+        self.paths: dict[tuple[str, str], Any] = {}
         view_layer = view_layer_of(scene)
         self.view_layer_name = view_layer.name
         self.frame = scene.frame_current
@@ -112,14 +145,19 @@ class SceneSnapshot:
     def capture(cls, scene) -> SceneSnapshot:
         return cls(scene)
 
-    def restore(self) -> None:
-        """Put the scene back as captured (objects deleted meanwhile are skipped)."""
-        scene = self.scene
-        view_layer = scene.view_layers.get(self.view_layer_name) or view_layer_of(scene)
-        for name, state in self.objects.items():
-            ob = scene.objects.get(name)
-            if ob is not None:
-                state.restore(ob)
+    def track(self, object_name: str, path: str, value: Any) -> None:
+        """Also restore RNA ``path`` of object ``object_name`` to ``value`` (the first value tracked wins)."""
+        self.paths.setdefault((object_name, path), value)
+
+    def _resolve_scene(self):
+        """The captured scene, looked up by name (stored pointers can dangle after undo), else by address."""
+        scene = bpy.data.scenes.get(self.scene_name)
+        if scene is None:
+            scene = next((s for s in bpy.data.scenes if s.as_pointer() == self.scene_pointer), None)
+        return scene
+
+    def _restore_visibility(self, scene, view_layer) -> None:
+        """Hide, render, select and view-layer visibility and selection, as captured."""
         for name, (hv, hr, hs, hidden, selected) in self.visibility.items():
             ob = scene.objects.get(name)
             if ob is None:
@@ -135,14 +173,33 @@ class SceneSnapshot:
                     ob.hide_set(hidden, view_layer=view_layer)
                 if ob.select_get(view_layer=view_layer) != selected:
                     ob.select_set(selected, view_layer=view_layer)
+
+    def restore(self) -> None:
+        """Put the scene back as captured (objects deleted meanwhile are skipped)."""
+        scene = self._resolve_scene()
+        if scene is None:  # the scene itself was deleted
+            return
+        view_layer = scene.view_layers.get(self.view_layer_name) or view_layer_of(scene)
+        for name, state in self.objects.items():
+            ob = scene.objects.get(name)
+            if ob is not None:
+                state.restore(ob)
+        for (name, path), value in self.paths.items():
+            ob = scene.objects.get(name)
+            if ob is not None:
+                restore_path(ob, path, value)
+        self._restore_visibility(scene, view_layer)
         view_layer.objects.active = scene.objects.get(self.active) if self.active else None
         _set_props(scene, self.scene_props)
         rbw = scene.rigidbody_world
-        if rbw is not None and rbw.point_cache is not None:
+        if rbw is not None and rbw.point_cache is not None and not rbw.point_cache.is_baked:
             # Re-simulate from the start, frame by frame, as playing the scene to this frame did.
-            free_rigid_body_cache(scene)
-            if self.rigid_body is not None:
-                rbw.point_cache.frame_start, rbw.point_cache.frame_end = self.rigid_body
+            # A baked cache was never touched: the bake is the user's, and it plays back as it was.
+            cache = rbw.point_cache
+            if self.rigid_body is not None and (cache.frame_start, cache.frame_end) != self.rigid_body:
+                cache.frame_start, cache.frame_end = self.rigid_body  # also marks the cache outdated
+            else:
+                free_rigid_body_cache(scene)
             for frame in range(scene.frame_start, self.frame):
                 scene.frame_set(frame)
         scene.frame_set(self.frame, subframe=self.subframe)
@@ -150,32 +207,45 @@ class SceneSnapshot:
 
 
 def free_rigid_body_cache(scene) -> None:
-    """Free the rigid-body point cache so the simulation is recomputed from the restored state."""
+    """Mark the rigid-body point cache outdated so the simulation is recomputed from the restored
+    state. Only that cache: never ``ptcache.free_bake_all`` (it frees every bake of every object),
+    and never a baked cache (the user's bake)."""
     rbw = scene.rigidbody_world
-    if rbw is None or rbw.point_cache is None:
+    if rbw is None or rbw.point_cache is None or rbw.point_cache.is_baked:
         return
-    try:
-        with bpy.context.temp_override(scene=scene, point_cache=rbw.point_cache):
-            bpy.ops.ptcache.free_bake_all()
-    except Exception:  # no operator context: changing a cache setting also marks it outdated
-        end = rbw.point_cache.frame_end
-        rbw.point_cache.frame_end = end + 1
-        rbw.point_cache.frame_end = end
+    end = rbw.point_cache.frame_end  # changing a cache setting marks it outdated
+    rbw.point_cache.frame_end = end + 1
+    rbw.point_cache.frame_end = end
 
 
 def prepare_for_training(scene) -> None:
-    """Let rigid bodies simulate past the default 250-frame cache (blender-notes §5)."""
+    """Let rigid bodies simulate past the default 250-frame cache (blender-notes §5); a baked
+    cache is left as it is (changing it would free the user's bake)."""
     rbw = scene.rigidbody_world
-    if rbw is not None and rbw.point_cache is not None and rbw.point_cache.frame_end < _RIGID_BODY_HORIZON:
+    if (rbw is not None and rbw.point_cache is not None and not rbw.point_cache.is_baked
+            and rbw.point_cache.frame_end < _RIGID_BODY_HORIZON):
         rbw.point_cache.frame_end = _RIGID_BODY_HORIZON
+
+
+_ACTIVE: list[SceneSnapshot] = []
+
+
+def active_snapshots(scene) -> list[SceneSnapshot]:
+    """The snapshots of open ``scene_session`` blocks on ``scene`` (innermost last)."""
+    return [s for s in _ACTIVE if s.scene_name == scene.name]
 
 
 @contextlib.contextmanager
 def scene_session(scene):
     """Capture ``scene``, yield the snapshot, and restore the scene however the block ends."""
     snap = SceneSnapshot.capture(scene)
+    _ACTIVE.append(snap)
     try:
         prepare_for_training(scene)
         yield snap
     finally:
-        snap.restore()
+        try:
+            snap.restore()
+        finally:
+            with contextlib.suppress(ValueError):
+                _ACTIVE.remove(snap)
