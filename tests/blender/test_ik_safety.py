@@ -12,20 +12,10 @@ SCENE = Path(__file__).resolve().parents[2] / "scenes" / "robot_arm" / "robot_ar
 
 
 @pytest.fixture
-def arm3(ext, tmp_path):
+def arm3(arm3_scene):
     """The robot arm scene with Arm3 trained briefly (a stored model): ``(scene, armature, target)``."""
-    from drla_ext.addon import ik_runtime, session
-
-    bpy.ops.wm.open_mainfile(filepath=str(SCENE))
-    scene = bpy.context.scene
-    tree = bpy.data.node_groups["Arm3"]
-    next(n for n in tree.nodes if n.bl_idname == "DRLA_ExportJSONNode").filepath = str(tmp_path / "arm3.json")
-    scene.drla.tree = tree
-    scene.drla.output_dir = str(tmp_path)
     assert bpy.ops.drla.train(steps=400) == {'FINISHED'}
-    yield scene, bpy.data.objects["Arm3"], bpy.data.objects["Arm3Target"]
-    ik_runtime.disable_follow(restore=False)
-    session.discard_all()
+    yield arm3_scene, bpy.data.objects["Arm3"], bpy.data.objects["Arm3Target"]
 
 
 def _pose(ob):

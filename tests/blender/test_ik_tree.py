@@ -159,21 +159,6 @@ def _transforms(scene):
     return out
 
 
-@pytest.fixture
-def arm3_scene(ext, tmp_path):
-    from drla_ext.addon import ik_runtime, session
-
-    bpy.ops.wm.open_mainfile(filepath=str(SCENE))
-    scene = bpy.context.scene
-    tree = bpy.data.node_groups["Arm3"]
-    next(n for n in tree.nodes if n.bl_idname == "DRLA_ExportJSONNode").filepath = str(tmp_path / "arm3.json")
-    scene.drla.tree = tree
-    scene.drla.output_dir = str(tmp_path)
-    yield scene
-    ik_runtime.disable_follow()
-    session.discard_all()
-
-
 def test_train_ik_tree_from_the_panel_follow_and_bake(arm3_scene, tmp_path):
     from unittest.mock import MagicMock
 
