@@ -89,8 +89,46 @@ def _undo_push(message: str) -> None:
         pass
 
 
+#: What the modal operator does with one event (see ``modal_step``).
+PASS, TICKED, UNDO_BLOCKED, STOPPED_BY_ESC = "PASS", "TICKED", "UNDO_BLOCKED", "STOPPED_BY_ESC"
+
+
+def modal_step(sess, event_type: str, event_value: str, ctrl: bool) -> tuple[str, str]:
+    """Act on one modal event given as plain values; returns ``(outcome, message to report)``.
+
+    The operator's ``modal`` reads only ``event.type``, ``event.value``, ``event.ctrl`` and
+    ``event.oskey`` (real ``bpy.types.Event`` properties: a test checks every ``event.X`` in the
+    add-on against Blender's RNA) and hands them here, so this logic is tested on a real session
+    without any stand-in event. Every ``'TIMER'`` event ticks: ``bpy.types.Event`` cannot tell
+    one window timer from another, and a tick is time-boxed, so an extra one costs nothing.
+    """
+    if event_type == 'ESC' and event_value == 'PRESS':
+        try:
+            sess.stop()
+        except Exception as exc:  # e.g. the tree was renamed mid-run: report, never a traceback
+            if not isinstance(exc, session.SessionError) and sess.state == session.RUNNING:
+                with contextlib.suppress(Exception):
+                    exc = sess._fail(exc)  # restore the scene, store the message, state ERROR
+            if sess.state == session.RUNNING:
+                with contextlib.suppress(Exception):
+                    sess.close()
+            return STOPPED_BY_ESC, str(exc) or session.describe_error(exc)
+        return STOPPED_BY_ESC, ""
+    if sess.state != session.RUNNING:
+        return PASS, ""
+    if event_type in {'Z', 'Y'} and ctrl:
+        return UNDO_BLOCKED, "Undo is off while DRLA runs: stop it first"
+    if event_type == 'TIMER':
+        try:
+            sess.tick(session.TICK_BUDGET_S)
+        except session.SessionError as exc:
+            return TICKED, str(exc)
+        return TICKED, ""
+    return PASS, ""
+
+
 class _ModalSession:
-    """The modal wrapper around a session: a timer calls ``session.tick``; Esc stops."""
+    """The modal wrapper around a session: a window timer calls ``session.tick``; Esc stops."""
 
     _timer = None
     _session = None
@@ -113,35 +151,18 @@ class _ModalSession:
 
     def modal(self, context, event):
         sess = self._session
-        if event.type == 'ESC' and event.value == 'PRESS':
-            try:
-                sess.stop()
-            except Exception as exc:  # e.g. the tree was renamed mid-run: report, never a traceback
-                if not isinstance(exc, session.SessionError) and sess.state == session.RUNNING:
-                    with contextlib.suppress(Exception):
-                        exc = sess._fail(exc)  # restore the scene, store the message, state ERROR
-                self.report({'ERROR'}, str(exc) or session.describe_error(exc))
-                if sess.state == session.RUNNING:
-                    with contextlib.suppress(Exception):
-                        sess.close()
-                self._end_modal(context)
-                self._finished(context, sess)
-                return {'CANCELLED'}
-        elif event.type in {'Z', 'Y'} and (event.ctrl or event.oskey) and sess.state == session.RUNNING:
-            self.report({'WARNING'}, "Undo is off while DRLA runs: stop it first")
+        outcome, message = modal_step(sess, event.type, event.value, event.ctrl or event.oskey)
+        if message:
+            self.report({'ERROR'} if outcome != UNDO_BLOCKED else {'WARNING'}, message)
+        if outcome == UNDO_BLOCKED:
             return {'RUNNING_MODAL'}
-        elif event.type == 'TIMER' and event.timer == self._timer and sess.state == session.RUNNING:
-            try:
-                sess.tick(session.TICK_BUDGET_S)
-            except session.SessionError as exc:
-                self.report({'ERROR'}, str(exc))
-            if sess.state == session.RUNNING:
-                context.workspace.status_text_set(sess.status_line())
-            session.redraw_ui()
         if sess.state != session.RUNNING:
             self._end_modal(context)
             self._finished(context, sess)
-            return {'FINISHED'}
+            return {'CANCELLED'} if sess.state == session.ERROR else {'FINISHED'}
+        if outcome == TICKED:
+            context.workspace.status_text_set(sess.status_line())
+            session.redraw_ui()
         return {'PASS_THROUGH'}
 
     def _finished(self, context, sess) -> None:

@@ -361,40 +361,51 @@ def test_tank_example_modal_ticks_keep_their_time_box(ext, tmp_path):
 
 
 # --------------------------------------------------------------------------- the modal wrapper
-def test_modal_operator_ticks_on_its_timer_and_esc_stops_cleanly(ext, mover, empty_scene):
-    """Timers never fire headless, so drive the modal() method with stand-in events."""
-    from types import SimpleNamespace
-    from unittest.mock import MagicMock
-
+def test_modal_step_ticks_on_timers_and_esc_stops_cleanly(ext, mover, empty_scene):
+    """The modal operator's decisions, on a real session (no stand-in events: timers never fire
+    headless, so ``modal`` hands the event's real RNA values to ``modal_step``; the real window
+    path is covered by ``make test-gui``)."""
     from drla_ext.addon import operators, session
 
     before = scene_state(empty_scene)
     sess = session.TrainSession(empty_scene, mover, total_steps=1_000_000).start()
-    timer = object()
-    ended = []
-    op = SimpleNamespace(_session=sess, _timer=timer, report=MagicMock(),
-                         _end_modal=lambda ctx: ended.append(True), _finished=lambda ctx, s: None)
-    context = MagicMock()
-    tick = SimpleNamespace(type='TIMER', value='NOTHING', timer=timer, ctrl=False, oskey=False)
-    assert operators._ModalSession.modal(op, context, tick) == {'PASS_THROUGH'}
+    assert operators.modal_step(sess, 'TIMER', 'NOTHING', False) == (operators.TICKED, "")
     assert sess.steps > 0
-    context.workspace.status_text_set.assert_called()
-    assert "step" in context.workspace.status_text_set.call_args.args[0]
-    # another timer's events and ordinary events pass through without training
+    assert "step" in sess.status_line()
+    # ordinary events pass through without training
     steps = sess.steps
-    other = SimpleNamespace(type='TIMER', value='NOTHING', timer=object(), ctrl=False, oskey=False)
-    assert operators._ModalSession.modal(op, context, other) == {'PASS_THROUGH'}
-    mouse = SimpleNamespace(type='MOUSEMOVE', value='NOTHING', timer=None, ctrl=False, oskey=False)
-    assert operators._ModalSession.modal(op, context, mouse) == {'PASS_THROUGH'}
+    assert operators.modal_step(sess, 'MOUSEMOVE', 'NOTHING', False) == (operators.PASS, "")
+    assert operators.modal_step(sess, 'ESC', 'RELEASE', False) == (operators.PASS, "")
     assert sess.steps == steps
     # Ctrl+Z is swallowed while running (undo would pull the scene from under the run)
-    undo = SimpleNamespace(type='Z', value='PRESS', timer=None, ctrl=True, oskey=False)
-    assert operators._ModalSession.modal(op, context, undo) == {'RUNNING_MODAL'}
-    # Esc: stop, restore, end the modal
-    esc = SimpleNamespace(type='ESC', value='PRESS', timer=None, ctrl=False, oskey=False)
-    assert operators._ModalSession.modal(op, context, esc) == {'FINISHED'}
-    assert ended and sess.state == session.STOPPED
+    outcome, message = operators.modal_step(sess, 'Z', 'PRESS', True)
+    assert outcome == operators.UNDO_BLOCKED and "Undo is off" in message
+    # Esc: stop, restore the scene, the run stays resumable
+    assert operators.modal_step(sess, 'ESC', 'PRESS', False) == (operators.STOPPED_BY_ESC, "")
+    assert sess.state == session.STOPPED
     assert scene_state(empty_scene) == before
+    # a timer event after the end does nothing
+    assert operators.modal_step(sess, 'TIMER', 'NOTHING', False) == (operators.PASS, "")
+    assert sess.steps == steps
+    session.discard_all()
+
+
+def test_the_addon_reads_only_real_event_properties(ext):
+    """Every ``event.X`` the add-on reads must be a property of Blender's real ``bpy.types.Event``
+    (a stand-in event with a ``timer`` attribute once hid a Train button that never worked)."""
+    import ast
+    import pathlib
+
+    real = {p.identifier for p in bpy.types.Event.bl_rna.properties}
+    used = {}
+    root = pathlib.Path(__file__).resolve().parents[2] / "addon"
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "event":
+                used.setdefault(node.attr, f"{path.name}:{node.lineno}")
+    assert used, "the modal operators read no event at all?"
+    unknown = {attr: where for attr, where in used.items() if attr not in real}
+    assert not unknown, f"not properties of bpy.types.Event: {unknown}"
 
 
 def test_saving_the_file_stops_a_run_first(ext, mover, empty_scene, tmp_path):
