@@ -1,0 +1,636 @@
+"""Drive DRLA in a REAL Blender window (Xvfb) as a person would, and record checks + screenshots.
+
+Started by tests/gui/in_chroot.sh as ``blender SCENE.blend --python drive.py``; the extension is
+installed from the zip beforehand with Blender's own ``extension install-file``. Operators are
+invoked with ``'INVOKE_DEFAULT'`` in the sidebar's area and region (what a button press does),
+keys are real X key presses (``xdotool``), pictures are ``import -window root`` screenshots.
+
+Writes ``results.json`` (every check with its outcome; ``finished`` once the script reached its
+end) into ``DRLA_GUI_OUT``; tests/gui/check.py turns it, the log and the screenshots' OCR into a
+verdict. Every stage catches its own exceptions as a failed check, so one failure never hides
+the rest.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+import traceback
+
+import bpy
+
+OUT = os.environ.get("DRLA_GUI_OUT", "/tmp/drla-gui")
+SCENARIO = os.environ.get("DRLA_SCENARIO", "tank")
+ADDON = "bl_ext.user_default.drla"
+os.makedirs(OUT, exist_ok=True)
+T0 = time.monotonic()
+RESULTS = {"scenario": SCENARIO, "blender": bpy.app.version_string, "checks": [], "screenshots": [],
+           "ocr": {}, "finished": False}
+
+
+# --------------------------------------------------------------------------- recording
+def log(*args):
+    print(f"[gui {time.monotonic() - T0:6.1f}s]", *args, flush=True)
+
+
+def save():
+    with open(os.path.join(OUT, "results.json"), "w") as f:
+        json.dump(RESULTS, f, indent=1)
+
+
+def check(name, ok, detail=""):
+    RESULTS["checks"].append({"name": name, "ok": bool(ok), "detail": str(detail)[:2000]})
+    log("CHECK", "ok  " if ok else "FAIL", name, "" if ok else detail)
+    save()
+    return bool(ok)
+
+
+def failed_stage(name):
+    check(f"stage '{name}' ran without an exception", False, traceback.format_exc())
+
+
+def shot(name, area=None, ocr=None):
+    """Screenshot of the whole screen; with ``area`` also a crop of it (``<name>_crop.png``).
+
+    ``ocr``: a key under which tesseract's text of the crop (or the screen) is stored for check.py.
+    """
+    path = os.path.join(OUT, name + ".png")
+    subprocess.run(["import", "-window", "root", path], capture_output=True, timeout=120)
+    RESULTS["screenshots"].append(name + ".png")
+    target = path
+    if area is not None:
+        x, y, w, h = area_rect(area)
+        target = os.path.join(OUT, name + "_crop.png")
+        subprocess.run(["convert", path, "-crop", f"{w}x{h}+{x}+{y}", "+repage", target],
+                       capture_output=True, timeout=60)
+        RESULTS["screenshots"].append(name + "_crop.png")
+    if ocr:
+        big = target[:-4] + "_ocr.png"  # 2x upscale: tesseract reads Blender's small UI font better
+        subprocess.run(["convert", target, "-resize", "200%", big], capture_output=True, timeout=60)
+        r = subprocess.run(["tesseract", big, "-"], capture_output=True, text=True, timeout=120)
+        RESULTS["ocr"][ocr] = r.stdout
+        os.remove(big)
+    save()
+
+
+# --------------------------------------------------------------------------- Blender's window
+def win():
+    return bpy.context.window_manager.windows[0]
+
+
+def areas(kind):
+    return [a for a in win().screen.areas if a.type == kind]
+
+
+def region(area, kind='WINDOW'):
+    return next(r for r in area.regions if r.type == kind)
+
+
+def override(area, kind='WINDOW', window=None):
+    w = window or win()
+    if w.screen.is_temporary:  # "Overriding context with temporary screen isn't supported"
+        return bpy.context.temp_override(window=w, area=area, region=region(area, kind))
+    return bpy.context.temp_override(window=w, screen=w.screen, area=area, region=region(area, kind))
+
+
+def window_origin(window=None):
+    """``(x, y, height)`` of a Blender window on the X screen.
+
+    The main window is at the screen's top-left (``--window-geometry 0 0``). A second window (the
+    file browser) is placed by X, so ask X where it is: the visible window of this Blender process
+    whose size is that window's size.
+    """
+    w = window or win()
+    if w == win():
+        return 0, 0, w.height
+    r = subprocess.run(["xdotool", "search", "--onlyvisible", "--pid", str(os.getpid())],
+                       capture_output=True, text=True, timeout=30)
+    for xid in r.stdout.split():
+        g = subprocess.run(["xdotool", "getwindowgeometry", "--shell", xid], capture_output=True, text=True,
+                           timeout=30).stdout
+        geo = dict(line.split("=", 1) for line in g.split())
+        if int(geo.get("WIDTH", -1)) == w.width and int(geo.get("HEIGHT", -1)) == w.height \
+                and (int(geo["X"]), int(geo["Y"])) != (0, 0):
+            return int(geo["X"]), int(geo["Y"]), w.height
+    log("window_origin: no X window of size", w.width, w.height, "found among", r.stdout.split())
+    return w.x, w.y, w.height
+
+
+def area_rect(area, window=None):
+    """``(x, y, width, height)`` of an area on the X screen (Blender's origin is bottom-left)."""
+    ox, oy, h = window_origin(window)
+    return ox + area.x, oy + h - (area.y + area.height), area.width, area.height
+
+
+def screen_xy(area, kind='WINDOW', fx=0.5, fy=0.5, window=None):
+    ox, oy, h = window_origin(window)
+    r = region(area, kind)
+    return int(ox + r.x + r.width * fx), int(oy + h - (r.y + r.height * fy))
+
+
+def xdo(*args):
+    """Generator: run ``xdotool`` while Blender keeps handling events (real input, in real time)."""
+    log("xdotool", args)
+    proc = subprocess.Popen(["xdotool", *map(str, args)])
+    t_end = time.monotonic() + 30
+    while proc.poll() is None and time.monotonic() < t_end:
+        yield 0.1
+    yield 0.2
+
+
+def press(area, key, fx=0.5, fy=0.5, window=None):
+    """Generator: a real key press with the pointer over ``area`` (keys go where the pointer is)."""
+    x, y = screen_xy(area, 'WINDOW', fx, fy, window)
+    yield from xdo("mousemove", x, y, "sleep", "0.3", "key", key)
+
+
+def mod(name):
+    return sys.modules.get(f"{ADDON}.addon.{name}")
+
+
+def sidebar_call(op, *args, **kwargs):
+    """Call ``op`` as the sidebar's button does: in the 3D viewport's UI region, INVOKE_DEFAULT."""
+    with override(Ctx.v3d, 'UI'):
+        return op('INVOKE_DEFAULT', *args, **kwargs)
+
+
+def wait_until(pred, timeout, poll=0.5):
+    """Generator: yield to Blender until ``pred()`` holds or ``timeout`` s pass; result in Ctx.waited."""
+    t_end = time.monotonic() + timeout
+    while True:
+        ok = False
+        try:
+            ok = bool(pred())
+        except Exception:
+            traceback.print_exc()
+        if ok or time.monotonic() > t_end:
+            Ctx.waited = ok
+            return
+        yield poll
+
+
+def drla():
+    return bpy.context.scene.drla
+
+
+def ui_state():
+    return mod("session").ui_state(bpy.context.scene)
+
+
+def state_line(tag):
+    s = drla()
+    log(tag, f"ui_state={ui_state()} steps={s.steps_done}/{s.steps_total} episodes={s.episodes} "
+             f"message={s.message!r} error={s.error!r}")
+
+
+def curve_count():
+    lc = mod("live_curve")
+    info = lc.info(bpy.context.scene.name) if lc else {}
+    history = info.get("history")
+    returns = getattr(history, "episode_returns", None)
+    if returns is None and isinstance(history, dict):
+        returns = history.get("episode_returns")
+    return len(returns or [])
+
+
+def scene_fingerprint():
+    """What 'the scene is exactly as before' means here: every object's transform, custom
+    properties, pose, and the names in every data collection a run could leave things in."""
+    scene = bpy.context.scene
+    objects = {}
+    for ob in scene.objects:
+        pose = None
+        if ob.pose is not None:
+            pose = {b.name: [round(v, 6) for v in (*b.location, *b.rotation_quaternion, *b.rotation_euler)]
+                    for b in ob.pose.bones}
+        objects[ob.name] = ([round(v, 6) for row in ob.matrix_world for v in row],
+                            sorted((k, repr(ob[k])) for k in ob.keys() if k != "_RNA_UI"), pose,
+                            ob.animation_data.action.name if ob.animation_data and ob.animation_data.action else None)
+    data = {name: sorted(d.name for d in getattr(bpy.data, name))
+            for name in ("objects", "meshes", "materials", "images", "textures", "cameras", "lights",
+                         "actions", "collections", "node_groups", "worlds", "scenes")}
+    data["texts"] = sorted(t.name for t in bpy.data.texts if not t.name.startswith("DRLA model"))
+    return {"objects": objects, "data": data, "frame": scene.frame_current}
+
+
+def diff(a, b):
+    out = []
+    for key in ("frame",):
+        if a[key] != b[key]:
+            out.append(f"{key}: {a[key]} -> {b[key]}")
+    for name in sorted(set(a["data"]) | set(b["data"])):
+        if a["data"].get(name) != b["data"].get(name):
+            out.append(f"bpy.data.{name}: {a['data'].get(name)} -> {b['data'].get(name)}")
+    for name in sorted(set(a["objects"]) | set(b["objects"])):
+        if a["objects"].get(name) != b["objects"].get(name):
+            out.append(f"object {name} changed")
+    return "; ".join(out)
+
+
+class Ctx:
+    v3d = None
+    ne = None
+    tree = None
+    waited = False
+    before = None
+
+
+# --------------------------------------------------------------------------- stages
+def stage_open():
+    """The extension is enabled (installed from the zip), the file opened with its RL tree chosen."""
+    try:
+        log("Blender", bpy.app.version_string, "python", sys.version.split()[0])
+        check("the extension from the zip is enabled", ADDON in bpy.context.preferences.addons,
+              list(bpy.context.preferences.addons.keys()))
+        check("the scene has DRLA settings", hasattr(bpy.context.scene, "drla"))
+        trees = [t for t in bpy.data.node_groups if t.bl_idname == 'DRLA_NodeTree']
+        check("the example file opens with its RL tree chosen", drla().tree is not None,
+              f"trees in file: {[t.name for t in trees]}")
+        if drla().tree is None and trees:
+            drla().tree = trees[0]
+        Ctx.tree = drla().tree
+    except Exception:
+        failed_stage("open")
+    yield 1.0
+
+
+def stage_layout():
+    """3D viewport on top, the DRLA node editor below, both sidebars on the DRLA tab."""
+    try:
+        v3d = max(areas('VIEW_3D'), key=lambda a: a.width * a.height)
+        with override(v3d):
+            bpy.ops.screen.area_split(direction='HORIZONTAL', factor=0.45)
+    except Exception:
+        failed_stage("layout split")
+    yield 1.0
+    try:
+        v3ds = sorted(areas('VIEW_3D'), key=lambda a: a.y)
+        ne = v3ds[0]
+        ne.type = 'NODE_EDITOR'
+        ne.ui_type = 'DRLA_NodeTree'
+        sp = ne.spaces.active
+        sp.node_tree = Ctx.tree
+        Ctx.ne, Ctx.v3d = ne, v3ds[-1]
+        Ctx.v3d.spaces.active.show_region_ui = True
+        sp.show_region_ui = True
+    except Exception:
+        failed_stage("layout node editor")
+    yield 1.5
+    try:
+        for a in (Ctx.v3d, Ctx.ne):
+            region(a, 'UI').active_panel_category = 'DRLA'
+        with override(Ctx.ne):
+            bpy.ops.node.view_all()
+        with override(Ctx.v3d):
+            bpy.ops.view3d.view_all(center=False)
+    except Exception:
+        failed_stage("sidebar tab")
+    yield 2.0
+    shot("01_idle", ocr="idle_screen")
+
+
+def stage_train_and_esc():
+    """Train from the sidebar: the counter and the curve advance; a real Esc stops and restores."""
+    try:
+        Ctx.before = scene_fingerprint()
+        drla().total_steps = int(os.environ.get("DRLA_GUI_STEPS", "60000"))
+        result = sidebar_call(bpy.ops.drla.train)
+        check("Train (INVOKE_DEFAULT in the sidebar) starts a modal run", result == {'RUNNING_MODAL'}, result)
+    except Exception:
+        failed_stage("train")
+    yield from wait_until(lambda: drla().steps_done > 0, 30)
+    first = drla().steps_done
+    check("the step counter moves after Train", Ctx.waited, f"steps_done={first}")
+    yield from wait_until(lambda: curve_count() >= 3 and drla().steps_done > first, 90)
+    state_line("training")
+    check("the step counter keeps moving and the learning curve has episodes", Ctx.waited,
+          f"steps_done {first} -> {drla().steps_done}, curve episodes {curve_count()}")
+    shot("02_training", area=Ctx.v3d)
+    if Ctx.ne is not None:
+        shot("02_training_node_editor", area=Ctx.ne)
+    steps = drla().steps_done
+    try:
+        yield from press(Ctx.v3d, "Escape", 0.4, 0.5)
+    except Exception:
+        failed_stage("esc")
+    yield from wait_until(lambda: ui_state() != "TRAINING", 15)
+    state_line("after Esc")
+    check("a real Esc key press stops training", ui_state() == "STOPPED", f"ui_state={ui_state()}")
+    check("the model so far is kept after Esc",
+          mod("model_store").has_model(Ctx.tree) and drla().steps_done >= steps, drla().message)
+    check("the scene is exactly as before after Esc", scene_fingerprint() == Ctx.before,
+          diff(Ctx.before, scene_fingerprint()))
+    yield 1.0
+    shot("03_stopped", area=Ctx.v3d, ocr="stopped_panel")
+
+
+def stage_resume_and_stop():
+    try:
+        stopped_at = drla().steps_done
+        result = sidebar_call(bpy.ops.drla.resume)
+        check("Resume starts a modal run", result == {'RUNNING_MODAL'}, result)
+    except Exception:
+        failed_stage("resume")
+        stopped_at = 0
+    yield from wait_until(lambda: drla().steps_done > stopped_at + 200, 60)
+    check("Resume continues from the stopped step", Ctx.waited, f"{stopped_at} -> {drla().steps_done}")
+    shot("04_resumed", area=Ctx.v3d)
+    try:
+        with override(Ctx.v3d, 'UI'):
+            bpy.ops.drla.stop()
+    except Exception:
+        failed_stage("stop button")
+    yield from wait_until(lambda: ui_state() != "TRAINING", 15)
+    check("the Stop button stops the resumed run", ui_state() == "STOPPED", ui_state())
+    check("the scene is exactly as before after Stop", scene_fingerprint() == Ctx.before,
+          diff(Ctx.before, scene_fingerprint()))
+    yield 1.0
+
+
+def stage_play():
+    try:
+        result = sidebar_call(bpy.ops.drla.play)
+        check("Play starts a modal run", result == {'RUNNING_MODAL'}, result)
+    except Exception:
+        failed_stage("play")
+    sess = mod("session").get(bpy.context.scene)
+    yield from wait_until(lambda: sess.steps >= 5, 20)
+    check("Play steps the agent on its timer", Ctx.waited, f"{sess.steps} steps")
+    check("the agent moves things while playing", scene_fingerprint()["objects"] != Ctx.before["objects"])
+    shot("05_playing", area=Ctx.v3d)
+    try:
+        yield from press(Ctx.v3d, "Escape", 0.4, 0.5)
+    except Exception:
+        failed_stage("esc play")
+    yield from wait_until(lambda: ui_state() != "PLAYING", 15)
+    check("Esc stops playing", ui_state() != "PLAYING", ui_state())
+    check("the scene is exactly as before after Play", scene_fingerprint() == Ctx.before,
+          diff(Ctx.before, scene_fingerprint()))
+    yield 1.0
+
+
+def file_browser():
+    for w in bpy.context.window_manager.windows:
+        for a in w.screen.areas:
+            if a.type == 'FILE_BROWSER':
+                return w, a
+    return None, None
+
+
+def through_file_browser(op, path, tag):
+    """Open ``op``'s file browser as the button does, type the file name, press Return."""
+    try:
+        result = sidebar_call(op)
+        check(f"{tag} opens the file browser", result == {'RUNNING_MODAL'}, result)
+    except Exception:
+        failed_stage(tag)
+        return
+    yield from wait_until(lambda: file_browser()[1] is not None, 10)
+    w, a = file_browser()
+    if not check(f"{tag}: a file browser window is open", a is not None):
+        return
+    a.spaces.active.params.directory = os.path.dirname(path).encode()
+    yield 1.0
+    shot(f"06_{tag}_file_browser")
+    # the file name field (the lower bar's left part): click it, replace the text, Return to
+    # confirm the field and Return again to run the operator, as a person does
+    log("file browser window", (w.x, w.y, w.width, w.height), "regions",
+        [(r.type, r.x, r.y, r.width, r.height) for r in a.regions])
+    x, y = screen_xy(a, 'EXECUTE', 0.3, 0.5, window=w)
+    yield from xdo("mousemove", x, y, "sleep", "0.3", "click", "1", "sleep", "0.5", "key", "ctrl+a", "sleep", "0.2",
+        "type", "--delay", "30", os.path.basename(path))
+    yield 0.5
+    yield from xdo("key", "Return")
+    yield 1.0
+    if file_browser()[1] is not None:
+        yield from xdo("key", "Return")
+    yield from wait_until(lambda: file_browser()[1] is None, 10)
+    if not check(f"{tag}: the file browser closed after Return", Ctx.waited):
+        shot(f"06_{tag}_file_browser_stuck")
+        yield from xdo("key", "Escape")
+        yield 1.0
+
+
+def stage_export_import():
+    path = os.path.join(OUT, "exported_model.json")
+    yield from through_file_browser(bpy.ops.drla.export_model, path, "export")
+    yield 1.0
+    ok = os.path.isfile(path)
+    detail = drla().message
+    if ok:
+        try:
+            with open(path) as f:
+                detail = f"{list(json.load(f))[:6]} {oct(os.stat(path).st_mode & 0o777)}"
+        except Exception as exc:
+            ok, detail = False, f"not JSON: {exc}"
+    check("Export through the file browser writes a model file", ok, detail)
+    yield from through_file_browser(bpy.ops.drla.import_model, path, "import")
+    yield 1.0
+    check("Import through the file browser loads the model", drla().message.startswith("Imported")
+          and drla().error == "", f"message={drla().message!r} error={drla().error!r}")
+    shot("07_after_import", area=Ctx.v3d)
+
+
+def stage_bake():
+    try:
+        before = {a.name for a in bpy.data.actions}
+        with override(Ctx.v3d, 'UI'):
+            result = bpy.ops.drla.bake('INVOKE_DEFAULT')
+        check("Bake to Keyframes finishes", result == {'FINISHED'}, f"{result} {drla().error}")
+        new = {a.name for a in bpy.data.actions} - before
+        check("Bake writes a new action", bool(new), f"new actions: {sorted(new)}")
+    except Exception:
+        failed_stage("bake")
+    yield 1.0
+    shot("08_after_bake", area=Ctx.v3d)
+    try:  # undo the bake the way a user would (Ctrl+Z over the viewport)
+        yield from press(Ctx.v3d, "ctrl+z", 0.4, 0.5)
+    except Exception:
+        failed_stage("undo bake")
+    yield 1.5
+
+
+def stage_node_editor():
+    """The tree in full, the Add menu and its DRLA submenus (read back with OCR by check.py)."""
+    try:
+        with override(Ctx.ne):
+            bpy.ops.screen.screen_full_area()
+    except Exception:
+        failed_stage("full area")
+    yield 1.5
+    ne = areas('NODE_EDITOR')[0]
+    try:
+        with override(ne):
+            bpy.ops.node.view_all()
+    except Exception:
+        failed_stage("view all")
+    yield 2.0
+    shot("09_node_tree", ocr="node_tree")
+    yield from press(ne, "shift+a", 0.3, 0.7)
+    yield 2.0
+    shot("10_add_menu", ocr="add_menu")
+    yield from xdo("key", "Escape")
+    yield 1.0
+    for category in ("sensors", "actions", "rewards", "agent"):
+        name = f"DRLA_MT_add_{category}"
+        if not hasattr(bpy.types, name):
+            check(f"the Add menu has the submenu {name}", False)
+            continue
+        try:
+            x, y = screen_xy(ne, 'WINDOW', 0.3, 0.7)
+            yield from xdo("mousemove", x, y)
+            yield 0.5
+            with override(ne):
+                bpy.ops.wm.call_menu(name=name)
+        except Exception:
+            failed_stage(f"menu {category}")
+        yield 1.5
+        shot(f"11_add_{category}", ocr=f"add_{category}")
+        yield from xdo("key", "Escape")
+        yield 1.0
+    try:
+        with override(ne):
+            bpy.ops.screen.back_to_previous()
+    except Exception:
+        failed_stage("back from full area")
+    yield 1.5
+    Ctx.ne = areas('NODE_EDITOR')[0]
+
+
+def stage_broken_node():
+    """Break a node (clear the object it points at), press Train: the node and both panels say why."""
+    broken = None
+    try:
+        drla().total_steps = 0
+        for node in Ctx.tree.nodes:
+            for p in node.bl_rna.properties:
+                if p.type == 'POINTER' and getattr(p, "fixed_type", None) is not None \
+                        and p.fixed_type.identifier == 'Object' and getattr(node, p.identifier) is not None:
+                    setattr(node, p.identifier, None)
+                    broken = node
+                    break
+            if broken is not None:
+                break
+        before = scene_fingerprint()
+        try:
+            result = sidebar_call(bpy.ops.drla.train)
+        except RuntimeError as exc:  # an operator that reports an error raises in its Python caller
+            result = f"refused: {exc}"
+        check("Train refuses a broken tree", result == {'CANCELLED'} or str(result).startswith("refused"), result)
+        check("the broken node shows its error", bool(broken is not None and broken.drla_error),
+              f"{broken.name if broken else None}: {getattr(broken, 'drla_error', '')!r}")
+        check("the panel shows the error", bool(drla().error), drla().error)
+        check("a refused Train changes nothing", scene_fingerprint() == before, diff(before, scene_fingerprint()))
+    except Exception:
+        failed_stage("broken node")
+    yield 2.0
+    try:
+        for node in Ctx.tree.nodes:
+            node.select = node == broken
+        with override(Ctx.ne):
+            bpy.ops.node.view_selected()
+    except Exception:
+        failed_stage("view broken node")
+    yield 2.0
+    shot("12_broken_node", ocr="broken_node")
+    shot("12_broken_node_panel", area=Ctx.v3d, ocr="broken_panel")
+
+
+def stage_ik():
+    """Learned IK tree: Train to the end, follow the target live, follow off restores the pose."""
+    try:
+        if "Arm3" in bpy.data.node_groups:  # the small arm trains in seconds
+            drla().tree = Ctx.tree = bpy.data.node_groups["Arm3"]
+            if Ctx.ne is not None:
+                Ctx.ne.spaces.active.node_tree = Ctx.tree
+        Ctx.before = scene_fingerprint()
+        drla().total_steps = int(os.environ.get("DRLA_GUI_IK_STEPS", "3000"))
+        result = sidebar_call(bpy.ops.drla.train)
+        check("Train (IK) starts a modal run", result == {'RUNNING_MODAL'}, result)
+    except Exception:
+        failed_stage("ik train")
+    yield from wait_until(lambda: drla().steps_done > 0, 30)
+    check("the IK step counter moves", Ctx.waited, drla().steps_done)
+    shot("13_ik_training", area=Ctx.v3d)
+    yield from wait_until(lambda: ui_state() != "TRAINING", 240, poll=1.0)
+    state_line("ik trained")
+    check("IK training runs to the end", ui_state() == "TRAINED" and not drla().error,
+          f"ui_state={ui_state()} message={drla().message!r} error={drla().error!r}")
+    check("the scene is exactly as before after IK training", scene_fingerprint() == Ctx.before,
+          diff(Ctx.before, scene_fingerprint()))
+    shot("14_ik_trained", area=Ctx.v3d)
+    ops = mod("operators")
+    try:
+        with override(Ctx.v3d, 'UI'):
+            result = bpy.ops.drla.ik_follow('INVOKE_DEFAULT')
+        on, arm = ops.ik_follow_state(bpy.context.scene)
+        check("the Learned IK toggle turns follow on", result == {'FINISHED'} and on, f"{result} {drla().error}")
+        target = next(n for n in Ctx.tree.nodes if n.bl_idname == "DRLA_IKAgentNode").target
+        pose_before = [tuple(b.matrix.translation) for b in arm.pose.bones]
+        target.location.x += 0.05
+        target.location.z -= 0.05
+    except Exception:
+        failed_stage("ik follow on")
+        arm = target = None
+        pose_before = None
+    yield 2.0
+    if arm is not None:
+        moved = [tuple(b.matrix.translation) for b in arm.pose.bones] != pose_before
+        check("the arm follows its target when the target moves", moved)
+    shot("15_ik_follow", area=Ctx.v3d)
+    try:
+        with override(Ctx.v3d, 'UI'):
+            bpy.ops.drla.ik_follow('INVOKE_DEFAULT')
+        if target is not None:
+            target.location.x -= 0.05
+            target.location.z += 0.05
+    except Exception:
+        failed_stage("ik follow off")
+    yield 1.5
+    check("follow off puts the pose back exactly", scene_fingerprint() == Ctx.before,
+          diff(Ctx.before, scene_fingerprint()))
+
+
+def finish():
+    yield 0.5
+    RESULTS["finished"] = True
+    save()
+    log("DONE, quitting")
+    bpy.context.preferences.view.use_save_prompt = False
+    bpy.ops.wm.quit_blender()
+
+
+SCENARIOS = {
+    "tank": (stage_open, stage_layout, stage_train_and_esc, stage_resume_and_stop, stage_play,
+             stage_export_import, stage_bake, stage_node_editor, stage_broken_node),
+    "robot_arm": (stage_open, stage_layout, stage_ik),
+}
+
+
+def all_stages():
+    for stage in SCENARIOS[SCENARIO]:
+        log("stage", stage.__name__)
+        try:
+            yield from stage()
+        except Exception:
+            failed_stage(stage.__name__)
+    yield from finish()
+
+
+_gen = all_stages()
+
+
+def _step():
+    try:
+        return next(_gen)
+    except StopIteration:
+        return None
+    except Exception:
+        check("the driver itself ran", False, traceback.format_exc())
+        return None
+
+
+save()
+bpy.app.timers.register(_step, first_interval=3.0, persistent=True)
+log("driver registered for scenario", SCENARIO)
