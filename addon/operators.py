@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 
 import bpy
 from bpy.props import EnumProperty, IntProperty, StringProperty
@@ -93,7 +94,22 @@ def _undo_push(message: str) -> None:
 PASS, TICKED, UNDO_BLOCKED, STOPPED_BY_ESC = "PASS", "TICKED", "UNDO_BLOCKED", "STOPPED_BY_ESC"
 
 
-def modal_step(sess, event_type: str, event_value: str, ctrl: bool) -> tuple[str, str]:
+def tick_budget(idle_s: float) -> float:
+    """Seconds of work for the next tick, given how long Blender took between two ticks.
+
+    On a fast GPU a redraw takes a few ms and the budget stays ``TICK_BUDGET_S``; where a redraw
+    is slow (software GL, a huge window), matching the tick to it keeps training at about half the
+    wall time instead of starving it, while the UI still answers within a few frames.
+    """
+    return min(max(idle_s - session.TIMER_INTERVAL_S, session.TICK_BUDGET_S), MAX_TICK_BUDGET_S)
+
+
+#: The longest tick the adaptive budget allows (the UI answers within this).
+MAX_TICK_BUDGET_S = 0.2
+
+
+def modal_step(sess, event_type: str, event_value: str, ctrl: bool,
+               budget_s: float = session.TICK_BUDGET_S) -> tuple[str, str]:
     """Act on one modal event given as plain values; returns ``(outcome, message to report)``.
 
     The operator's ``modal`` reads only ``event.type``, ``event.value``, ``event.ctrl`` and
@@ -120,7 +136,7 @@ def modal_step(sess, event_type: str, event_value: str, ctrl: bool) -> tuple[str
         return UNDO_BLOCKED, "Undo is off while DRLA runs: stop it first"
     if event_type == 'TIMER':
         try:
-            sess.tick(session.TICK_BUDGET_S)
+            sess.tick(budget_s)
         except session.SessionError as exc:
             return TICKED, str(exc)
         return TICKED, ""
@@ -132,9 +148,11 @@ class _ModalSession:
 
     _timer = None
     _session = None
+    _last_tick_end = 0.0
 
     def _begin_modal(self, context, sess) -> set[str]:
         self._session = sess
+        self._last_tick_end = time.perf_counter()
         wm = context.window_manager
         self._timer = wm.event_timer_add(session.TIMER_INTERVAL_S, window=context.window)
         wm.modal_handler_add(self)
@@ -151,7 +169,10 @@ class _ModalSession:
 
     def modal(self, context, event):
         sess = self._session
-        outcome, message = modal_step(sess, event.type, event.value, event.ctrl or event.oskey)
+        budget = tick_budget(time.perf_counter() - self._last_tick_end)
+        outcome, message = modal_step(sess, event.type, event.value, event.ctrl or event.oskey, budget)
+        if outcome == TICKED:
+            self._last_tick_end = time.perf_counter()
         if message:
             self.report({'ERROR'} if outcome != UNDO_BLOCKED else {'WARNING'}, message)
         if outcome == UNDO_BLOCKED:

@@ -447,3 +447,12 @@ def test_relative_output_folder_of_an_unsaved_file_is_not_the_current_directory(
     path = preferences.checkpoint_dir(override="//runs", create=False)
     assert os.path.isabs(path) and not path.startswith(str(tmp_path))
     assert path.startswith(preferences.default_checkpoint_dir(create=False))
+
+
+def test_tick_budget_follows_slow_redraws_within_bounds(ext):
+    """A fast UI keeps the base budget; a slow redraw (software GL) gets a matching tick, capped."""
+    from drla_ext.addon import operators, session
+
+    assert operators.tick_budget(session.TIMER_INTERVAL_S + 0.005) == session.TICK_BUDGET_S
+    assert operators.tick_budget(session.TIMER_INTERVAL_S + 0.12) == pytest.approx(0.12)
+    assert operators.tick_budget(5.0) == operators.MAX_TICK_BUDGET_S

@@ -545,7 +545,7 @@ def stage_ik():
             if Ctx.ne is not None:
                 Ctx.ne.spaces.active.node_tree = Ctx.tree
         Ctx.before = scene_fingerprint()
-        drla().total_steps = int(os.environ.get("DRLA_GUI_IK_STEPS", "3000"))
+        drla().total_steps = int(os.environ.get("DRLA_GUI_IK_STEPS", "1500"))
         result = sidebar_call(bpy.ops.drla.train)
         check("Train (IK) starts a modal run", result == {'RUNNING_MODAL'}, result)
     except Exception:
