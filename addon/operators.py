@@ -65,6 +65,7 @@ def _report_failure(op, context, exc: Exception) -> set[str]:
     message = session.describe_error(exc)
     settings(context.scene).error = message
     op.report({'ERROR'}, message)
+    session.redraw_ui()  # the other sidebar (3D viewport / node editor) shows it too, not only this one
     return {'CANCELLED'}
 
 

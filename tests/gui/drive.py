@@ -50,8 +50,9 @@ def failed_stage(name):
     check(f"stage '{name}' ran without an exception", False, traceback.format_exc())
 
 
-def shot(name, area=None, ocr=None):
-    """Screenshot of the whole screen; with ``area`` also a crop of it (``<name>_crop.png``).
+def shot(name, area=None, ocr=None, region_type=None):
+    """Screenshot of the whole screen; with ``area`` also a crop of it (``<name>_crop.png``), or
+    of one of its regions with ``region_type`` (``'UI'``: the sidebar).
 
     ``ocr``: a key under which tesseract's text of the crop (or the screen) is stored for check.py.
     """
@@ -60,7 +61,7 @@ def shot(name, area=None, ocr=None):
     RESULTS["screenshots"].append(name + ".png")
     target = path
     if area is not None:
-        x, y, w, h = area_rect(area)
+        x, y, w, h = region_rect(area, region_type) if region_type else area_rect(area)
         target = os.path.join(OUT, name + "_crop.png")
         subprocess.run(["convert", path, "-crop", f"{w}x{h}+{x}+{y}", "+repage", target],
                        capture_output=True, timeout=60)
@@ -121,6 +122,13 @@ def area_rect(area, window=None):
     """``(x, y, width, height)`` of an area on the X screen (Blender's origin is bottom-left)."""
     ox, oy, h = window_origin(window)
     return ox + area.x, oy + h - (area.y + area.height), area.width, area.height
+
+
+def region_rect(area, kind, window=None):
+    """``(x, y, width, height)`` of one region of ``area`` on the X screen."""
+    ox, oy, h = window_origin(window)
+    r = region(area, kind)
+    return ox + r.x, oy + h - (r.y + r.height), r.width, r.height
 
 
 def screen_xy(area, kind='WINDOW', fx=0.5, fy=0.5, window=None):
@@ -307,6 +315,7 @@ def stage_train_and_esc():
     check("the step counter keeps moving and the learning curve has episodes", Ctx.waited,
           f"steps_done {first} -> {drla().steps_done}, curve episodes {curve_count()}")
     shot("02_training", area=Ctx.v3d)
+    shot("02_training_panel", area=Ctx.v3d, region_type='UI')
     if Ctx.ne is not None:
         shot("02_training_node_editor", area=Ctx.ne)
     steps = drla().steps_done
@@ -466,7 +475,7 @@ def stage_node_editor():
     except Exception:
         failed_stage("view all")
     yield 2.0
-    shot("09_node_tree", ocr="node_tree")
+    shot("09_node_tree", area=ne, ocr="node_tree")
     yield from press(ne, "shift+a", 0.3, 0.7)
     yield 2.0
     shot("10_add_menu", ocr="add_menu")

@@ -12,13 +12,14 @@ ROOT=${DRLA_GUI_ROOT:-/var/cache/drla-gui/sid}
 banner() { printf '\n********************************************************************\n%s\n' "$*"
            printf '********************************************************************\n\n'; }
 
+mounted_before=no; mountpoint -q "$ROOT/proc" 2>/dev/null && mounted_before=yes
 if ! why=$("$HERE/setup_chroot.sh" "$ROOT" 2>&1 >/dev/null); then
     banner "GUI TEST NOT RUN: $why"
     exit 0
 fi
 cleanup() { umount "$ROOT/dev/shm" "$ROOT/dev/pts" "$ROOT/dev" 2>/dev/null; umount -R "$ROOT/sys" 2>/dev/null
             umount "$ROOT/proc" 2>/dev/null; }
-trap cleanup EXIT
+[ $mounted_before = no ] && trap cleanup EXIT   # leave mounts someone else made (a parallel run) alone
 
 W="$ROOT/drla-test"                       # everything of one run, fresh each time
 rm -rf "$W"; mkdir -p "$W/scenes" "$W/out"
@@ -27,13 +28,13 @@ cp "$REPO"/scenes/*/*.blend "$W/scenes/"
 cp "$HERE/drive.py" "$HERE/in_chroot.sh" "$W/"
 VERSION=$(chroot "$ROOT" blender --version 2>/dev/null | head -n1)
 echo "test-gui: $VERSION (Debian, chroot $ROOT), extension $(basename "$ZIP")"
-rm -rf "$OUT"; mkdir -p "$OUT"
+mkdir -p "$OUT"
 status=0
 for scenario in ${DRLA_GUI_SCENARIOS:-tank robot_arm}; do
     echo "test-gui: scenario $scenario ..."
     start=$(date +%s)
     chroot "$ROOT" env -i PATH=/usr/bin:/bin DRLA_SCENARIO="$scenario" bash /drla-test/in_chroot.sh
-    mkdir -p "$OUT/$scenario"; cp -r "$W/out/$scenario/." "$OUT/$scenario/"
+    rm -rf "${OUT:?}/$scenario"; mkdir -p "$OUT/$scenario"; cp -r "$W/out/$scenario/." "$OUT/$scenario/"
     echo "test-gui: scenario $scenario ran $(( $(date +%s) - start )) s"
     python3 "$HERE/check.py" "$OUT/$scenario" || status=1
 done
