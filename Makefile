@@ -13,14 +13,16 @@ OUT ?= out
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-$(STAMP): requirements-dev.txt
+$(STAMP): requirements-dev.txt pyproject.toml
 	@$(PYTHON_311) -c 'import sys; assert sys.version_info[:2] == (3, 11), "DRLA needs Python 3.11 (the bpy wheels are cp311 only); set PYTHON_311=/path/to/python3.11"'
 	$(PYTHON_311) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet --no-deps -e .  # the `drla` command: .venv/bin/drla
+	@rm -rf drla.egg-info  # setuptools' build leftover; the install lives in .venv
 	@touch $(STAMP)
 
-setup: $(STAMP)  ## create .venv with Python 3.11 and the pinned dev requirements (bpy==5.0.1 included)
+setup: $(STAMP)  ## create .venv with Python 3.11, the pinned dev requirements (bpy==5.0.1 included) and the drla command
 
 test: setup  ## the whole suite: pure core, then real Blender (headless)
 	$(PY) -m pytest -q tests/test_*.py tests/blender
