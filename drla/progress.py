@@ -15,7 +15,7 @@ def _fmt_seconds(s: float) -> str:
 
 
 class ProgressBar(Callback):
-    """Prints ``[####....] steps | episodes | mean return | epsilon | steps/s | ETA``.
+    """Prints ``[####....] steps | episodes | mean return | epsilon | hits/ep of shots | steps/s | ETA``.
 
     On a terminal it redraws one line a few times a second; elsewhere (CI, a log file) it
     prints a line at every 10 % so logs stay short.
@@ -68,9 +68,17 @@ class ProgressBar(Callback):
         if eps is not None:
             parts.append(f"eps {eps:.2f}")
         metric = run.history.task_metric
-        recent = [m for m in run.history.episode_metrics[-20:] if m is not None]
-        if metric and recent:
-            parts.append(f"{metric} {sum(recent) / len(recent):.0%}")
+        sums, counts = run.history.episode_metric_sums[-20:], run.history.episode_metric_counts[-20:]
+        if metric and sums:  # counts per episode, then the rate: one lucky shot is not "100 %"
+            from drla_core.train import METRIC_WORDS, ONCE_PER_EPISODE
+
+            (_, ones), (_, events) = METRIC_WORDS.get(metric, ((metric, metric), ("event", "events")))
+            hits, shots = sum(sums), sum(counts)
+            share = f" ({hits / shots:.0%})" if shots else ""
+            if metric in ONCE_PER_EPISODE:  # an escape: the rate alone says it
+                parts.append(f"{metric} {hits / shots:.0%}")
+            else:
+                parts.append(f"{ones}/ep {hits / len(sums):.2f} of {shots / len(sums):.2f} {events}{share}")
         parts.append(f"{rate:,.0f} steps/s")
         parts.append(f"ETA {_fmt_seconds(eta)}")
         return " | ".join(parts)

@@ -467,9 +467,14 @@ def _draw_panel(img: np.ndarray, panel: Panel, box: tuple[int, int, int, int], s
     bx0, by0, bx1, by1 = box
     _fill(img, bx0, by0, bx1, by1, WHITE)
     draw_text(img, bx0 + 4 * s, by0 + 3 * s, panel.title, INK, s)
-    if panel.text_lines is not None:
-        for i, line in enumerate(panel.text_lines):
-            draw_text(img, bx0 + 8 * s, by0 + (20 + 12 * i) * s, line, INK if i % 2 == 0 else MUTED, s)
+    if panel.text_lines is not None:  # (heading, value) line pairs, in as many columns as the height needs
+        lines = panel.text_lines
+        rows = max(2, (by1 - by0 - 24 * s) // (12 * s) // 2 * 2)
+        col_w = max(text_width(t, s) for t in lines) + 24 * s if lines else 0
+        for i, line in enumerate(lines):
+            col, row = divmod(i, rows)
+            draw_text(img, bx0 + 8 * s + col * col_w, by0 + (20 + 12 * row) * s, line, INK if i % 2 == 0 else MUTED,
+                      s)
         return
     series = [sr for sr in panel.series if len(sr.xs)]
     legend_x, legend_y, top = bx1 - 8 * s - _legend_width(series, s), by0 + 3 * s, by0 + 17 * s
@@ -561,7 +566,9 @@ def normalise_history(history: Any) -> dict[str, Any]:
     Besides ``{"losses": [(step, loss)], "epsilons": [(step, eps)], "task_metric_name": name,
     "task_metric": [(step, value)]}``, this takes ``train.History`` (or its ``to_dict()``), which keeps
     ``losses`` with separate ``loss_steps``, one epsilon per episode, ``task_metric`` as the metric's
-    name and ``episode_metrics`` per episode, aligned with ``episode_end_steps``.
+    name and ``episode_metrics`` per episode, aligned with ``episode_end_steps``; its per-episode
+    ``episode_metric_sums`` and ``episode_metric_counts`` (the tank's hits and shots) become
+    ``task_metric_sums`` and ``task_metric_counts``, ``[(step, value)]``.
     """
     h = dict(history.to_dict() if hasattr(history, "to_dict") else history or {})
     ends = list(h.get("episode_steps") or h.get("episode_end_steps") or [])
@@ -578,7 +585,60 @@ def normalise_history(history: Any) -> dict[str, Any]:
     if isinstance(h.get("task_metric"), str):
         h["task_metric_name"] = h["task_metric"]
         h["task_metric"] = paired(list(h.get("episode_metrics") or []), ends)
+        sums, counts = list(h.get("episode_metric_sums") or []), list(h.get("episode_metric_counts") or [])
+        if len(sums) == len(counts):
+            h["task_metric_sums"], h["task_metric_counts"] = paired(sums, ends), paired(counts, ends)
     return h
+
+
+def _metric_words(name: str) -> tuple[str, str, str]:
+    """(the 1s, the events, the event singular) of a task metric: ("hits", "shots", "shot") for "hit"."""
+    from .train import METRIC_WORDS
+
+    (_, ones), (event, events) = METRIC_WORDS.get(name, ((name, name), (f"{name} event", f"{name} events")))
+    return ones, events, event
+
+
+def _counts_panel(history: Mapping[str, Any], name: str, summary: list[str]) -> Panel | None:
+    """The task metric as counts per episode (hits and shots), not as a rate that one lucky shot makes 100 %."""
+    sums, counts = _pairs(history, "task_metric_sums"), _pairs(history, "task_metric_counts")
+    totals = _pairs(history, "eval_metric_totals", 4)
+    totals = totals[np.all(np.isfinite(totals), axis=1) & (totals[:, 3] > 0)] if len(totals) else totals
+    if len(sums) != len(counts) or not (len(sums) or len(totals)):
+        return None
+    ones, events, _ = _metric_words(name)
+    panel = Panel(f"{ones.capitalize()} per episode")
+    from .train import ONCE_PER_EPISODE
+
+    once_each = name in ONCE_PER_EPISODE  # one report per episode: its count says nothing
+    if len(sums):
+        w = max(_smooth_window(len(sums)), min(len(sums), 20))
+        panel.series.append(Series(sums[:, 0], moving_average(sums[:, 1], w), PURPLE, f"{ones}, mean of {w}",
+                                   "line", 2))
+        if not once_each:
+            panel.series.append(Series(counts[:, 0], moving_average(counts[:, 1], w), PURPLE_LIGHT, events, "line", 2))
+        summary += [f"{ones} per episode, last {w}", "  " + _counts_line(name, float(np.sum(sums[-w:, 1])),
+                                                                         float(np.sum(counts[-w:, 1])), w)]
+    if len(totals):
+        panel.series.append(Series(totals[:, 0], totals[:, 1] / totals[:, 3], ORANGE, "eval", "points"))
+    top = max([float(np.nanmax(sr.ys)) for sr in panel.series if np.any(np.isfinite(sr.ys))] + [0.0])
+    panel.y_range = (-0.02 * (top or 1.0), 1.05 * (top or 1.0))
+    final = history.get("final_eval_metric_totals")
+    if final and len(final) == 4 and final[3]:
+        _, hit, shot, episodes = final
+        summary += [f"final evaluation, {episodes} episodes", "  " + _counts_line(name, hit, shot, episodes)]
+    return panel
+
+
+def _counts_line(name: str, hit: float, shot: float, episodes: int) -> str:
+    """``0.1 of 1.1 shots (9.1 %)``: the metric per episode, its events per episode and the rate."""
+    _, events, _ = _metric_words(name)
+    rate = f"{hit / shot:.1%}".replace("%", " %") if shot else f"no {events}"
+    from .train import ONCE_PER_EPISODE
+
+    if name in ONCE_PER_EPISODE:  # reported once per episode: the rate is the count per episode
+        return f"{rate} of {episodes} episodes"
+    return f"{hit / episodes:.3g} of {shot / episodes:.3g} {events} ({rate})"
 
 
 def _line_panels(history: Mapping[str, Any]) -> tuple[list[Panel], list[str]]:
@@ -627,7 +687,10 @@ def _line_panels(history: Mapping[str, Any]) -> tuple[list[Panel], list[str]]:
     name = history.get("task_metric_name")
     metric = _pairs(history, "task_metric")
     eval_metric = evals[np.isfinite(evals[:, 2])] if len(evals) else evals
-    if name and (len(metric) or len(eval_metric)):
+    counts_panel = _counts_panel(history, str(name), summary) if name else None
+    if counts_panel is not None:
+        panels.append(counts_panel)
+    elif name and (len(metric) or len(eval_metric)):  # an older history: rates only
         panel = Panel(f"{str(name).capitalize()} rate", y_range=(-0.02, 1.05))
         if len(metric):
             w = max(_smooth_window(len(metric)), min(len(metric), 20))
@@ -641,8 +704,12 @@ def _line_panels(history: Mapping[str, Any]) -> tuple[list[Panel], list[str]]:
             panel.y_range, panel.title = None, str(name).capitalize()
         panels.append(panel)
     steps = [a[-1, 0] for a in (losses, eps, metric) if len(a)] + ([ends[-1]] if len(ends) else [])
+    trained: Any = history.get("steps", 0)
+    if _is_number(trained) and trained > 0:  # the steps actually trained, not the last episode's end
+        steps = [trained]
     if steps:
-        summary = ["steps", f"  {np.nanmax(steps):.0f}"] + summary
+        note = " (interrupted)" if history.get("interrupted") else ""
+        summary = ["steps trained", f"  {np.nanmax(steps):.0f}{note}"] + summary
     return panels, summary
 
 
@@ -662,8 +729,7 @@ def render_report(history: Mapping[str, Any] | Any, title: str = "DRLA training"
         ``(H, W, 3)`` uint8 RGB array.
     """
     panels, summary = _line_panels(history)
-    if len(panels) in (1, 3):
-        panels.append(Panel("Summary", text_lines=summary or ["no data yet"]))
+    panels.append(Panel("Summary", text_lines=summary or ["no data yet"]))
     return render_panels(panels, title, width)
 
 
@@ -675,7 +741,14 @@ def render_panels(panels: list[Panel], title: str = "DRLA", width: int = 1200) -
     gap, head = 6 * s, 22 * s
     panel_w = (width - gap * (cols + 1)) // cols
     panel_h = int(panel_w * 0.62)
-    height = head + rows * (panel_h + gap) + gap
+    # A text panel left alone on the last row spans the width, as tall as its lines need.
+    wide_text = len(panels) % cols == 1 and len(panels) > 1 and panels[-1].text_lines is not None
+    last_h = panel_h
+    if wide_text:
+        lines = panels[-1].text_lines or []
+        per_col = max(1, (width - 2 * gap - 8 * s) // max(1, max(text_width(t, s) for t in lines) + 24 * s))
+        last_h = min(panel_h, (26 + 12 * math.ceil(len(lines) / 2 / per_col) * 2) * s)
+    height = head + (rows - 1) * (panel_h + gap) + last_h + 2 * gap
     img = np.empty((height, width, 3), dtype=np.uint8)
     img[...] = (242, 244, 247)
     draw_text(img, gap + 4 * s, 6 * s, title, INK, s + 1)
@@ -683,7 +756,10 @@ def render_panels(panels: list[Panel], title: str = "DRLA", width: int = 1200) -
         r, c = divmod(i, cols)
         x0 = gap + c * (panel_w + gap)
         y0 = head + r * (panel_h + gap)
-        _draw_panel(img, panel, (x0, y0, x0 + panel_w, y0 + panel_h), s)
+        if wide_text and i == len(panels) - 1:
+            _draw_panel(img, panel, (x0, y0, width - gap, y0 + last_h), s)
+        else:
+            _draw_panel(img, panel, (x0, y0, x0 + panel_w, y0 + panel_h), s)
     return img
 
 

@@ -27,17 +27,25 @@ import numpy as np
 
 from .env import Env
 
-__all__ = ["Callback", "EvalResult", "History", "PrintProgress", "TrainingError", "TrainingRun", "evaluate", "train"]
+__all__ = ["Callback", "EvalResult", "History", "PrintProgress", "TrainingError", "TrainingRun", "evaluate", "train",
+           "metric_text", "history_metric_text", "METRIC_WORDS", "ONCE_PER_EPISODE"]
 
 EVAL_SEED_OFFSET = 10_000  # evaluation episodes use seed + this, so they never replay training episodes
 
 
 class EvalResult(NamedTuple):
-    """Greedy evaluation: mean return, each episode's return, and the task metric (None if the env has none)."""
+    """Greedy evaluation: mean return, each episode's return, and the task metric (None if the env has none).
+
+    ``metric`` is a rate (``metric_sum / metric_count``: for the tank, hits per shot); ``metric_sum`` and
+    ``metric_count`` are the counts behind it (hits and shots over all the episodes), so that a rate
+    over one shot is never mistaken for one over hundreds.
+    """
 
     mean_return: float
     returns: list[float]
     metric: float | None
+    metric_sum: float = 0.0
+    metric_count: int = 0
 
 
 def evaluate(env: Env, policy: Callable[[Any], Any] | Any, episodes: int = 10, seed: int | None = 0,
@@ -64,7 +72,57 @@ def evaluate(env: Env, policy: Callable[[Any], Any] | Any, episodes: int = 10, s
                 break
         returns.append(total)
     metric = metric_sum / metric_count if metric_count else None
-    return EvalResult(float(np.mean(returns)) if returns else 0.0, returns, metric)
+    return EvalResult(float(np.mean(returns)) if returns else 0.0, returns, metric, metric_sum, metric_count)
+
+
+#: How to speak of a task metric's counts: (its 1s, every event that reports it), singular and plural.
+METRIC_WORDS: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {
+    "hit": (("hit", "hits"), ("shot", "shots")),
+    "correct": (("correct answer", "correct answers"), ("answer", "answers")),
+    "escaped": (("escape", "escapes"), ("episode end", "episode ends")),
+}
+#: Metrics reported once per episode, at its end: their rate is already a count per episode.
+ONCE_PER_EPISODE = frozenset({"escaped"})
+
+
+def _count(n: float, words: tuple[str, str]) -> str:
+    return f"{n:g} {words[0] if n == 1 else words[1]}"
+
+
+def metric_text(name: str, total: float, count: int, episodes: int) -> str:
+    """The task metric as counts per episode beside the rate, e.g.
+    ``hits 0.05/episode, shots 0.05/episode, hit rate 100.0 % (1 hit of 1 shot in 20 episodes)``.
+
+    ``total`` is the sum of the metric's 0/1 values (hits), ``count`` how many steps reported it (shots).
+    """
+    (one, ones), (event, events) = METRIC_WORDS.get(name, ((name, name), (f"{name} event", f"{name} events")))
+    rate = f"{name} rate {total / count:.1%}".replace("%", " %") if count else f"{name} rate -"
+    in_episodes = _count(episodes, ("episode", "episodes"))
+    if episodes and name in ONCE_PER_EPISODE:  # an escape rate: the rate is the count per episode
+        return f"{rate} ({_count(total, (one, ones))} in {in_episodes})"
+    if not episodes:
+        return f"{rate} (no episode finished)"
+    return (f"{ones} {total / episodes:.2f}/episode, {events} {count / episodes:.2f}/episode, {rate} "
+            f"({_count(total, (one, ones))} of {_count(count, (event, events))} in {in_episodes})")
+
+
+def _get(history: Any, key: str, default: Any = None) -> Any:
+    value = history.get(key, default) if isinstance(history, dict) else getattr(history, key, default)
+    return default if value is None else value
+
+
+def history_metric_text(history: Any, last: int | None = 20) -> str | None:
+    """``metric_text`` over the last ``last`` finished episodes (all when None) of a ``History`` or its dict.
+
+    None when the task has no metric or the history predates the per-episode counts.
+    """
+    name = _get(history, "task_metric")
+    sums, counts = list(_get(history, "episode_metric_sums", [])), list(_get(history, "episode_metric_counts", []))
+    if not isinstance(name, str) or len(sums) != len(counts):
+        return None
+    if last is not None:
+        sums, counts = sums[-last:], counts[-last:]
+    return metric_text(name, float(sum(sums)), int(sum(counts)), len(sums))
 
 
 @dataclass
@@ -90,8 +148,24 @@ class History:
     """Name of the env's task metric (``info`` key), if it has one."""
     episode_metrics: list[float | None] = field(default_factory=list)
     """Per episode: mean of ``info[task_metric]`` over the steps that report it (None if none did)."""
+    episode_metric_sums: list[float] = field(default_factory=list)
+    """Per episode: sum of ``info[task_metric]`` (the tank's hits)."""
+    episode_metric_counts: list[int] = field(default_factory=list)
+    """Per episode: how many steps reported ``info[task_metric]`` (the tank's shots)."""
+    eval_metric_totals: list[tuple[int, float, int, int]] = field(default_factory=list)
+    """Per evaluation: (step, metric sum, metric count, episodes), e.g. hits and shots over its episodes."""
     final_eval: tuple[int, float, float | None] | None = None
     """Evaluation after training ended (after the agent's ``on_training_end``, e.g. keep-best restore)."""
+    final_eval_metric_totals: tuple[int, float, int, int] | None = None
+    """(step, metric sum, metric count, episodes) of ``final_eval``."""
+    steps: int = 0
+    """Environment steps trained (the last episode may not have ended there)."""
+    interrupted: bool = False
+    """The run was stopped before its budget (Ctrl-C on the command line)."""
+
+    def metric_text(self, last: int | None = 20) -> str | None:
+        """The task metric's counts and rate over the last ``last`` episodes; see ``history_metric_text``."""
+        return history_metric_text(self, last)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -199,6 +273,7 @@ class TrainingRun:
         self._slice_cpu_start: float | None = None
         self._started = False
         self._stop_requested = False
+        self._final_eval = True
         self._obs: Any = None
         self._episode_return = 0.0
         self._episode_length = 0
@@ -209,9 +284,15 @@ class TrainingRun:
 
     # ---- control --------------------------------------------------------------------------------
 
-    def stop(self) -> None:
-        """Ask the run to end after the current step (then ``on_end`` runs and ``done`` becomes True)."""
+    def stop(self, evaluate: bool = True, interrupted: bool = False) -> None:
+        """Ask the run to end after the current step (then ``on_end`` runs and ``done`` becomes True).
+
+        With ``evaluate=False`` the final evaluation is skipped (a user waiting on Ctrl-C);
+        ``interrupted`` is recorded in the history (the report says so).
+        """
         self._stop_requested = True
+        self._final_eval = self._final_eval and evaluate
+        self.history.interrupted = self.history.interrupted or interrupted
 
     def resume(self, env: Env | None = None) -> None:
         """Continue a paused run, optionally on a rebuilt ``env`` (e.g. after the scene was restored).
@@ -222,6 +303,8 @@ class TrainingRun:
         if env is not None:
             self.env = env
         self._stop_requested = False
+        self._final_eval = True
+        self.history.interrupted = False
         if not self._started:
             return
         self._obs, _ = self.env.reset()
@@ -283,6 +366,7 @@ class TrainingRun:
         next_obs, reward, terminated, truncated, info = env.step(action)
         out = agent.observe(obs, action, reward, next_obs, terminated, truncated)
         self.steps += 1
+        self.history.steps = self.steps
         self._episode_return += float(reward)
         self._episode_length += 1
         if out and "loss" in out:
@@ -328,6 +412,8 @@ class TrainingRun:
         h.epsilons.append(float(getattr(self.agent, "epsilon", 0.0)))
         if h.task_metric is not None:
             h.episode_metrics.append(self._metric_sum / self._metric_count if self._metric_count else None)
+            h.episode_metric_sums.append(self._metric_sum)
+            h.episode_metric_counts.append(self._metric_count)
         self._episode_return, self._episode_length = 0.0, 0
         self._metric_sum, self._metric_count = 0.0, 0
         for cb in self.callbacks:
@@ -352,6 +438,9 @@ class TrainingRun:
             self._next_eval += self.eval_interval
         result = self._run_eval()
         self.history.evals.append((self.steps, result.mean_return, result.metric))
+        if self.history.task_metric is not None:
+            self.history.eval_metric_totals.append((self.steps, result.metric_sum, result.metric_count,
+                                                    len(result.returns)))
         self.history.eval_train_seconds.append(self.train_seconds)
         self.history.eval_train_cpu_seconds.append(self.train_cpu_seconds)
         if hasattr(self.agent, "on_evaluation"):
@@ -371,11 +460,14 @@ class TrainingRun:
         self.done = True
         if hasattr(self.agent, "on_training_end"):
             self.agent.on_training_end()
-        if self.eval_interval > 0:
+        if self.eval_interval > 0 and self._final_eval:
             if self.eval_env is None and self._obs is not None:
                 self._obs = None  # the training env is about to be re-seeded; the run is over anyway
             result = self._run_eval()
             self.history.final_eval = (self.steps, result.mean_return, result.metric)
+            if self.history.task_metric is not None:
+                self.history.final_eval_metric_totals = (self.steps, result.metric_sum, result.metric_count,
+                                                         len(result.returns))
         for cb in self.callbacks:
             cb.on_end(self)
 
