@@ -7,22 +7,72 @@ written; the in-memory scene is restored after training and playing.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from drla_core.model_io import ModelFormatError, load_model, save_model
-from drla_core.plot import save_report
-from drla_core.train import TrainingRun, evaluate
+from drla_core.model_io import save_model
+from drla_core.train import TrainingRun, evaluate, metric_text
 
-from .cli import CLIError, _out_paths, _summary, config_overrides, make_config
+from .cli import (
+    CLIError,
+    CtrlC,
+    _load,
+    _out_paths,
+    config_overrides,
+    drla_command,
+    finish_training,
+    interrupted_text,
+    make_config,
+    report_title,
+    shown_path,
+)
 from .progress import ProgressBar
 
 ROOT = Path(__file__).resolve().parent.parent
 TANK_SCENE = ROOT / "scenes" / "tank" / "tank.blend"
 TREE_IDNAME = "DRLA_NodeTree"
+
+
+#: What Mesa's EGL prints (three times) when Blender makes its offscreen GPU context without a window.
+#: The context works (the camera sensor renders); the lines only alarm, so the CLI drops them.
+EGL_NOISE = b"EGL Error (0x3009): EGL_BAD_MATCH"
+
+
+@contextlib.contextmanager
+def quiet_egl() -> Iterator[None]:
+    """Drop the harmless ``EGL_BAD_MATCH`` lines the GPU context prints while Blender sets it up.
+
+    They are written by C code straight to file descriptor 2, so ``sys.stderr`` cannot filter them:
+    for the duration of the block fd 2 goes to a temporary file, which is then copied back to the
+    real stderr without those lines (anything else, a Python warning included, still shows, in order).
+    """
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no usable fd 2 (an embedding host): leave it alone
+        yield
+        return
+    with tempfile.TemporaryFile() as capture:
+        os.dup2(capture.fileno(), 2)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError, ValueError):
+                sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            capture.seek(0)
+            kept = b"".join(line for line in capture.read().splitlines(keepends=True) if EGL_NOISE not in line)
+            if kept:
+                os.write(2, kept)
 
 
 def _import_bpy() -> Any:
@@ -37,6 +87,8 @@ def _import_bpy() -> Any:
 def open_scene(path: str | Path, tree_name: str | None) -> tuple[Any, Any, Any, Any]:
     """Open ``path`` with bpy and return ``(bpy, ext, tree, scene)``; clear errors otherwise."""
     path = Path(path)
+    if path.is_dir():
+        raise CLIError(f"{path} is a folder, not a .blend file")
     if not path.is_file():
         raise CLIError(f"no such .blend file: {path}")
     bpy = _import_bpy()
@@ -48,10 +100,12 @@ def open_scene(path: str | Path, tree_name: str | None) -> tuple[Any, Any, Any, 
     try:
         bpy.ops.wm.open_mainfile(filepath=str(path.resolve()), load_ui=False)
     except RuntimeError as exc:
-        raise CLIError(f"Blender could not open {path}: {exc}") from exc
+        reason = str(exc).strip().splitlines()[-1].removeprefix("Error: ") if str(exc).strip() else "unknown error"
+        raise CLIError(f"Blender could not open {path}: {reason}") from exc
     trees = [t for t in bpy.data.node_groups if t.bl_idname == TREE_IDNAME]
     if not trees:
-        raise CLIError(f"{path} has no DRLA node tree")
+        raise CLIError(f"{path} has no DRLA node tree: open it in Blender and add one (Add > DRLA Examples in "
+                       "the 3D viewport, or a new tree in the DRLA node editor), or give another .blend")
     if tree_name is None:
         if len(trees) > 1:
             raise CLIError(f"{path} has several DRLA trees; pick one with --tree: {', '.join(t.name for t in trees)}")
@@ -88,7 +142,7 @@ def train_scene(args: argparse.Namespace) -> int:
     if compiled.agent is not None and compiled.agent.kind == "ik":
         return train_ik_scene(args, tree, compiled)
     trainer = compiled.trainer
-    steps = int(args.steps or (trainer.total_steps if trainer else 20_000))
+    steps = int(args.steps if args.steps is not None else (trainer.total_steps if trainer else 20_000))
     seed = args.seed if args.seed is not None else (trainer.seed if trainer else 0)
     config = make_config(compile_mod.dqn_config(compiled, steps), config_overrides(args), steps)
     model_path, report_path = _out_paths(args.out, Path(args.target).stem)
@@ -96,28 +150,34 @@ def train_scene(args: argparse.Namespace) -> int:
 
     from drla_core.dqn import DQNAgent
 
-    with addon_module("snapshot").scene_session(scene):
-        env = compile_mod.build_env(compiled, scene)
+    with CtrlC().installed() as ctrl_c, addon_module("snapshot").scene_session(scene):
+        with quiet_egl():
+            env = compile_mod.build_env(compiled, scene)
         try:
             agent = DQNAgent(env.observation_space, env.action_space, config, seed=seed)
             ckpt_path = str(model_path.with_name(model_path.stem + "_step{step}.json"))
             eval_interval = args.eval_interval if args.eval_interval is not None else (
                 trainer.eval_interval if trainer else 0)
-            eval_episodes = args.eval_episodes or (trainer.eval_episodes if trainer else 5)
+            eval_episodes = args.eval_episodes if args.eval_episodes is not None else (
+                trainer.eval_episodes if trainer else 5)
             run = TrainingRun(env, agent, steps, seed=seed, eval_interval=eval_interval,
                               eval_episodes=eval_episodes, callbacks=callbacks,
                               checkpoint_interval=args.checkpoint_interval, checkpoint_path=ckpt_path)
+            ctrl_c.run = run
             t0 = time.perf_counter()
             run.run()
             wall = time.perf_counter() - t0
         finally:
+            ctrl_c.saving = True  # the scene is being restored: a Ctrl-C now waits for the results
             env.close()
     meta = {"scene": Path(args.target).name, "tree": tree.name, "seed": seed, "training_steps": run.steps,
             "episodes": run.episodes}
-    save_model(model_path, agent.to_model(meta))
-    save_report(report_path, run.history, f"DQN on {tree.name} ({Path(args.target).name}) - seed {seed}")
-    print(_summary(run, model_path, report_path, wall))
-    return 0
+    if run.history.interrupted:
+        meta["interrupted"] = True
+    with ctrl_c.installed():
+        return finish_training(run, agent.to_model(meta), model_path, report_path,
+                               report_title(f"DQN on {tree.name} ({Path(args.target).name})", run, seed), wall,
+                               ctrl_c)
 
 
 def _ik_progress_line(step: int, total: int, seconds: float, solver: Any, width: int = 24) -> str:
@@ -133,8 +193,6 @@ def _ik_progress_line(step: int, total: int, seconds: float, solver: Any, width:
 
 def train_ik_scene(args: argparse.Namespace, tree: Any, compiled: Any) -> int:
     """Train a Learned IK tree: the IKSolver on the armature's kinematics (the scene is only read)."""
-    import sys
-
     runtime = addon_module("ik_runtime")
     trainer = compiled.trainer
     cfg = compiled.agent.config
@@ -149,29 +207,49 @@ def train_ik_scene(args: argparse.Namespace, tree: Any, compiled: Any) -> int:
     gen = runtime.training_iter(solver, compiled, steps)
     t0 = time.perf_counter()
     decile, step = 0, 0
-    try:
-        while True:
-            step, _ = next(gen)
-            if not args.quiet and step * 10 // steps > decile:
-                decile = step * 10 // steps
-                print(_ik_progress_line(step, steps, time.perf_counter() - t0, solver), file=sys.stderr, flush=True)
-    except StopIteration as stop:
-        result = stop.value
-    wall = time.perf_counter() - t0
-    acc = runtime.accuracy(solver, 1000, seed=12345, iters=cfg["refine_iters"])
-    meta = {"scene": Path(args.target).name, "tree": tree.name, "seed": seed, "training_steps": result.steps,
-            "method": cfg["method"], "refine_iters": cfg["refine_iters"],
-            **{k: round(v, 6) for k, v in acc.items()}}
-    save_model(model_path, solver.to_model(meta))
-    runtime.save_ik_report(report_path, solver, acc, f"Learned IK: {tree.name} ({Path(args.target).name}), "
-                                                    f"seed {seed}", wall)
+    result = None
+    interrupted: list[bool] = []
+    with CtrlC().installed() as ctrl_c:
+        ctrl_c.stop = lambda: interrupted.append(True)
+        try:
+            while not interrupted:
+                step, _ = next(gen)
+                if not args.quiet and step * 10 // steps > decile:
+                    decile = step * 10 // steps
+                    print(_ik_progress_line(step, steps, time.perf_counter() - t0, solver), file=sys.stderr,
+                          flush=True)
+            trained = step
+        except StopIteration as stop:
+            result = stop.value
+            trained = result.steps
+        ctrl_c.saving = True
+        gen.close()
+        wall = time.perf_counter() - t0
+        acc = runtime.accuracy(solver, 1000, seed=12345, iters=cfg["refine_iters"])
+        meta = {"scene": Path(args.target).name, "tree": tree.name, "seed": seed, "training_steps": trained,
+                "method": cfg["method"], "refine_iters": cfg["refine_iters"],
+                **{k: round(v, 6) for k, v in acc.items()}}
+        if interrupted:
+            meta["interrupted"] = True
+        model = solver.to_model(meta)
+        save_model(model_path, model)
+        note = f"stopped at {trained} of {steps} steps" if interrupted else f"{trained} steps"
+        runtime.save_ik_report(report_path, solver, acc, f"Learned IK: {tree.name} ({Path(args.target).name}), "
+                                                        f"seed {seed}, {note}", wall)
+        checkpoint = model_path.with_name(f"{model_path.stem}_step{trained}.json")
+        if interrupted:
+            save_model(checkpoint, model)
     print("\n".join([
         "",
-        f"trained {result.steps} steps in {wall:.1f} s ({result.steps / max(result.seconds, 1e-9):,.0f} steps/s)",
+        f"trained {trained} steps in {wall:.1f} s "
+        f"({trained / max(result.seconds if result is not None else wall, 1e-9):,.0f} steps/s)",
         f"on 1000 random reachable targets: {runtime.accuracy_text(acc)}",
         f"model:  {model_path}  (kind 'ik'; extra.arm holds the arm description)",
         f"report: {report_path}",
     ]))
+    if interrupted:
+        print(interrupted_text(trained, steps, checkpoint))
+        return 130
     return 0
 
 
@@ -235,12 +313,7 @@ class _Greedy:
 
 
 def play_scene(args: argparse.Namespace) -> int:
-    try:
-        model = load_model(args.model)
-    except FileNotFoundError as exc:
-        raise CLIError(f"no such model file: {args.model}") from exc
-    except ModelFormatError as exc:
-        raise CLIError(f"{args.model}: {exc}") from exc
+    model = _load(args.model)
     if model.kind == "ik":
         return play_ik_scene(args, model)
     bpy, ext, tree, scene = open_scene(args.scene, args.tree)
@@ -251,7 +324,8 @@ def play_scene(args: argparse.Namespace) -> int:
     if frames is not None:
         frames.mkdir(parents=True, exist_ok=True)
     with addon_module("snapshot").scene_session(scene):
-        env = addon_module("compile").build_env(compiled, scene)
+        with quiet_egl():
+            env = addon_module("compile").build_env(compiled, scene)
         try:
             if env.observation_space.shape != model.observation_space.shape or env.action_space != model.action_space:
                 raise CLIError(f"{args.model} was trained for other observations or actions than tree {tree.name!r} "
@@ -262,8 +336,8 @@ def play_scene(args: argparse.Namespace) -> int:
         finally:
             env.close()
     text = f"{tree.name}: mean return {result.mean_return:.2f} over {args.episodes} episodes"
-    if result.metric is not None and env.task_metric:
-        text += f", {env.task_metric} rate {result.metric:.1%}"
+    if env.task_metric:
+        text += f"; {metric_text(env.task_metric, result.metric_sum, result.metric_count, len(result.returns))}"
     print(text)
     if frames is not None:
         print(f"frames: {frames} ({policy.frame} PNG files)")
@@ -282,7 +356,7 @@ def demo(args: argparse.Namespace) -> int:
         + (["--steps", str(args.steps)] if args.steps else [])
     )
     status = train_scene(train_args)
-    if status == 0:
-        print(f"\nopen {out / 'tank_report.png'} to see the learning curve and the hit rate;")
-        print(f"replay the agent with: python -m drla play {TANK_SCENE.relative_to(ROOT)} --model {out / 'tank.json'}")
+    if status in (0, 130):
+        print(f"\nopen {out / 'tank_report.png'} to see the learning curve and the hits per episode;")
+        print(f"replay the agent with: {drla_command()} play {shown_path(TANK_SCENE)} --model {out / 'tank.json'}")
     return status

@@ -1,16 +1,24 @@
-"""Smoke tests of the real CLI entry point with tiny budgets (CleanRL's habit)."""
+"""Smoke tests of the real CLI entry point with tiny budgets (CleanRL's habit), and the mistakes a new
+user makes: each gives one ``error:`` line and exit status 2, never a traceback or a silent wrong run."""
 
+import argparse
 import json
+import os
+import shlex
+import signal
 import subprocess
 import sys
+import time
+import tomllib
 from pathlib import Path
 
 import pytest
 
-from drla.cli import main, parse_hidden, CLIError
+from drla.cli import CLIError, build_parser, drla_command, main, parse_hidden
 from drla_core.model_io import load_model
 
 ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = Path(sys.executable).parent / "drla"
 
 
 def test_help_runs_as_a_module():
@@ -41,7 +49,7 @@ def test_train_eval_inspect_round_trip(tmp_path, capsys):
     (["train", "nosuchenv"], "unknown environment 'nosuchenv'"),
     (["train", "identity", "--out", "model.txt"], "--out must name a .json file"),
     (["train", "identity", "--hidden", "0:relu"], "positive SIZE"),
-    (["train", "identity", "--tau", "2"], "tau must be in (0, 1]"),
+    (["train", "identity", "--tau", "2"], "argument --tau: needs a number in (0, 1], got 2"),
     (["eval", "missing.json", "--env", "identity"], "no such model file"),
     (["train", "missing.blend"], "no such .blend file"),
 ])
@@ -63,3 +71,238 @@ def test_parse_hidden():
     assert parse_hidden("64, 32:tanh") == [(64, "relu"), (32, "tanh")]
     with pytest.raises(CLIError):
         parse_hidden("big")
+
+
+# ---- the console script ------------------------------------------------------------------------------------
+
+
+def test_make_setup_installs_a_drla_command_that_works_from_any_folder(tmp_path):
+    assert SCRIPT.is_file(), f"{SCRIPT} is missing: `make setup` installs it (pip install -e .)"
+    out = subprocess.run([str(SCRIPT), "--help"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("usage: drla ") and "demo" in out.stdout
+    out = subprocess.run([str(SCRIPT), "train", "identity", "--steps", "150", "--learning-starts", "50", "--quiet",
+                          "--out", "m.json"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "m.json").is_file() and (tmp_path / "m_report.png").is_file()
+
+
+def test_package_metadata_agrees_with_the_extension():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    manifest = tomllib.loads((ROOT / "blender_manifest.toml").read_text())
+    import drla_core
+
+    assert project["project"]["version"] == manifest["version"] == drla_core.__version__
+    assert project["project"]["scripts"] == {"drla": "drla.cli:main"}
+    assert "tool" in project and "ruff" in project["tool"] and "pytest" in project["tool"]
+
+
+def test_the_suggested_command_runs_from_elsewhere(tmp_path, monkeypatch):
+    """What the demo prints for replaying works in a plain shell (not `python -m drla`, which needs the repo)."""
+    monkeypatch.chdir(tmp_path)
+    command = drla_command()
+    assert "-m drla" not in command or not SCRIPT.exists()
+    out = subprocess.run(shlex.split(command) + ["envs"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "tank_grid" in out.stdout
+
+
+# ---- help ------------------------------------------------------------------------------------------------------
+
+
+def _parsers(parser):
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _parsers(sub)
+
+
+def test_every_flag_and_argument_has_help():
+    for parser in _parsers(build_parser()):
+        for action in parser._actions:
+            if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
+                continue
+            assert action.help and action.help.strip(), f"{parser.prog} {action.option_strings or action.dest}"
+            assert "``" not in action.help, f"RST markup in {parser.prog} {action.option_strings}: {action.help}"
+
+
+@pytest.mark.parametrize("command", ["train", "eval", "play", "inspect", "envs", "demo"])
+def test_each_command_has_help(command, capsys):
+    assert main([command, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: drla {command}") and "``" not in out
+
+
+def test_envs_shows_plain_text(capsys):
+    assert main(["envs"]) == 0
+    out = capsys.readouterr().out
+    assert "``" not in out and "Say which of n lights is on." in out
+
+
+# ---- numbers: every number a user types is checked -------------------------------------------------------------
+
+
+BAD_NUMBERS = [
+    (["train", "identity", "--steps", "0"], "--steps: needs a positive whole number, got 0"),
+    (["train", "identity", "--steps", "-5"], "--steps: needs a positive whole number, got -5"),
+    (["train", "identity", "--steps", "1e3"], "--steps: needs a positive whole number, got '1e3'"),
+    (["train", "identity", "--seed", "-1"], "--seed: needs a whole number >= 0, got -1"),
+    (["train", "identity", "--eval-interval", "-1"], "--eval-interval: needs a whole number >= 0 (0: never)"),
+    (["train", "identity", "--eval-episodes", "0"], "--eval-episodes: needs a positive whole number, got 0"),
+    (["train", "identity", "--checkpoint-interval", "-100"], "--checkpoint-interval: needs a whole number >= 0"),
+    (["train", "identity", "--learning-rate", "-1"], "--learning-rate: needs a number > 0, got -1"),
+    (["train", "identity", "--learning-rate", "0"], "--learning-rate: needs a number > 0, got 0"),
+    (["train", "identity", "--learning-rate", "nan"], "--learning-rate: needs a number > 0, got nan"),
+    (["train", "identity", "--learning-rate", "fast"], "--learning-rate: needs a number > 0, got 'fast'"),
+    (["train", "identity", "--gamma", "1.5"], "--gamma: needs a number in [0, 1], got 1.5"),
+    (["train", "identity", "--batch-size", "0"], "--batch-size: needs a positive whole number, got 0"),
+    (["train", "identity", "--buffer-size", "-3"], "--buffer-size: needs a positive whole number, got -3"),
+    (["train", "identity", "--learning-starts", "-1"], "--learning-starts: needs a whole number >= 0, got -1"),
+    (["train", "identity", "--train-freq", "0"], "--train-freq: needs a positive whole number, got 0"),
+    (["train", "identity", "--gradient-steps", "0"], "--gradient-steps: needs a positive whole number, got 0"),
+    (["train", "identity", "--target-update-interval", "0"], "--target-update-interval: needs a positive"),
+    (["train", "identity", "--tau", "0"], "--tau: needs a number in (0, 1], got 0"),
+    (["train", "identity", "--exploration-fraction", "2"], "--exploration-fraction: needs a number in [0, 1]"),
+    (["train", "identity", "--exploration-initial-eps", "-0.1"], "--exploration-initial-eps: needs a number in [0, 1]"),
+    (["train", "identity", "--exploration-final-eps", "1.01"], "--exploration-final-eps: needs a number in [0, 1]"),
+    (["train", "identity", "--max-grad-norm", "0"], "--max-grad-norm: needs a number > 0, got 0"),
+    (["train", "identity", "--adam-eps", "-0.001"], "--adam-eps: needs a number > 0, got -0.001"),
+    (["train", "identity", "--loss", "l1"], "--loss: invalid choice: 'l1'"),
+    (["eval", "m.json", "--episodes", "0"], "--episodes: needs a positive whole number, got 0"),
+    (["eval", "m.json", "--seed", "-2"], "--seed: needs a whole number >= 0, got -2"),
+    (["eval", "m.json", "--env", "pong"], "--env: invalid choice: 'pong'"),
+    (["play", "s.blend", "--model", "m.json", "--episodes", "-1"], "--episodes: needs a positive whole number"),
+    (["play", "s.blend", "--model", "m.json", "--seed", "x"], "--seed: needs a whole number >= 0, got 'x'"),
+    (["demo", "--steps", "0"], "--steps: needs a positive whole number, got 0"),
+    (["demo", "--seed", "-1"], "--seed: needs a whole number >= 0, got -1"),
+]
+
+
+@pytest.mark.parametrize("argv, message", BAD_NUMBERS, ids=[" ".join(a[0:1] + a[2:]) for a, _ in BAD_NUMBERS])
+def test_bad_numbers_are_refused_before_anything_runs(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"drla {argv[0]}: error: argument {message}" in err, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 2  # the error and where to look
+    assert not (tmp_path / "out").exists(), "nothing may run on a refused command line"
+
+
+def test_every_numeric_hyperparameter_flag_is_checked():
+    from drla.cli import CONFIG_CHOICES, CONFIG_TYPES
+    import dataclasses
+
+    from drla_core.dqn import DQNConfig
+
+    for f in dataclasses.fields(DQNConfig):
+        if f.type in ("int", "float", int, float) and f.name != "total_timesteps":
+            assert f.name in CONFIG_TYPES, f.name
+    assert set(CONFIG_CHOICES) == {"loss"}
+    flags = {a[2] for a, _ in BAD_NUMBERS if a[0] == "train"}
+    for name in CONFIG_TYPES:
+        assert "--" + name.replace("_", "-") in flags, f"no test of a bad --{name}"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["train", "identity", "--hidden", "64:swish"], "--hidden: unknown activation 'swish'"),
+    (["train", "identity", "--out", "."], "--out . is a folder"),
+])
+def test_other_bad_values(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {message}") and "Traceback" not in err
+
+
+def test_steps_trains_exactly_what_was_asked(tmp_path, capsys):
+    model = tmp_path / "m.json"
+    assert main(["train", "identity", "--steps", "137", "--out", str(model), "--quiet", "--learning-starts", "50",
+                 "--eval-interval", "0"]) == 0
+    assert "trained 137 steps" in capsys.readouterr().out
+    assert load_model(model).meta["training_steps"] == 137
+
+
+# ---- model paths -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv", [["inspect", "{dir}"], ["eval", "{dir}", "--env", "identity"],
+                                  ["play", "scene.blend", "--model", "{dir}"]])
+def test_a_folder_as_the_model_is_one_clear_line(argv, tmp_path, capsys):
+    assert main([a.replace("{dir}", str(tmp_path)) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {tmp_path} is a folder, not a model file: give the model's .json file\n"
+
+
+def test_unreadable_model_is_one_clear_line(tmp_path, capsys):
+    if os.geteuid() == 0:
+        pytest.skip("root reads any file")
+    model = tmp_path / "m.json"
+    model.write_text("{}")
+    model.chmod(0)
+    assert main(["inspect", str(model)]) == 2
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_eval_reports_hits_and_shots_per_episode(tmp_path, capsys):
+    model = tmp_path / "tank.json"
+    assert main(["train", "tank_grid", "--steps", "300", "--learning-starts", "100", "--quiet", "--eval-interval",
+                 "0", "--out", str(model)]) == 0
+    capsys.readouterr()
+    assert main(["eval", str(model), "--episodes", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "tank_grid: mean return" in out and "over 2 episodes" in out
+    assert "hits " in out and "/episode, shots " in out and "hit rate" in out and "in 2 episodes" in out
+
+
+# ---- Ctrl-C ----------------------------------------------------------------------------------------------------
+
+
+def _wait_for(path: Path, proc: subprocess.Popen, timeout: float = 120.0) -> None:
+    t0 = time.monotonic()
+    while not path.exists():
+        if proc.poll() is not None:
+            raise AssertionError(f"the run ended before {path.name} appeared: {proc.communicate()}")
+        if time.monotonic() - t0 > timeout:
+            proc.kill()
+            raise AssertionError(f"{path.name} never appeared")
+        time.sleep(0.05)
+
+
+def test_ctrl_c_saves_what_was_learnt_and_says_where(tmp_path):
+    model = tmp_path / "m.json"
+    proc = subprocess.Popen([sys.executable, "-m", "drla", "train", "identity", "--steps", "100000000", "--out",
+                             str(model), "--checkpoint-interval", "300", "--learning-starts", "100",
+                             "--eval-interval", "200"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    _wait_for(tmp_path / "m_step300.json", proc)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (out, err)
+    assert "Ctrl-C: stopping after this step and saving what was learnt" in err and "Traceback" not in err
+    saved = load_model(model)
+    steps = saved.meta["training_steps"]
+    assert saved.meta["interrupted"] is True and 300 <= steps < 100_000_000
+    checkpoint = tmp_path / f"m_step{steps}.json"
+    assert f"interrupted at step {steps} of 100000000: saved what was learnt so far" in out
+    assert f"model:  {model}" in out and f"report: {tmp_path / 'm_report.png'}" in out
+    assert f"checkpoint: {checkpoint}" in out
+    assert load_model(checkpoint).meta["training_steps"] == steps
+    assert (tmp_path / "m_report.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_ctrl_c_presses(capsys):
+    """First press: stop after this step; second: quit without saving; while writing results: wait."""
+    from drla.cli import CtrlC
+
+    stops = []
+    ctrl_c = CtrlC()
+    with pytest.raises(KeyboardInterrupt):  # nothing to save yet (opening a scene, compiling)
+        ctrl_c(2, None)
+    ctrl_c.stop = lambda: stops.append(1)
+    ctrl_c(2, None)
+    assert stops == [1] and "stopping after this step and saving" in capsys.readouterr().err
+    with pytest.raises(KeyboardInterrupt):
+        ctrl_c(2, None)
+    ctrl_c.saving = True
+    ctrl_c(2, None)
+    assert "writing what was learnt, one moment" in capsys.readouterr().err and stops == [1]

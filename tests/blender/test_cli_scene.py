@@ -1,18 +1,30 @@
 """The CLI on a real .blend scene, run as a user runs it (a subprocess with bpy)."""
 
+import shlex
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import bpy
 import pytest
 
+from drla_core.model_io import load_model
+
 ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = Path(sys.executable).parent / "drla"
 
 
 def run_cli(*args, cwd=ROOT):
     return subprocess.run([sys.executable, "-m", "drla", *map(str, args)], cwd=cwd, capture_output=True, text=True,
                           timeout=300)
+
+
+def no_noise(out):
+    """No traceback, and not the three EGL_BAD_MATCH lines Blender's GPU set-up prints though rendering works."""
+    assert "Traceback" not in out.stderr, out.stderr
+    assert "EGL Error" not in out.stderr and "EGL_BAD_MATCH" not in out.stderr + out.stdout, out.stderr
 
 
 @pytest.fixture
@@ -97,8 +109,86 @@ def test_play_writes_rendered_frames_of_the_first_episode(tmp_path):
                   "--learning-starts", "100", "--quiet")
     assert out.returncode == 0, out.stderr
     frames = tmp_path / "frames"
+    no_noise(out)
     out = run_cli("play", tank, "--model", model, "--episodes", "2", "--frames", frames)
     assert out.returncode == 0, out.stderr
+    no_noise(out)
+    assert "Tank: mean return" in out.stdout and "/episode, shots " in out.stdout and "hit rate" in out.stdout
     pngs = sorted(frames.glob("frame_*.png"))
     assert 1 <= len(pngs) <= 100 and f"({len(pngs)} PNG files)" in out.stdout
     assert pngs[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_drla_command_trains_a_scene_from_another_folder(reach_blend, tmp_path):
+    """The console script from `make setup`, run outside the repository (the scene commands load the add-on)."""
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    out = subprocess.run([str(SCRIPT), "train", reach_blend, "--steps", "150", "--learning-starts", "50", "--quiet",
+                          "--eval-interval", "0", "--out", "reach.json"], cwd=work, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "trained 150 steps" in out.stdout and (work / "reach.json").is_file()
+
+
+@pytest.mark.parametrize("case", ["folder", "missing", "not a blend", "no tree"])
+def test_a_wrong_blend_is_one_clear_line(case, ext, tmp_path):
+    path = tmp_path / "scene.blend"
+    if case == "folder":
+        path.mkdir()
+        expected = f"error: {path} is a folder, not a .blend file"
+    elif case == "missing":
+        expected = f"error: no such .blend file: {path}"
+    elif case == "not a blend":
+        path.write_text("hello")
+        expected = f"error: Blender could not open {path}: File format is not supported"
+    else:
+        bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
+        bpy.ops.wm.save_as_mainfile(filepath=str(path))
+        expected = f"error: {path} has no DRLA node tree: open it in Blender and add one"
+    for argv in (["train", path, "--steps", "10"], ["play", path, "--model", ROOT / "missing.json"]):
+        out = run_cli(*argv)
+        assert out.returncode == 2
+        if argv[0] == "play":  # the model is read first
+            assert out.stderr.strip().endswith(f"error: no such model file: {ROOT / 'missing.json'}")
+        else:
+            assert expected in out.stderr, out.stderr
+        assert "Traceback" not in out.stderr
+
+
+def test_ctrl_c_during_scene_training_saves_the_model_so_far(reach_blend, tmp_path):
+    before = reach_blend.read_bytes()
+    model = tmp_path / "reach.json"
+    proc = subprocess.Popen([sys.executable, "-m", "drla", "train", reach_blend, "--steps", "10000000", "--out", model,
+                             "--checkpoint-interval", "100", "--learning-starts", "50", "--eval-interval", "0"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = tmp_path / "reach_step100.json"
+    t0 = time.monotonic()
+    while not first.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() - t0 < 120, "no checkpoint"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (out, err)
+    assert "Traceback" not in err and "Ctrl-C: stopping after this step" in err
+    saved = load_model(model)
+    steps = saved.meta["training_steps"]
+    assert saved.meta["interrupted"] is True and steps >= 100
+    assert f"interrupted at step {steps} of 10000000" in out
+    assert f"checkpoint: {tmp_path / f'reach_step{steps}.json'}" in out
+    assert (tmp_path / "reach_report.png").is_file()
+    assert reach_blend.read_bytes() == before
+
+
+def test_demo_hint_is_a_command_that_works(tmp_path):
+    """The demo's closing line names a command that runs in a plain shell, from where the user is."""
+    out = subprocess.run([sys.executable, "-m", "drla", "demo", "--steps", "200", "--out", "demo_out"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    no_noise(out)
+    hint = out.stdout.strip().splitlines()[-1]
+    assert hint.startswith("replay the agent with: ") and "python -m drla" not in hint, hint
+    command = shlex.split(hint.removeprefix("replay the agent with: "))
+    played = subprocess.run(command + ["--episodes", "1"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert played.returncode == 0, played.stderr
+    assert "Tank: mean return" in played.stdout
