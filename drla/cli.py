@@ -119,6 +119,11 @@ CONFIG_TYPES: dict[str, Callable[[str], Any]] = {
     "adam_eps": POSITIVE_FLOAT,
 }
 CONFIG_CHOICES: dict[str, tuple[str, ...]] = {"loss": ("huber", "mse")}
+#: Help where the field's docstring reads badly on its own (it continues the one before).
+CONFIG_HELP = {
+    "train_freq": "Train every N environment steps (--gradient-steps gradient steps each time).",
+    "gradient_steps": "Gradient steps each time training runs (every --train-freq environment steps).",
+}
 
 
 # ---- DQNConfig as flags (CleanRL: the config dataclass doubles as the CLI) -------------------------------
@@ -158,11 +163,19 @@ def _add_config_flags(parser: argparse.ArgumentParser) -> None:
         "settings for cartpole); a flag given here overrides both.")
     docs = _field_docs(DQNConfig)
     defaults = DQNConfig()
+    names = {f.name for f in dataclasses.fields(DQNConfig)}
+
+    def as_flag(match: re.Match[str]) -> str:  # ``train_freq`` -> --train-freq; other ``x`` -> x
+        word = match.group(1)
+        return "--" + word.replace("_", "-") if word in names else word
+
     for f in dataclasses.fields(DQNConfig):
         if f.name in _SKIP_FIELDS:
             continue
         flag = "--" + f.name.replace("_", "-")
-        help_text = re.sub(r"``([^`]*)``", r"\1", docs.get(f.name, "")) or f.name.replace("_", " ")
+        help_text = CONFIG_HELP.get(f.name) or re.sub(r"``([^`]*)``", as_flag, docs.get(f.name, "")) or f.name
+        tuned = sorted(env for env, values in ENV_DEFAULTS.items() if f.name in values)
+        default_text = "cartpole default" if tuned else "default"
         if f.name == "hidden":
             group.add_argument(flag, metavar="SIZE[:ACT],...", default=None,
                                help=help_text + " Example: 64:relu,64:tanh (default 64:relu,64:relu; activations: "
@@ -172,11 +185,16 @@ def _add_config_flags(parser: argparse.ArgumentParser) -> None:
                                help=f"{help_text} (default: {'on' if getattr(defaults, f.name) else 'off'})")
         elif f.name in CONFIG_CHOICES:
             group.add_argument(flag, choices=CONFIG_CHOICES[f.name], default=None,
-                               help=f"{help_text} (default {getattr(defaults, f.name)})")
+                               help=f"{help_text} ({default_text} {getattr(defaults, f.name)})")
         else:
             kind = CONFIG_TYPES[f.name]  # a KeyError here: a new DQNConfig field needs its range in CONFIG_TYPES
+            if tuned:
+                default_text = f"default {getattr(defaults, f.name):g}; " + ", ".join(
+                    f"{env} {ENV_DEFAULTS[env][f.name]:g}" for env in tuned)
+            else:
+                default_text = f"default {getattr(defaults, f.name):g}"
             group.add_argument(flag, type=kind, default=None, metavar=kind.__name__.upper(),
-                               help=f"{help_text} (default {getattr(defaults, f.name):g})")
+                               help=f"{help_text} ({default_text})")
 
 
 def parse_hidden(text: str) -> list[tuple[int, str]]:
