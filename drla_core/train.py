@@ -28,7 +28,7 @@ import numpy as np
 from .env import Env
 
 __all__ = ["Callback", "EvalResult", "History", "PrintProgress", "TrainingError", "TrainingRun", "evaluate", "train",
-           "metric_text", "history_metric_text", "METRIC_WORDS", "ONCE_PER_EPISODE"]
+           "metric_text", "short_metric_text", "history_metric_text", "METRIC_WORDS", "ONCE_PER_EPISODE"]
 
 EVAL_SEED_OFFSET = 10_000  # evaluation episodes use seed + this, so they never replay training episodes
 
@@ -111,8 +111,20 @@ def _get(history: Any, key: str, default: Any = None) -> Any:
     return default if value is None else value
 
 
-def history_metric_text(history: Any, last: int | None = 20) -> str | None:
-    """``metric_text`` over the last ``last`` finished episodes (all when None) of a ``History`` or its dict.
+def short_metric_text(name: str, total: float, count: int, episodes: int) -> str:
+    """``metric_text`` in a sidebar's width: ``Hits 0.05/ep, shots 0.05/ep (100 %)``."""
+    (_, ones), (_, events) = METRIC_WORDS.get(name, ((name, name), (f"{name} event", f"{name} events")))
+    rate = f"{total / count:.0%}".replace("%", " %") if count else f"no {events}"
+    if not episodes:
+        return f"{ones.capitalize()}: no episode finished"
+    if name in ONCE_PER_EPISODE:
+        return f"{name.capitalize()} {rate} of {_count(episodes, ('episode', 'episodes'))}"
+    return f"{ones.capitalize()} {total / episodes:.2f}/ep, {events} {count / episodes:.2f}/ep ({rate})"
+
+
+def history_metric_text(history: Any, last: int | None = 20, short: bool = False) -> str | None:
+    """``metric_text`` over the last ``last`` finished episodes (all when None) of a ``History`` or its dict;
+    ``short``: ``short_metric_text``, for the sidebar.
 
     None when the task has no metric or the history predates the per-episode counts.
     """
@@ -122,7 +134,7 @@ def history_metric_text(history: Any, last: int | None = 20) -> str | None:
         return None
     if last is not None:
         sums, counts = sums[-last:], counts[-last:]
-    return metric_text(name, float(sum(sums)), int(sum(counts)), len(sums))
+    return (short_metric_text if short else metric_text)(name, float(sum(sums)), int(sum(counts)), len(sums))
 
 
 @dataclass
@@ -163,9 +175,9 @@ class History:
     interrupted: bool = False
     """The run was stopped before its budget (Ctrl-C on the command line)."""
 
-    def metric_text(self, last: int | None = 20) -> str | None:
+    def metric_text(self, last: int | None = 20, short: bool = False) -> str | None:
         """The task metric's counts and rate over the last ``last`` episodes; see ``history_metric_text``."""
-        return history_metric_text(self, last)
+        return history_metric_text(self, last, short)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

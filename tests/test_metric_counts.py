@@ -125,3 +125,16 @@ def test_stop_without_final_evaluation_marks_the_run_interrupted():
     assert run.steps == 30 and run.done and run.history.interrupted and run.history.final_eval is None
     _, summary = _line_panels(run.history)
     assert summary[:2] == ["steps trained", "  30 (interrupted)"]
+
+
+def test_short_metric_text_for_the_sidebar():
+    run = TrainingRun(OneShotEnv(), FireOnce(), 200).run()
+    assert run.history.metric_text(short=True) == "Hits 0.05/ep, shots 0.05/ep (100 %)"
+    assert history_metric_text(run.history.to_dict(), 20, short=True) == "Hits 0.05/ep, shots 0.05/ep (100 %)"
+    assert history_metric_text({"task_metric": "hit", "episode_metric_sums": [], "episode_metric_counts": []},
+                               short=True) == "Hits: no episode finished"
+    assert history_metric_text({"task_metric": None}, short=True) is None
+    assert history_metric_text({"task_metric": "escaped", "episode_metric_sums": [1, 0, 1, 1],
+                                "episode_metric_counts": [1, 1, 1, 1]}, short=True) == "Escaped 75 % of 4 episodes"
+    assert len(history_metric_text({"task_metric": "hit", "episode_metric_sums": [12.0] * 20,
+                                    "episode_metric_counts": [130] * 20}, short=True)) <= 38
