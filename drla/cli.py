@@ -62,7 +62,13 @@ def _int_type(low: int, what: str = "") -> Callable[[str], int]:
         try:
             value = int(text.strip().replace("_", ""))
         except ValueError:
-            raise argparse.ArgumentTypeError(f"needs {need}, got {text!r}") from None
+            try:  # 5e4 is a whole number too
+                number = float(text)
+            except ValueError:
+                number = math.nan
+            if not (math.isfinite(number) and number.is_integer()):
+                raise argparse.ArgumentTypeError(f"needs {need}, got {text!r}") from None
+            value = int(number)
         if value < low:
             raise argparse.ArgumentTypeError(f"needs {need}, got {value}")
         return value

@@ -145,7 +145,7 @@ def test_envs_shows_plain_text(capsys):
 BAD_NUMBERS = [
     (["train", "identity", "--steps", "0"], "--steps: needs a positive whole number, got 0"),
     (["train", "identity", "--steps", "-5"], "--steps: needs a positive whole number, got -5"),
-    (["train", "identity", "--steps", "1e3"], "--steps: needs a positive whole number, got '1e3'"),
+    (["train", "identity", "--steps", "2.5"], "--steps: needs a positive whole number, got '2.5'"),
     (["train", "identity", "--seed", "-1"], "--seed: needs a whole number >= 0, got -1"),
     (["train", "identity", "--eval-interval", "-1"], "--eval-interval: needs a whole number >= 0 (0: never)"),
     (["train", "identity", "--eval-episodes", "0"], "--eval-episodes: needs a positive whole number, got 0"),
@@ -220,6 +220,9 @@ def test_steps_trains_exactly_what_was_asked(tmp_path, capsys):
                  "--eval-interval", "0"]) == 0
     assert "trained 137 steps" in capsys.readouterr().out
     assert load_model(model).meta["training_steps"] == 137
+    assert main(["train", "identity", "--steps", "2e2", "--out", str(model), "--quiet", "--learning-starts", "50",
+                 "--eval-interval", "0"]) == 0
+    assert "trained 200 steps" in capsys.readouterr().out
 
 
 # ---- model paths -----------------------------------------------------------------------------------------------
