@@ -14,13 +14,6 @@ from . import live_curve, model_store, session
 from .properties import TREE_IDNAME, settings
 
 
-def _time(seconds: float) -> str:
-    seconds = int(round(seconds))
-    if seconds < 3600:
-        return f"{seconds // 60}:{seconds % 60:02d}"
-    return f"{seconds // 3600} h {seconds % 3600 // 60:02d}"
-
-
 def draw_error(layout, s) -> None:
     if not s.error:
         return
@@ -48,12 +41,12 @@ def draw_progress(layout, s, state: str) -> None:
     grid = layout.grid_flow(columns=2, align=True)
     if session.is_ik_tree(s.tree):
         grid.label(text=f"Median error {s.mean_return:.1f} mm")
-        grid.label(text=f"Left {_time(s.seconds_left)}" if state == "TRAINING" else "")
+        grid.label(text=f"Left {session.format_duration(s.seconds_left)}" if state == "TRAINING" else "")
         return
     grid.label(text=f"Episodes {s.episodes}")
     grid.label(text=f"Epsilon {s.epsilon:.2f}")
     grid.label(text=f"Return {s.mean_return:.2f}")
-    grid.label(text=f"Left {_time(s.seconds_left)}" if state == "TRAINING" else "")
+    grid.label(text=f"Left {session.format_duration(s.seconds_left)}" if state == "TRAINING" else "")
 
 
 def draw_main(layout, context) -> None:

@@ -106,6 +106,14 @@ def describe_error(exc: BaseException) -> str:
     return text if type(exc).__name__ in known else f"{type(exc).__name__}: {text}"
 
 
+def format_duration(seconds: float) -> str:
+    """``0:38``, ``12:05``, ``1 h 05``: a time left as a person reads it."""
+    seconds = int(round(max(0.0, seconds)))
+    if seconds < 3600:
+        return f"{seconds // 60}:{seconds % 60:02d}"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d}"
+
+
 def safe_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "tree"
 
@@ -274,6 +282,8 @@ class TrainSession(Session):
         self.train_seconds = 0.0
         self.steps_at_open = 0
         self.message = ""
+        self._clock_start = 0.0  # wall clock (perf_counter) when the run started or was resumed
+        self._clock_steps = 0    # steps done at that moment
 
     # -- life cycle --------------------------------------------------------
     def start(self) -> TrainSession:
@@ -283,6 +293,7 @@ class TrainSession(Session):
         s.message = ""
         self._register()
         self._guard(self._start)
+        self._start_clock()
         return self
 
     def _start(self) -> None:
@@ -340,7 +351,13 @@ class TrainSession(Session):
         settings(self.scene).error = ""
         self._register()
         self._guard(self._resume)
+        self._start_clock()
         return self
+
+    def _start_clock(self) -> None:
+        """The time left is estimated from the wall clock from here on (see ``seconds_left``)."""
+        self._clock_start = time.perf_counter()
+        self._clock_steps = self.steps
 
     def _resume(self) -> None:
         self._open_scene()
@@ -395,9 +412,21 @@ class TrainSession(Session):
 
     @property
     def seconds_left(self) -> float:
+        """Wall-clock seconds to the end at the pace since the run started (or resumed).
+
+        The pace counts everything between two slices of training, not only the training itself:
+        in the GUI, Blender redraws the viewport and the sidebar between ticks, and on a slow
+        machine that can take most of the wall time. Before any step since (re)starting, the
+        training time alone gives a first estimate.
+        """
+        left = max(0, self.total_steps - self.steps)
+        done = self.steps - self._clock_steps
+        elapsed = time.perf_counter() - self._clock_start
+        if self.state == RUNNING and self._clock_start > 0 and done > 0 and elapsed > 0:
+            return left * elapsed / done
         if self.steps <= 0 or self.train_seconds <= 0:
             return 0.0
-        return (self.total_steps - self.steps) * self.train_seconds / self.steps
+        return left * self.train_seconds / self.steps
 
     def mean_return(self, last: int = 20) -> float:
         returns = list(getattr(self.history, "episode_returns", []) or [])[-last:]
@@ -406,7 +435,7 @@ class TrainSession(Session):
     def status_line(self) -> str:
         return (f"DRLA training '{self.tree_name}': step {self.steps}/{self.total_steps} "
                 f"({100 * self.progress:.0f}%), episode {self.episodes}, epsilon {self.epsilon:.2f}, "
-                f"{self.seconds_left:.0f} s left  (Esc: stop)")
+                f"{format_duration(self.seconds_left)} left  (Esc: stop)")
 
     def _mirror(self, force_curve: bool = False) -> None:
         """Copy the numbers the panel shows onto ``scene.drla``, and redraw the curve (throttled)."""
@@ -588,7 +617,7 @@ class IKTrainSession(TrainSession):
     def status_line(self) -> str:
         return (f"DRLA learned IK '{self.tree_name}': step {self.steps}/{self.total_steps} "
                 f"({100 * self.progress:.0f}%), median error {self.error_mm():.1f} mm, "
-                f"{self.seconds_left:.0f} s left  (Esc: stop)")
+                f"{format_duration(self.seconds_left)} left  (Esc: stop)")
 
     def _mirror(self, force_curve: bool = False) -> None:
         curve = getattr(self.solver, "curve", None) or []
