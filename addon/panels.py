@@ -14,54 +14,139 @@ from . import live_curve, model_store, session
 from .properties import TREE_IDNAME, settings
 
 
-def draw_error(layout, s) -> None:
+# --------------------------------------------------------------------------- wrapped text
+#: Pixels of a sidebar's width that text labels cannot use, at UI scale 1: the category tabs, the
+#: panel's margins (measured in Blender 5.2: a 292 px sidebar leaves 228 px for a plain label).
+SIDEBAR_MARGIN_PX = 64
+ICON_PX = 24  # an icon before the text, and its gap
+BOX_PX = 12   # the inner margins of a box
+FALLBACK_REGION_PX = 300  # no region (headless, scripts): a default sidebar's width
+
+
+def ui_scale(context=None) -> float:
+    """Blender's pixel scale (DPI and Resolution Scale together); 1.0 where it is unknown (headless)."""
+    prefs = getattr(context, "preferences", None) or bpy.context.preferences
+    scale = float(getattr(prefs.system, "ui_scale", 0.0) or 0.0)
+    return scale if scale > 0 else 1.0
+
+
+def text_space(context, *, icon: bool = False, box: bool = False) -> int:
+    """Pixels a label's text can use in this sidebar (its region's real width, whatever the UI scale)."""
+    region = getattr(context, "region", None)
+    width = getattr(region, "width", 0) or FALLBACK_REGION_PX * ui_scale(context)
+    margin = SIDEBAR_MARGIN_PX + (ICON_PX if icon else 0) + (BOX_PX if box else 0)
+    return max(40, int(width - margin * ui_scale(context)))
+
+
+def text_measure(context=None):
+    """``f(text) -> pixels`` in Blender's interface font at the current UI scale."""
+    prefs = getattr(context, "preferences", None) or bpy.context.preferences
+    points = getattr(getattr(prefs.ui_styles[0], "widget", None), "points", 11.0) if len(prefs.ui_styles) else 11.0
+    size = points * ui_scale(context)
+    try:
+        import blf
+
+        blf.size(0, size)
+        if blf.dimensions(0, "abc")[0] <= 0:
+            raise RuntimeError("no font")
+    except Exception:  # no font loaded: an average glyph width
+        return lambda text: 0.55 * size * len(text)
+    return lambda text: blf.dimensions(0, text)[0]
+
+
+def wrap(text: str, width: float, measure) -> list[str]:
+    """``text`` cut into lines no wider than ``width`` pixels, at spaces; a word wider than a line
+    (a file path) is cut where it must. Line breaks in ``text`` are kept."""
+    lines: list[str] = []
+    for paragraph in str(text).splitlines() or [""]:
+        line = ""
+        for word in paragraph.split():
+            candidate = f"{line} {word}" if line else word
+            if measure(candidate) <= width:
+                line = candidate
+                continue
+            if line:
+                lines.append(line)
+            while measure(word) > width and len(word) > 1:
+                cut = 1
+                while cut < len(word) - 1 and measure(word[:cut + 1]) <= width:
+                    cut += 1
+                lines.append(word[:cut])
+                word = word[cut:]
+            line = word
+        lines.append(line)
+    return lines
+
+
+def label_wrapped(layout, context, text: str, icon: str = 'NONE', *, box: bool = False) -> None:
+    """``text`` as labels, wrapped to the sidebar's width; the lines after the first are indented
+    under the icon."""
+    lines = wrap(text, text_space(context, icon=icon != 'NONE', box=box), text_measure(context))
+    col = layout.column(align=True)
+    for i, line in enumerate(lines):
+        if icon == 'NONE':
+            col.label(text=line)
+        else:
+            col.label(text=line, icon=icon if i == 0 else 'BLANK1')
+
+
+# --------------------------------------------------------------------------- main panel
+def draw_error(layout, s, context=None) -> None:
     if not s.error:
         return
     box = layout.box()
     col = box.column(align=True)
     col.alert = True
-    words, line, lines = s.error.split(), "", []
-    for word in words:  # wrap: the sidebar is narrow and labels don't wrap
-        if len(line) + len(word) > 38 and line:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}".strip()
-    lines.append(line)
-    for i, text in enumerate(lines):
-        col.label(text=text, icon='ERROR' if i == 0 else 'BLANK1')
+    label_wrapped(col, context, s.error, 'ERROR', box=True)
     box.operator("drla.clear_error", icon='X')
 
 
-def draw_progress(layout, s, state: str) -> None:
+def draw_progress(layout, s, state: str, context=None) -> None:
     text = f"{s.steps_done} / {s.steps_total} steps"
     if state == "STOPPED":
         text += "  (stopped)"
     layout.progress(factor=s.progress, type='BAR', text=text)
     grid = layout.grid_flow(columns=2, align=True)
+    left = f"Left {session.format_duration(s.seconds_left)}" if state == "TRAINING" else ""
     if session.is_ik_tree(s.tree):
         grid.label(text=f"Median error {s.mean_return:.1f} mm")
-        grid.label(text=f"Left {session.format_duration(s.seconds_left)}" if state == "TRAINING" else "")
+        grid.label(text=left)
         return
     grid.label(text=f"Episodes {s.episodes}")
     grid.label(text=f"Epsilon {s.epsilon:.2f}")
     grid.label(text=f"Return {s.mean_return:.2f}")
-    grid.label(text=f"Left {session.format_duration(s.seconds_left)}" if state == "TRAINING" else "")
+    grid.label(text=left)
+    metric = task_metric_text(context.scene.name if context is not None else "")
+    if metric:
+        label_wrapped(layout, context, metric)
+
+
+def task_metric_text(key: str) -> str:
+    """The task's counts over the last episodes ('Hits 0.05/ep, shots 0.05/ep (100 %)'), or ''."""
+    history = live_curve.info(key).get("history")
+    if history is None:
+        return ""
+    try:
+        from ..drla_core.train import history_metric_text
+
+        return history_metric_text(history, 20, short=True) or ""
+    except Exception:
+        return ""
 
 
 def draw_main(layout, context) -> None:
     scene = context.scene
     s = settings(scene)
     layout.prop(s, "tree")
-    draw_error(layout, s)
+    draw_error(layout, s, context)
     state = session.ui_state(scene)
     if state == "NO_TREE":
-        layout.label(text="Pick an RL tree, or add one:", icon='INFO')
-        layout.label(text="Add > DRLA Examples in the 3D viewport")
+        label_wrapped(layout, context, "Pick an RL tree above, or add an example tree and its scene with "
+                                       "Add > DRLA Examples in the 3D viewport", 'INFO')
         return
 
     if state in {"TRAINING", "STOPPED"}:
-        draw_progress(layout, s, state)
+        draw_progress(layout, s, state, context)
 
     row = layout.row(align=True)
     row.scale_y = 1.4
@@ -79,7 +164,7 @@ def draw_main(layout, context) -> None:
     col.prop(s, "output_dir", text="")
 
     if s.message and state != "TRAINING":
-        layout.label(text=s.message, icon='CHECKMARK' if state in {"TRAINED", "STOPPED"} else 'INFO')
+        label_wrapped(layout, context, s.message, 'CHECKMARK' if state in {"TRAINED", "STOPPED"} else 'INFO')
 
 
 def draw_model(layout, context) -> None:
@@ -88,9 +173,9 @@ def draw_model(layout, context) -> None:
     state = session.ui_state(scene)
     tree = s.tree
     if tree is not None and model_store.has_model(tree):
-        layout.label(text=model_store.text_name(tree), icon='TEXT')
+        label_wrapped(layout, context, model_store.text_name(tree), 'TEXT')
     elif tree is not None:
-        layout.label(text="No trained model yet", icon='INFO')
+        label_wrapped(layout, context, "No trained model yet", 'INFO')
 
     if session.is_ik_tree(tree):
         draw_ik_model(layout, context)
@@ -129,7 +214,7 @@ def draw_ik_model(layout, context) -> None:
     row.operator("drla.import_model", text="Import JSON", icon='IMPORT')
     col = layout.column(align=True)
     col.operator("drla.bake", text="Bake Target Animation", icon='KEYINGSET')
-    col.label(text=f"Frames {scene.frame_start}-{scene.frame_end} (scene range)")
+    label_wrapped(col, context, f"Frames {scene.frame_start}-{scene.frame_end} (the scene's frame range)")
 
 
 def draw_curve(layout, context) -> None:
@@ -137,7 +222,7 @@ def draw_curve(layout, context) -> None:
     live_curve.draw(layout, scene.name, settings(scene))
     s = settings(scene)
     if s.report_path and session.ui_state(scene) != "TRAINING":
-        layout.label(text=f"Report: {bpy.path.basename(s.report_path)}", icon='IMAGE_DATA')
+        label_wrapped(layout, context, f"Report: {bpy.path.basename(s.report_path)}", 'IMAGE_DATA')
 
 
 # --------------------------------------------------------------------------- panel classes

@@ -57,3 +57,39 @@ def test_duration_reads_as_minutes_and_hours(ext):
     assert format_duration(6 * 60 + 5) == "6:05"
     assert format_duration(2 * 3600 + 5 * 60) == "2 h 05"
     assert format_duration(-3) == "0:00"
+
+
+# --------------------------------------------------------------------------- wrapped text
+def test_long_messages_wrap_to_the_sidebar_width(ext):
+    from drla_ext.addon import panels
+
+    measure = panels.text_measure(bpy.context)
+    message = "Stopped at step 7000 of 60000: Resume continues, Play uses the model so far"
+    for width in (120, 200, 420):
+        lines = panels.wrap(message, width, measure)
+        assert all(measure(line) <= width for line in lines)
+        assert " ".join(lines).split() == message.split()
+    assert len(panels.wrap(message, 200, measure)) > len(panels.wrap(message, 420, measure)) >= 1
+    # a word wider than a line (a file path) is cut, never lost
+    path = "/home/someone/projects/a-very-long-folder-name/tank_report_of_the_evening.png"
+    lines = panels.wrap(f"Report: {path}", 150, measure)
+    assert all(measure(line) <= 150 for line in lines) and "".join(lines).replace(" ", "") == f"Report:{path}"
+    assert panels.wrap("", 100, measure) == [""]
+    assert panels.wrap("first line\nsecond", 400, measure) == ["first line", "second"]
+
+
+def test_text_space_follows_the_real_region_width(ext, empty_scene):
+    from drla_ext.addon import panels
+
+    bpy.ops.wm.read_homefile(use_empty=False, use_factory_startup=True)
+    window = bpy.context.window_manager.windows[0]
+    area = next(a for a in window.screen.areas if a.type == 'PROPERTIES')
+    region = next(r for r in area.regions if r.type == 'WINDOW')
+    with bpy.context.temp_override(window=window, area=area, region=region):
+        scale = panels.ui_scale(bpy.context)
+        plain = panels.text_space(bpy.context)
+        assert plain == int(region.width - panels.SIDEBAR_MARGIN_PX * scale)
+        assert panels.text_space(bpy.context, icon=True, box=True) < panels.text_space(bpy.context, icon=True) < plain
+    # no region (a script): a default sidebar's width
+    assert panels.text_space(bpy.context) == int((panels.FALLBACK_REGION_PX - panels.SIDEBAR_MARGIN_PX)
+                                                 * panels.ui_scale(bpy.context))
