@@ -19,7 +19,7 @@ from .properties import TREE_IDNAME, settings
 #: panel's margins (measured in Blender 5.2: a 292 px sidebar leaves 228 px for a plain label).
 SIDEBAR_MARGIN_PX = 64
 ICON_PX = 24  # an icon before the text, and its gap
-BOX_PX = 12   # the inner margins of a box
+BOX_PX = 8    # the inner margins of a box
 FALLBACK_REGION_PX = 300  # no region (headless, scripts): a default sidebar's width
 
 
@@ -106,12 +106,12 @@ def draw_progress(layout, s, state: str, context=None) -> None:
     if state == "STOPPED":
         text += "  (stopped)"
     layout.progress(factor=s.progress, type='BAR', text=text)
-    grid = layout.grid_flow(columns=2, align=True)
     left = f"Left {session.format_duration(s.seconds_left)}" if state == "TRAINING" else ""
     if session.is_ik_tree(s.tree):
-        grid.label(text=f"Median error {s.mean_return:.1f} mm")
-        grid.label(text=left)
+        label_wrapped(layout, context, f"Median tip error {s.mean_return:.1f} mm"
+                                       + (f", {left.lower()}" if left else ""))
         return
+    grid = layout.grid_flow(columns=2, align=True)
     grid.label(text=f"Episodes {s.episodes}")
     grid.label(text=f"Epsilon {s.epsilon:.2f}")
     grid.label(text=f"Return {s.mean_return:.2f}")
@@ -219,7 +219,7 @@ def draw_ik_model(layout, context) -> None:
 
 def draw_curve(layout, context) -> None:
     scene = context.scene
-    live_curve.draw(layout, scene.name, settings(scene))
+    live_curve.draw(layout, scene.name, settings(scene), context)
     s = settings(scene)
     if s.report_path and session.ui_state(scene) != "TRAINING":
         label_wrapped(layout, context, f"Report: {bpy.path.basename(s.report_path)}", 'IMAGE_DATA')

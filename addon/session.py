@@ -358,6 +358,7 @@ class TrainSession(Session):
         """The time left is estimated from the wall clock from here on (see ``seconds_left``)."""
         self._clock_start = time.perf_counter()
         self._clock_steps = self.steps
+        self._clock_train_seconds = self.train_seconds
 
     def _resume(self) -> None:
         self._open_scene()
@@ -499,7 +500,7 @@ class IKTrainSession(TrainSession):
         self._open_scene()
         self.solver = runtime.new_solver(compiled, self.seed)
         self._gen = runtime.training_iter(self.solver, compiled, self.total_steps)
-        self.history = {"losses": [], "episode_returns": []}
+        self.history = {"losses": [], "loss_steps": [], "episode_returns": [], "loss_name": "Median tip error (mm)"}
         with contextlib.suppress(Exception):
             settings(self.scene).curve = 'LOSS'
         self.state = RUNNING
@@ -607,6 +608,18 @@ class IKTrainSession(TrainSession):
     def epsilon(self) -> float:
         return 0.0
 
+    @property
+    def seconds_left(self) -> float:
+        """As a DQN run's, or sooner when the node's Train Seconds (training time, not wall time) end it."""
+        left = super().seconds_left
+        budget = float((self.compiled.agent.config.get("train_seconds") or 0.0) if self.compiled else 0.0)
+        if budget <= 0:
+            return left
+        wall = time.perf_counter() - self._clock_start
+        trained = self.train_seconds - getattr(self, "_clock_train_seconds", 0.0)
+        ratio = wall / trained if self.state == RUNNING and self._clock_start > 0 and trained > 0 else 1.0
+        return min(left, max(0.0, budget - self.train_seconds) * max(1.0, ratio))
+
     def error_mm(self) -> float:
         curve = getattr(self.solver, "curve", None) or []
         return 1000.0 * curve[-1][1] if curve else 0.0
@@ -623,6 +636,7 @@ class IKTrainSession(TrainSession):
         curve = getattr(self.solver, "curve", None) or []
         if self.history is not None:
             self.history["losses"] = [1000.0 * m for _, m, _ in curve]
+            self.history["loss_steps"] = [step for step, _, _ in curve]
         super()._mirror(force_curve)
 
 

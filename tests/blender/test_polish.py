@@ -3,6 +3,7 @@ picture, node colours and widths, number limits on the nodes, and nothing left b
 
 import time
 
+import numpy as np
 import pytest
 
 bpy = pytest.importorskip("bpy")
@@ -93,3 +94,93 @@ def test_text_space_follows_the_real_region_width(ext, empty_scene):
     # no region (a script): a default sidebar's width
     assert panels.text_space(bpy.context) == int((panels.FALLBACK_REGION_PX - panels.SIDEBAR_MARGIN_PX)
                                                  * panels.ui_scale(bpy.context))
+
+
+# --------------------------------------------------------------------------- learning curve picture
+def _history(n=120):
+    rng = np.random.default_rng(1)
+    return {"episode_returns": list(np.linspace(-15, 2, n) + rng.normal(0, 3, n)),
+            "episode_end_steps": list(np.cumsum(rng.integers(40, 90, n))),
+            "losses": list(np.exp(-np.linspace(0, 3, 50))), "loss_steps": list(range(1000, 6000, 100)),
+            "epsilons": list(np.linspace(1, 0.05, n)), "task_metric": "hit",
+            "episode_metric_sums": list(rng.integers(0, 3, n).astype(float)),
+            "episode_metric_counts": list(rng.integers(2, 6, n)), "episode_metrics": list(rng.random(n))}
+
+
+def _ink(img, colour, rows=slice(None), cols=slice(None)):
+    return int(np.all(np.isclose(img[rows, cols], colour, atol=1e-3), axis=-1).sum())
+
+
+def test_curve_picture_has_a_title_axes_and_the_curve(ext):
+    from drla_ext.addon import live_curve as lc
+
+    h = _history()
+    assert lc.title(h, 'RETURN') == "Return per episode" and lc.title(h, 'LOSS') == "Loss per update"
+    assert lc.title(h, 'METRIC') == "Hits per episode"  # counts, not a rate one lucky shot makes 100 %
+    assert lc.title({"task_metric": "escaped", "episode_metrics": [1.0]}, 'METRIC') == "Escaped rate"
+    assert lc.title({"losses": [1.0], "loss_name": "Median error (mm)"}, 'LOSS') == "Median error (mm)"
+    x, label = lc.x_values(h, 'RETURN', len(h["episode_returns"]))
+    assert label == "steps" and x[-1] == h["episode_end_steps"][-1]
+    assert lc.x_values(h, 'LOSS', 50)[1] == "steps" and lc.x_values({}, 'LOSS', 3)[1] == "updates"
+    assert lc.x_values({"episode_returns": [1, 2]}, 'RETURN', 2)[1] == "episodes"
+
+    img = lc.render(h, 'RETURN', 240, 1)
+    assert img.shape == (240, 240, 4) and img.dtype == np.float32
+    assert _ink(img, lc.TEXT, rows=slice(0, 14)) > 60                   # the title
+    assert _ink(img, lc.MUTED, rows=slice(14, 220), cols=slice(0, 30)) > 40  # y labels: max, min, 0
+    assert _ink(img, lc.MUTED, rows=slice(215, 240)) > 40                # x labels and "steps"
+    assert _ink(img, lc.COLOURS['RETURN']) > 150                         # the smoothed curve
+    # the max label sits at the top, the min label at the bottom of the plot
+    assert lc.short_number(max(h["episode_returns"])) != lc.short_number(min(h["episode_returns"]))
+    # twice the UI scale: twice the font, the same layout
+    big = lc.render(h, 'RETURN', 480, 2)
+    assert _ink(big, lc.TEXT, rows=slice(0, 28)) == 4 * _ink(img, lc.TEXT, rows=slice(0, 14))
+    empty = lc.render({}, 'METRIC', 200, 1)
+    assert _ink(empty, lc.MUTED) > 0 and _ink(empty, lc.COLOURS['METRIC']) == 0
+    for value, text in ((60000, "60k"), (11656, "11.7k"), (-17.0, "-17"), (0.052, "0.052"), (2.5e6, "2.5M"),
+                        (0.0004, "4.0e-4")):
+        assert lc.short_number(value) == text
+
+
+def test_curve_picture_is_as_wide_as_the_sidebar(ext, empty_scene):
+    from drla_ext.addon import live_curve as lc
+
+    bpy.ops.wm.read_homefile(use_empty=False, use_factory_startup=True)
+    window = bpy.context.window_manager.windows[0]
+    area = next(a for a in window.screen.areas if a.type == 'PROPERTIES')
+    region = next(r for r in area.regions if r.type == 'WINDOW')
+    with bpy.context.temp_override(window=window, area=area, region=region):
+        size, scale, icon_scale = lc.picture_size(bpy.context)
+        ui = bpy.context.preferences.system.ui_scale or 1.0
+    button = region.width - lc.SIDEBAR_MARGIN_PX * ui
+    assert size == int(button) - 2 * lc.PREVIEW_PAD and scale == max(1, round(ui))
+    assert icon_scale * 20 * ui == pytest.approx(int(button))
+    # each size drawn gets its own picture, kept up to date by every update
+    lc.forget("k")
+    lc.update("k", _history(), 'RETURN', force=True)
+    state = lc.info("k")
+    lc._draw_picture("k", state, size, scale)
+    assert set(state["pictures"]) == {(lc.SIZE, 1), (size, scale)}
+    assert lc.update("k", _history(130), 'LOSS', force=True)
+    assert {p["version"] for p in lc.info("k")["pictures"].values()} == {lc.info("k")["version"]}
+    assert lc.pixels("k").shape[:2] in {(size, size), (lc.SIZE, lc.SIZE)}
+    lc.forget("k")
+    assert lc.info("k") == {}
+
+
+def test_learned_ik_time_left_stops_at_its_train_seconds(ext, arm3_scene):
+    from drla_ext.addon import session
+
+    tree = arm3_scene.drla.tree
+    next(n for n in tree.nodes if n.bl_idname == "DRLA_IKAgentNode").train_seconds = 30.0
+    sess = session.make_train_session(arm3_scene, tree, total_steps=10_000_000).start()
+    sess.tick(0.05)
+    time.sleep(0.1)
+    sess.tick(0.05)
+    assert sess.steps > 0 and sess.history["loss_name"] and len(sess.history["loss_steps"]) == len(
+        sess.history["losses"])
+    # the steps would take ages; the 30 s of training, with Blender's time between ticks, end it first
+    wall = time.perf_counter() - sess._clock_start
+    trained = sess.train_seconds
+    assert sess.seconds_left == pytest.approx((30.0 - trained) * wall / trained, rel=0.05)
+    sess.stop()

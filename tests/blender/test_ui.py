@@ -233,10 +233,12 @@ def test_curve_panel_draws_the_picture(ui, tree, empty_scene):
     assert any("appears when training starts" in t for t in labels(layout))
     ui.live_curve.remember_history(empty_scene.name, {"episode_returns": [1.0, 2.0]})
     ui.live_curve.update(empty_scene.name, {"episode_returns": [1.0, 2.0]}, 'RETURN', force=True)
-    ui.live_curve._state[empty_scene.name]["icon_id"] = 42  # headless previews get no icon ids
+    size, _, icon_scale = ui.live_curve.picture_size(bpy.context)
+    assert size == ui.live_curve.SIZE  # no region (headless): the default size
+    ui.live_curve._state[empty_scene.name]["pictures"][(size, 1)]["icon_id"] = 42  # headless: no icon ids
     layout = draw(ui.panels.DRLA_PT_view3d_curve)
     (icon,) = calls(layout, "template_icon")
-    assert icon.kwargs["icon_value"] == 42
+    assert icon.kwargs["icon_value"] == 42 and icon.kwargs["scale"] == pytest.approx(icon_scale)
     assert calls(layout, "prop")[0].args[1] == "curve"
     ui.live_curve.forget(empty_scene.name)
 
