@@ -29,8 +29,8 @@ Both methods draw every object as one flat colour (no lighting), so their pictur
 - ``method='workbench'`` (reference, about 2.3 ms at 64x64): a real Workbench render with
   FLAT lighting, anti-aliasing off, view transform Standard and dithering off, saved to
   ``/dev/shm`` and parsed. Every render setting it changes is changed only for the duration of
-  the render and then restored, so the user's scene is exactly as before (only the
-  "Render Result" image holds the last picture). DEPTH uses the compositor's Z pass through a
+  the render and then restored, so the user's scene is exactly as before (a "Render Result"
+  image the renders made is removed by ``close()``; one the user had holds the last picture). DEPTH uses the compositor's Z pass through a
   private compositor node group (Blender 5.0 API), removed again by ``close()``.
 
 Colours: ``color_source='OBJECT'`` (default) uses the object's colour (Object Properties >
@@ -97,6 +97,7 @@ def ensure_gpu_context() -> None:
     try:
         gpu.types.GPUOffScreen(4, 4).free()
     except Exception:  # SystemError "GPU functions for drawing are not available in background mode"
+        had_result = _render_results()
         tmp = bpy.data.scenes.new("__drla_gpu_init")
         cam_data = bpy.data.cameras.new("__drla_gpu_init")
         cam = bpy.data.objects.new("__drla_gpu_init", cam_data)
@@ -111,8 +112,20 @@ def ensure_gpu_context() -> None:
             bpy.data.objects.remove(cam)
             bpy.data.cameras.remove(cam_data)
             bpy.data.scenes.remove(tmp)
+            _remove_render_results(keep=had_result)
         gpu.types.GPUOffScreen(4, 4).free()
     _gpu_context_ready = True
+
+
+def _render_results() -> set[int]:
+    """The "Render Result" images there are now (a render makes one; it would be saved with the file)."""
+    return {img.as_pointer() for img in bpy.data.images if img.type == 'RENDER_RESULT'}
+
+
+def _remove_render_results(keep: set[int]) -> None:
+    """Remove the "Render Result" images our own renders made (not one the user's render made)."""
+    for img in [img for img in bpy.data.images if img.type == 'RENDER_RESULT' and img.as_pointer() not in keep]:
+        bpy.data.images.remove(img)
 
 
 def _render_visible(ob: Any, view_layer: Any, hidden_collections: set[str]) -> bool:
@@ -439,6 +452,7 @@ class _WorkbenchPath:
         self.exr_path = stem + ".exr"
         self._depth_tree: Any = None
         self._depth_image: Any = None
+        self._had_render_result = _render_results()
         if cam.mode == 'DEPTH' and not hasattr(cam.scene, "compositing_node_group"):
             raise NotImplementedError("Workbench DEPTH needs Blender 5.0's compositor API; use method='gpu'")
 
@@ -568,6 +582,7 @@ class _WorkbenchPath:
         if self._depth_tree is not None:
             bpy.data.node_groups.remove(self._depth_tree)
             self._depth_tree = None
+        _remove_render_results(keep=self._had_render_result)
 
 
 def _restore(saved: list[tuple[Any, str, Any]]) -> None:
