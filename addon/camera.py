@@ -30,8 +30,9 @@ Both methods draw every object as one flat colour (no lighting), so their pictur
   FLAT lighting, anti-aliasing off, view transform Standard and dithering off, saved to
   ``/dev/shm`` and parsed. Every render setting it changes is changed only for the duration of
   the render and then restored, so the user's scene is exactly as before (a "Render Result"
-  image the renders made is removed by ``close()``; one the user had holds the last picture). DEPTH uses the compositor's Z pass through a
-  private compositor node group (Blender 5.0 API), removed again by ``close()``.
+  image the renders made is removed by ``close()``; one the user had holds the last picture).
+  DEPTH uses the compositor's Z pass through a private compositor node group (Blender 5.0 API),
+  removed again by ``close()``.
 
 Colours: ``color_source='OBJECT'`` (default) uses the object's colour (Object Properties >
 Viewport Display > Color, ``ob.color``); ``'MATERIAL'`` uses each material slot's viewport
