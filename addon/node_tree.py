@@ -32,6 +32,7 @@ class DRLANode:
     """
 
     bl_width_default = 190
+    drla_category = ""  # sensor, state, action, reward, ending, network, agent or output
     inputs_spec: tuple = ()
     outputs_spec: tuple = ()
     draw_props: tuple[str, ...] = ()
@@ -49,6 +50,10 @@ class DRLANode:
                 socket.link_limit = 4095
         for idname, name in self.outputs_spec:
             self.outputs.new(idname, name)
+        color = getattr(self, "drla_color", None)  # the category's tint (nodes/_common.CATEGORIES)
+        if color is not None:
+            self.use_custom_color = True
+            self.color = color
 
     def draw_buttons(self, context, layout):
         try:
@@ -67,7 +72,7 @@ class DRLANode:
     def draw(self, layout) -> None:
         """Draw the properties; override for conditional layouts."""
         for name in self.draw_props:
-            layout.prop(self, name)
+            draw_prop(layout, self, name)
 
     def summary(self) -> str:
         """A one-line fact shown under the properties (e.g. an observation size)."""
@@ -75,6 +80,28 @@ class DRLANode:
 
     def update(self):  # Blender calls this on link changes: nothing to do, never raise
         pass
+
+
+#: The share of a node's width its labels get (object, menu and text fields).
+LABEL_FACTOR = 0.38
+
+
+def draw_prop(layout, node, name: str, text: str | None = None) -> None:
+    """``layout.prop``, but an object, menu or text field gets its label in a column of its own,
+    LABEL_FACTOR of the node's width: Blender's own row gives a label only what its text asks
+    for against the field's, and cuts "Relative To" or "Property" to "Relati…" and "Prop…"."""
+    prop = node.bl_rna.properties.get(name)
+    label = (prop.name if prop is not None else name) if text is None else text
+    if prop is None or not label or prop.type not in {'POINTER', 'ENUM', 'STRING'} \
+            or getattr(prop, "is_enum_flag", False):
+        if text is None:
+            layout.prop(node, name)
+        else:
+            layout.prop(node, name, text=text)
+        return
+    split = layout.split(factor=LABEL_FACTOR, align=True)
+    split.label(text=f"{label}:")
+    split.prop(node, name, text="")
 
 
 def linked_nodes(socket) -> list:

@@ -1,7 +1,9 @@
 # ruff: noqa: F401  (the imports are the registry: _collect() gathers them)
-"""Every DRLA node class, one node per file. To add a node: write nodes/<name>.py and add one
+"""Every DRLA node class, one node per file. To add a node: write nodes/<name>.py (with its
+``drla_category``, which gives it its colour and header icon: ``_common.CATEGORIES``) and add one
 import line here (and its idname to node_menu.CATEGORIES)."""
 
+from ._common import apply_categories
 from .env_environment import DRLA_EnvironmentNode
 from .state import DRLA_StateNode
 from .sensor_camera import DRLA_CameraSensorNode
@@ -40,3 +42,4 @@ def _collect() -> tuple:
 
 
 classes = _collect()
+apply_categories(classes)

@@ -1,4 +1,4 @@
-"""Shared property helpers for DRLA nodes (pointer polls, axis enum)."""
+"""Shared helpers for DRLA nodes: pointer polls, the axis enum, and the node categories' looks."""
 
 from __future__ import annotations
 
@@ -20,3 +20,28 @@ AXES = [('POS_X', "+X", ""), ('NEG_X', "-X", ""), ('POS_Y', "+Y", ""), ('NEG_Y',
 
 def axis_enum(name: str = "Axis", default: str = 'POS_Y', description: str = "Local axis of the object"):
     return EnumProperty(name=name, items=AXES, default=default, description=description)
+
+
+#: Each node's ``drla_category`` -> (body colour, header icon). Blender draws a Python node's header in
+#: the theme's "Input" colour whatever the node (``node_type_base_custom`` gives every Python node
+#: type the input class, and no Python API changes it up to 5.2), so a category shows as the tint
+#: of the node's body (``Node.color``, set when the node is added) and as an icon in its header.
+CATEGORIES: dict[str, tuple[tuple[float, float, float], str]] = {
+    "sensor": ((0.30, 0.26, 0.14), 'HIDE_OFF'),
+    "state": ((0.14, 0.24, 0.33), 'WORLD'),
+    "action": ((0.33, 0.21, 0.12), 'HAND'),
+    "reward": ((0.14, 0.29, 0.17), 'SOLO_ON'),
+    "ending": ((0.33, 0.14, 0.19), 'TRIA_RIGHT_BAR'),
+    "network": ((0.25, 0.17, 0.33), 'NODETREE'),
+    "agent": ((0.12, 0.27, 0.28), 'USER'),
+    "output": ((0.23, 0.23, 0.27), 'TIME'),
+}
+
+
+def apply_categories(classes) -> None:
+    """Give every node class its category's body colour and header icon (a class may keep its own icon)."""
+    for cls in classes:
+        color, icon = CATEGORIES[cls.drla_category]
+        cls.drla_color = color
+        if "bl_icon" not in vars(cls):
+            cls.bl_icon = icon

@@ -2,7 +2,7 @@
 
 from bpy.props import FloatProperty
 
-from ..node_tree import DRLANode
+from ..node_tree import DRLANode, draw_prop
 
 
 class SensorNode(DRLANode):
@@ -14,7 +14,7 @@ class SensorNode(DRLANode):
 
     def draw(self, layout):
         for name in self.draw_props:
-            layout.prop(self, name)
+            draw_prop(layout, self, name)
         layout.prop(self, "scale")
 
     def summary(self):

@@ -13,6 +13,7 @@ class DRLA_BoneActionsNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_BoneActionsNode"
     bl_label = "Bone Rotation Actions"
+    drla_category = "action"
     outputs_spec = (("DRLA_ActionSetSocket", "Actions"),)
 
     armature: object_pointer("Armature", kind='ARMATURE')

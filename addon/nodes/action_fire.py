@@ -1,7 +1,7 @@
 from bpy.props import BoolProperty, FloatProperty, FloatVectorProperty, StringProperty
 import bpy
 
-from ..node_tree import DRLANode
+from ..node_tree import DRLANode, draw_prop
 from ._common import axis_enum, object_pointer
 
 
@@ -14,6 +14,8 @@ class DRLA_FireActionNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_FireActionNode"
     bl_label = "Fire Action"
+    drla_category = "action"
+    bl_width_default = 230
     outputs_spec = (("DRLA_ActionSocket", "Action"),)
 
     action_name: StringProperty(name="Name", default="fire")
@@ -35,7 +37,7 @@ class DRLA_FireActionNode(DRLANode, bpy.types.Node):
 
     def draw(self, layout):
         for name in self.draw_props[:9]:
-            layout.prop(self, name)
+            draw_prop(layout, self, name)
         layout.prop(self, "respawn")
         if self.respawn:
             row = layout.row()

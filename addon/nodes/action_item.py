@@ -1,7 +1,7 @@
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, FloatVectorProperty, StringProperty
 import bpy
 
-from ..node_tree import DRLANode
+from ..node_tree import DRLANode, draw_prop
 from ._common import object_pointer
 
 KINDS = [
@@ -22,6 +22,8 @@ class DRLA_ActionNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_ActionNode"
     bl_label = "Action"
+    drla_category = "action"
+    bl_width_default = 210
     outputs_spec = (("DRLA_ActionSocket", "Action"),)
 
     action_name: StringProperty(name="Name", default="action")
@@ -40,19 +42,19 @@ class DRLA_ActionNode(DRLANode, bpy.types.Node):
                   "use_limits", "limit_min", "limit_max")
 
     def draw(self, layout):
-        layout.prop(self, "action_name")
+        draw_prop(layout, self, "action_name")
         layout.prop(self, "kind", text="")
         if self.kind == 'WAIT':
             return
-        layout.prop(self, "object")
+        draw_prop(layout, self, "object")
         if self.kind == 'BONE_ROTATE':
-            layout.prop(self, "bone")
+            draw_prop(layout, self, "bone")
         if self.kind in {'MOVE', 'ROTATE', 'BONE_ROTATE'}:
-            layout.prop(self, "vector")
+            layout.column(align=True).prop(self, "vector")
             if self.kind == 'MOVE':
                 layout.prop(self, "space", expand=True)
         else:
-            layout.prop(self, "property")
+            draw_prop(layout, self, "property")
             layout.prop(self, "value")
         layout.prop(self, "use_limits")
         if self.use_limits:

@@ -9,6 +9,7 @@ class DRLA_ActionSetNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_ActionSetNode"
     bl_label = "Action Set"
+    drla_category = "action"
     inputs_spec = (("DRLA_ActionSocket", "Actions", True),)
     outputs_spec = (("DRLA_ActionSetSocket", "Actions"),)
 

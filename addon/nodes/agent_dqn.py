@@ -13,6 +13,7 @@ class DRLA_DQNAgentNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_DQNAgentNode"
     bl_label = "DQN Agent"
+    drla_category = "agent"
     bl_width_default = 220
     inputs_spec = (("DRLA_NetworkSocket", "Network"), ("DRLA_EpsilonSocket", "Epsilon"),
                    ("DRLA_ReplaySocket", "Replay"))

@@ -11,6 +11,7 @@ class DRLA_EpsilonNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_EpsilonNode"
     bl_label = "Epsilon Schedule"
+    drla_category = "agent"
     outputs_spec = (("DRLA_EpsilonSocket", "Epsilon"),)
 
     start: FloatProperty(name="Start", default=1.0, min=0.0, max=1.0)

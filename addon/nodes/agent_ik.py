@@ -16,6 +16,7 @@ class DRLA_IKAgentNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_IKAgentNode"
     bl_label = "Learned IK Agent"
+    drla_category = "agent"
     bl_width_default = 220
     inputs_spec = (("DRLA_NetworkSocket", "Network"),)
     outputs_spec = (("DRLA_AgentSocket", "Agent"),)

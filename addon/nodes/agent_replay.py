@@ -11,6 +11,8 @@ class DRLA_ReplayMemoryNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_ReplayMemoryNode"
     bl_label = "Replay Memory"
+    drla_category = "agent"
+    bl_width_default = 200
     outputs_spec = (("DRLA_ReplaySocket", "Replay"),)
 
     capacity: IntProperty(name="Capacity", default=100000, min=1)

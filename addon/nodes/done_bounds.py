@@ -1,7 +1,7 @@
 from bpy.props import EnumProperty, FloatProperty, FloatVectorProperty
 import bpy
 
-from ..node_tree import DRLANode
+from ..node_tree import DRLANode, draw_prop
 from ._common import object_pointer
 
 
@@ -12,22 +12,24 @@ class DRLA_OutOfBoundsNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_OutOfBoundsNode"
     bl_label = "Out of Bounds"
+    drla_category = "ending"
+    bl_width_default = 210
     outputs_spec = (("DRLA_DoneSocket", "Done"),)
 
     object: object_pointer("Object")
     bounds: EnumProperty(name="Bounds", default='OBJECT', items=[
-        ('OBJECT', "Object", "The X/Y extent of Bounds Object"), ('BOX', "Box", "From Min to Max")])
-    bounds_object: object_pointer("Bounds Object")
+        ('OBJECT', "Object", "The X/Y extent of the Within object"), ('BOX', "Box", "From Min to Max")])
+    bounds_object: object_pointer("Within", "Object must stay within this object's X/Y extent (e.g. the ground)")
     box_min: FloatVectorProperty(name="Min", subtype='XYZ', default=(-10.0, -10.0, -10.0))
     box_max: FloatVectorProperty(name="Max", subtype='XYZ', default=(10.0, 10.0, 10.0))
     reward: FloatProperty(name="Reward", default=0.0)
     draw_props = ("object", "bounds", "bounds_object", "box_min", "box_max", "reward")
 
     def draw(self, layout):
-        layout.prop(self, "object")
+        draw_prop(layout, self, "object")
         layout.prop(self, "bounds", expand=True)
         if self.bounds == 'OBJECT':
-            layout.prop(self, "bounds_object")
+            draw_prop(layout, self, "bounds_object")
         else:
             row = layout.row()
             row.column().prop(self, "box_min")

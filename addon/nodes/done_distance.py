@@ -11,6 +11,7 @@ class DRLA_WithinDistanceNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_WithinDistanceNode"
     bl_label = "Within Distance"
+    drla_category = "ending"
     outputs_spec = (("DRLA_DoneSocket", "Done"),)
 
     object_a: object_pointer("From")

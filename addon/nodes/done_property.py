@@ -11,6 +11,7 @@ class DRLA_PropertyConditionNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_PropertyConditionNode"
     bl_label = "Property Condition"
+    drla_category = "ending"
     outputs_spec = (("DRLA_DoneSocket", "Done"),)
 
     source: EnumProperty(name="Source", default='OBJECT', items=[('OBJECT', "Object", ""), ('SCENE', "Scene", "")])

@@ -13,6 +13,8 @@ class DRLA_EnvironmentNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_EnvironmentNode"
     bl_label = "Environment"
+    drla_category = "state"
+    bl_width_default = 210
     inputs_spec = (("DRLA_StateSocket", "State"), ("DRLA_ActionSetSocket", "Actions"),
                    ("DRLA_RewardSocket", "Rewards", True), ("DRLA_DoneSocket", "Done", True))
     outputs_spec = (("DRLA_EnvironmentSocket", "Environment"),)

@@ -10,6 +10,9 @@ class DRLA_ExportJSONNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_ExportJSONNode"
     bl_label = "Export JSON"
+    drla_category = "output"
+    bl_width_default = 210
+    bl_icon = 'EXPORT'
     inputs_spec = (("DRLA_ModelSocket", "Model"),)
 
     filepath: StringProperty(name="File", default="//model.json", subtype='FILE_PATH',

@@ -14,6 +14,8 @@ class DRLA_HiddenLayerNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_HiddenLayerNode"
     bl_label = "Hidden Layer"
+    drla_category = "network"
+    bl_width_default = 200
     inputs_spec = (("DRLA_LayerSocket", "Previous"),)
     outputs_spec = (("DRLA_LayerSocket", "Layer"),)
 

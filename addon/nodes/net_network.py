@@ -12,6 +12,7 @@ class DRLA_NetworkNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_NetworkNode"
     bl_label = "Network"
+    drla_category = "network"
     inputs_spec = (("DRLA_LayerSocket", "Layers"),)
     outputs_spec = (("DRLA_NetworkSocket", "Network"),)
 

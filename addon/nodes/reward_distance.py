@@ -13,6 +13,7 @@ class DRLA_DistanceRewardNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_DistanceRewardNode"
     bl_label = "Distance Reward"
+    drla_category = "reward"
     outputs_spec = (("DRLA_RewardSocket", "Reward"),)
 
     object_a: object_pointer("From")

@@ -10,6 +10,7 @@ class DRLA_HitRewardNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_HitRewardNode"
     bl_label = "Hit / Miss Reward"
+    drla_category = "reward"
     outputs_spec = (("DRLA_RewardSocket", "Reward"),)
 
     hit: FloatProperty(name="Hit", default=1.0)

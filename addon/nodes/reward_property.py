@@ -12,6 +12,8 @@ class DRLA_PropertyChangeRewardNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_PropertyChangeRewardNode"
     bl_label = "Property Change Reward"
+    drla_category = "reward"
+    bl_width_default = 200
     outputs_spec = (("DRLA_RewardSocket", "Reward"),)
 
     source: EnumProperty(name="Source", default='OBJECT', items=[('OBJECT', "Object", ""), ('SCENE', "Scene", "")])

@@ -10,6 +10,7 @@ class DRLA_StepCostNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_StepCostNode"
     bl_label = "Step Cost"
+    drla_category = "reward"
     outputs_spec = (("DRLA_RewardSocket", "Reward"),)
 
     cost: FloatProperty(name="Cost", default=0.01)

@@ -16,6 +16,7 @@ class DRLA_BoneRotationsSensorNode(SensorNode, bpy.types.Node):
 
     bl_idname = "DRLA_BoneRotationsSensorNode"
     bl_label = "Bone Rotations Sensor"
+    drla_category = "sensor"
 
     armature: object_pointer("Armature", kind='ARMATURE')
     bones: StringProperty(name="Bones", description="Comma-separated bone names; empty = all bones")

@@ -2,6 +2,7 @@ from bpy.props import EnumProperty, FloatProperty, IntProperty
 import bpy
 
 from ._common import object_pointer
+from ..node_tree import draw_prop
 from ._sensor import SensorNode
 
 
@@ -12,6 +13,7 @@ class DRLA_CameraSensorNode(SensorNode, bpy.types.Node):
 
     bl_idname = "DRLA_CameraSensorNode"
     bl_label = "Camera Sensor"
+    drla_category = "sensor"
 
     camera: object_pointer("Camera", "The camera to read", kind='CAMERA')
     width: IntProperty(name="Width", default=16, min=1, max=512)
@@ -26,16 +28,16 @@ class DRLA_CameraSensorNode(SensorNode, bpy.types.Node):
     draw_props = ("camera", "width", "height", "mode", "threshold", "max_depth", "method")
 
     def draw(self, layout):
-        layout.prop(self, "camera")
+        draw_prop(layout, self, "camera")
         row = layout.row(align=True)
         row.prop(self, "width")
         row.prop(self, "height")
-        layout.prop(self, "mode")
+        draw_prop(layout, self, "mode")
         if self.mode == 'BW':
             layout.prop(self, "threshold")
         if self.mode == 'DEPTH':
             layout.prop(self, "max_depth")
-        layout.prop(self, "method")
+        draw_prop(layout, self, "method")
         layout.prop(self, "scale")
 
     def reading_size(self):

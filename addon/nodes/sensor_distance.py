@@ -10,6 +10,7 @@ class DRLA_DistanceSensorNode(SensorNode, bpy.types.Node):
 
     bl_idname = "DRLA_DistanceSensorNode"
     bl_label = "Distance Sensor"
+    drla_category = "sensor"
 
     object_a: object_pointer("From")
     object_b: object_pointer("To")

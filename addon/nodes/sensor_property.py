@@ -2,6 +2,7 @@ from bpy.props import EnumProperty, StringProperty
 import bpy
 
 from ._common import object_pointer
+from ..node_tree import draw_prop
 from ._sensor import SensorNode
 
 
@@ -12,6 +13,7 @@ class DRLA_PropertySensorNode(SensorNode, bpy.types.Node):
 
     bl_idname = "DRLA_PropertySensorNode"
     bl_label = "Property Sensor"
+    drla_category = "sensor"
 
     source: EnumProperty(name="Source", default='OBJECT', items=[('OBJECT', "Object", ""), ('SCENE', "Scene", "")])
     object: object_pointer("Object")
@@ -21,8 +23,8 @@ class DRLA_PropertySensorNode(SensorNode, bpy.types.Node):
     def draw(self, layout):
         layout.prop(self, "source", expand=True)
         if self.source == 'OBJECT':
-            layout.prop(self, "object")
-        layout.prop(self, "property")
+            draw_prop(layout, self, "object")
+        draw_prop(layout, self, "property")
         layout.prop(self, "scale")
 
     def reading_size(self):

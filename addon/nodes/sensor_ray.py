@@ -12,6 +12,7 @@ class DRLA_RaySensorNode(SensorNode, bpy.types.Node):
 
     bl_idname = "DRLA_RaySensorNode"
     bl_label = "Ray Sensor"
+    drla_category = "sensor"
 
     object: object_pointer("Object", "Rays start at this object's origin")
     axis: axis_enum()

@@ -12,6 +12,8 @@ class DRLA_TransformSensorNode(SensorNode, bpy.types.Node):
 
     bl_idname = "DRLA_TransformSensorNode"
     bl_label = "Transform Sensor"
+    drla_category = "sensor"
+    bl_width_default = 220
 
     object: object_pointer("Object")
     relative_to: object_pointer("Relative To", "Read the transform in this object's space (empty = world)")

@@ -11,6 +11,7 @@ class DRLA_StateNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_StateNode"
     bl_label = "State"
+    drla_category = "state"
     inputs_spec = (("DRLA_SensorSocket", "Sensors", True),)
     outputs_spec = (("DRLA_StateSocket", "State"),)
 

@@ -12,6 +12,8 @@ class DRLA_TrainerNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_TrainerNode"
     bl_label = "Trainer"
+    drla_category = "output"
+    bl_width_default = 210
     inputs_spec = (("DRLA_EnvironmentSocket", "Environment"), ("DRLA_AgentSocket", "Agent"))
     outputs_spec = (("DRLA_ModelSocket", "Model"),)
 

@@ -184,3 +184,30 @@ def test_learned_ik_time_left_stops_at_its_train_seconds(ext, arm3_scene):
     trained = sess.train_seconds
     assert sess.seconds_left == pytest.approx((30.0 - trained) * wall / trained, rel=0.05)
     sess.stop()
+
+
+# --------------------------------------------------------------------------- node looks
+def test_nodes_are_coloured_by_category_and_wide_enough_for_their_labels(ext, empty_scene):
+    from drla_ext.addon import node_tree, nodes, panels
+    from drla_ext.addon.nodes._common import CATEGORIES
+
+    icons = bpy.types.Node.bl_rna.properties["bl_icon"].enum_items.keys()
+    assert len({color for color, _ in CATEGORIES.values()}) == len(CATEGORIES)
+    tree = bpy.data.node_groups.new("Looks", "DRLA_NodeTree")
+    measure = panels.text_measure(bpy.context)
+    seen = set()
+    for cls in nodes.classes:
+        assert cls.drla_category in CATEGORIES, cls.bl_idname
+        seen.add(cls.drla_category)
+        assert cls.bl_icon in icons
+        assert 180 <= cls.bl_width_default <= 260, cls.bl_idname
+        node = tree.nodes.new(cls.bl_idname)
+        assert node.use_custom_color and tuple(node.color) == pytest.approx(CATEGORIES[cls.drla_category][0])
+        # a label in draw_prop's column: LABEL_FACTOR of the node's inner width (node width - 20 px)
+        column = node_tree.LABEL_FACTOR * (cls.bl_width_default - 20) - 4
+        for name in cls.draw_props:
+            prop = node.bl_rna.properties[name]
+            if prop.type in {'POINTER', 'ENUM', 'STRING'}:
+                assert measure(prop.name + ":") <= column, (cls.bl_idname, prop.name)
+    assert seen == set(CATEGORIES)
+    bpy.data.node_groups.remove(tree)
