@@ -331,6 +331,11 @@ def _action(node, ctx):
         spec.path = ctx.prop_path(node, spec.obj, node.property)
     if node.use_limits:
         spec.limits = (_vec(node.limit_min), _vec(node.limit_max))
+        if kind in {'SET_PROPERTY', 'ADD_PROPERTY'}:
+            if node.limit_min[0] > node.limit_max[0]:
+                ctx.error(node, f"the Min limit ({node.limit_min[0]:g}) is above the Max limit ({node.limit_max[0]:g})")
+        else:
+            _check_min_max(ctx, node, "limit_min", "limit_max")
     return spec
 
 
@@ -344,6 +349,8 @@ def _fire(node, ctx):
         "score_obj": score, "score_path": ctx.prop_path(node, score, node.score_property) if score else "",
         "add": node.add, "respawn": node.respawn, "respawn_min": _vec(node.respawn_min),
         "respawn_max": _vec(node.respawn_max), "respawn_grid": node.respawn_grid}
+    if node.respawn:
+        _check_min_max(ctx, node, "respawn_min", "respawn_max")
     return spec
 
 
@@ -378,6 +385,7 @@ def _d_bounds(node, ctx):
         spec.other = ctx.obj(node, "bounds_object")
     else:
         spec.options = {"min": _vec(node.box_min), "max": _vec(node.box_max)}
+        _check_min_max(ctx, node, "box_min", "box_max")
     return spec
 
 
@@ -446,6 +454,8 @@ def _compile_env(env_node, ctx) -> EnvSpec:
         name = ctx.obj(env_node, f"random_object_{i}", required=False)
         if name and name not in randoms:
             randoms.append(name)
+    if randoms:
+        _check_min_max(ctx, env_node, "random_min", "random_max")
     return EnvSpec(env_node.name, StateSpec(state_node.name if state_node else "", sensors, clip), actions,
                    continuous, rewards, dones, env_node.frames_per_step, env_node.max_steps, randoms,
                    _vec(env_node.random_min), _vec(env_node.random_max), env_node.random_grid)
@@ -595,10 +605,70 @@ def compile_tree(tree, scene=None) -> CompiledTree:
     return compiled
 
 
+#: A bound at least this far from zero means "none" (Blender's default float range is +-3.4e38).
+_NO_BOUND = 1e30
+
+
+def _number_text(prop, value: float) -> str:
+    if prop.subtype == 'ANGLE':
+        return f"{math.degrees(value):g}°"
+    if prop.type == 'INT':
+        return f"{int(value):,}".replace(",", " ") if abs(value) >= 10_000 else str(int(value))
+    return f"{value:g}"
+
+
+def _range_text(prop) -> str:
+    """'at least 1', 'above 0', 'between 0 and 1': the values a number field of a node accepts."""
+    lo, hi = prop.hard_min, prop.hard_max
+    has_lo = abs(lo) < _NO_BOUND and not (prop.type == 'INT' and lo <= -2**31)
+    has_hi = abs(hi) < _NO_BOUND and not (prop.type == 'INT' and hi >= 2**31 - 1)
+    low = "above 0" if prop.type == 'FLOAT' and 0 < lo < 1e-6 else f"at least {_number_text(prop, lo)}"
+    if has_lo and has_hi:
+        if low == "above 0":
+            return f"above 0 and at most {_number_text(prop, hi)}"
+        return f"between {_number_text(prop, lo)} and {_number_text(prop, hi)}"
+    if has_lo:
+        return low
+    return f"at most {_number_text(prop, hi)}" if has_hi else "a number"
+
+
+def _check_ranges(tree, ctx) -> None:
+    """Every number on a DRLA node within its field's limits. The fields refuse other values, but a
+    file saved by an earlier DRLA (or written by a script) may hold them: say which, and where."""
+    for node in tree.nodes:
+        if not hasattr(node, "drla_error"):
+            continue
+        ours = {n for klass in type(node).__mro__ for n in vars(klass).get("__annotations__", {})}
+        props = {p.identifier: p for p in node.bl_rna.properties}  # ours come last: they win
+        for name in sorted(ours):
+            prop = props.get(name)
+            if prop is None or prop.type not in {'INT', 'FLOAT'} or prop.is_readonly:
+                continue
+            raw = getattr(node, name)
+            values = list(raw) if getattr(prop, "is_array", False) else [raw]
+            for value in values:
+                if isinstance(value, float) and not math.isfinite(value):
+                    ctx.error(node, f"{prop.name} is not a number ({value}): type a number")
+                    break
+                if value < prop.hard_min or value > prop.hard_max:
+                    ctx.error(node, f"{prop.name} is {_number_text(prop, value)}; it must be {_range_text(prop)}")
+                    break
+
+
+def _check_min_max(ctx, node, low: str, high: str) -> None:
+    """Each axis of the ``low`` vector at most the ``high`` one's (a box, limits, a respawn area)."""
+    lo, hi = getattr(node, low), getattr(node, high)
+    names = (node.bl_rna.properties[low].name, node.bl_rna.properties[high].name)
+    for axis, a, b in zip("XYZ", lo, hi):
+        if a > b:
+            ctx.error(node, f"{names[0]} {axis} ({a:g}) is above {names[1]} {axis} ({b:g})")
+
+
 def _compile(tree, ctx) -> CompiledTree | None:
     _check_links(tree, ctx)
     if _check_cycles(tree, ctx) or ctx.errors:
         return None
+    _check_ranges(tree, ctx)
     trainers = [n for n in tree.nodes if n.bl_idname == "DRLA_TrainerNode"]
     for extra in trainers[1:]:
         ctx.error(extra, "only one Trainer per tree")

@@ -7,7 +7,8 @@ from ..node_tree import DRLANode, draw_prop
 
 class SensorNode(DRLANode):
     outputs_spec = (("DRLA_SensorSocket", "Sensor"),)
-    scale: FloatProperty(name="Scale", default=1.0, description="Multiplies the reading (normalisation)")
+    scale: FloatProperty(name="Scale", default=1.0, soft_min=-100.0, soft_max=100.0,
+                         description="Multiplies the reading (normalisation)")
 
     def reading_size(self) -> int:
         return 0

@@ -19,7 +19,7 @@ class DRLA_BoneActionsNode(DRLANode, bpy.types.Node):
     armature: object_pointer("Armature", kind='ARMATURE')
     bones: StringProperty(name="Bones", description="Comma-separated bone names; empty = all bones")
     mode: EnumProperty(name="Mode", default='ABSOLUTE', items=[('ABSOLUTE', "Absolute", ""), ('DELTA', "Delta", "")])
-    max_angle: FloatProperty(name="Max Angle", default=3.14159, min=0.0, subtype='ANGLE')
+    max_angle: FloatProperty(name="Max Angle", default=3.14159, min=0.0, max=6.2832, subtype='ANGLE')
     draw_props = ("armature", "bones", "mode", "max_angle")
 
     def summary(self):

@@ -23,14 +23,14 @@ class DRLA_FireActionNode(DRLANode, bpy.types.Node):
     axis: axis_enum(description="Local axis of Origin the ray follows")
     axis_object: object_pointer("Axis Of", "Take the axis from this object instead (e.g. the cannon)")
     target: object_pointer("Target")
-    max_distance: FloatProperty(name="Range", default=100.0, min=0.001)
+    max_distance: FloatProperty(name="Range", default=100.0, min=0.001, soft_max=1000.0)
     score_object: object_pointer("Score Object", "Holds the score custom property")
     score_property: StringProperty(name="Score", default="score")
     add: FloatProperty(name="Add", default=1.0)
     respawn: BoolProperty(name="Respawn", default=True)
     respawn_min: FloatVectorProperty(name="Min", subtype='XYZ', default=(-5.0, -5.0, 0.0))
     respawn_max: FloatVectorProperty(name="Max", subtype='XYZ', default=(5.0, 5.0, 0.0))
-    respawn_grid: FloatProperty(name="Grid", default=0.0, min=0.0,
+    respawn_grid: FloatProperty(name="Grid", default=0.0, min=0.0, soft_max=10.0,
                                 description="Snap respawn locations to multiples of this step (0 = continuous)")
     draw_props = ("action_name", "origin", "axis", "axis_object", "target", "max_distance", "score_object",
                   "score_property", "add", "respawn", "respawn_min", "respawn_max", "respawn_grid")

@@ -19,17 +19,21 @@ class DRLA_DQNAgentNode(DRLANode, bpy.types.Node):
                    ("DRLA_ReplaySocket", "Replay"))
     outputs_spec = (("DRLA_AgentSocket", "Agent"),)
 
-    learning_rate: FloatProperty(name="Learning Rate", default=2.3e-3, min=0.0, precision=5,
+    learning_rate: FloatProperty(name="Learning Rate", default=2.3e-3, min=1e-8, max=1.0, soft_min=1e-5, soft_max=0.1,
+                                 precision=5,
                                  description="Adam step size")
-    gamma: FloatProperty(name="Gamma", default=0.99, min=0.0, max=1.0, description="Discount factor")
-    train_freq: IntProperty(name="Train Every", default=256, min=1, description="Env steps between training phases")
-    gradient_steps: IntProperty(name="Gradient Steps", default=128, min=1,
+    gamma: FloatProperty(name="Gamma", default=0.99, min=0.0, max=1.0, soft_min=0.8,
+                         description="Discount factor of future rewards")
+    train_freq: IntProperty(name="Train Every", default=256, min=1, max=1_000_000, soft_max=10_000,
+                            description="Env steps between training phases")
+    gradient_steps: IntProperty(name="Gradient Steps", default=128, min=1, max=100_000, soft_max=1000,
                                 description="Gradient steps per training phase")
-    target_update_interval: IntProperty(name="Target Update", default=10, min=1,
+    target_update_interval: IntProperty(name="Target Update", default=10, min=1, max=10_000_000, soft_max=100_000,
                                         description="Env steps between target network updates")
     tau: FloatProperty(name="Tau", default=1.0, min=0.001, max=1.0, description="Target update rate (1 = copy)")
     double_dqn: BoolProperty(name="Double DQN", default=True)
-    max_grad_norm: FloatProperty(name="Max Grad Norm", default=10.0, min=0.0)
+    max_grad_norm: FloatProperty(name="Max Grad Norm", default=10.0, min=1e-3, soft_max=100.0,
+                                 description="Gradients are scaled down to at most this length")
     loss: EnumProperty(name="Loss", default='HUBER', items=[('HUBER', "Huber", ""), ('MSE', "MSE", "")])
     keep_best: BoolProperty(name="Keep Best", default=True,
                             description="Restore the parameters with the best evaluation when training ends")

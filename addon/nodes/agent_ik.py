@@ -28,9 +28,10 @@ class DRLA_IKAgentNode(DRLANode, bpy.types.Node):
         ('SELF_SUPERVISED', "Self-supervised", "Differentiable forward-kinematics loss on sampled poses (fast)"),
         ('REWARD', "Reward", "Reward-weighted regression from the distance reward, random-to-network mixing"),
     ])
-    train_steps: IntProperty(name="Train Steps", default=16000, min=1,
+    train_steps: IntProperty(name="Train Steps", default=16000, min=1, soft_max=1_000_000,
                              description="Gradient steps (the learning rate decays over them)")
-    train_seconds: FloatProperty(name="Train Seconds", default=60.0, min=1.0, description="Training time bound")
+    train_seconds: FloatProperty(name="Train Seconds", default=60.0, min=1.0, soft_max=3600.0,
+                                  description="Training time bound")
     refine_iters: IntProperty(name="Refine Steps", default=3, min=0, max=50,
                               description="Damped-least-squares steps after the network's answer")
     follow: BoolProperty(name="Follow Target", default=False,

@@ -15,7 +15,10 @@ class DRLA_ReplayMemoryNode(DRLANode, bpy.types.Node):
     bl_width_default = 200
     outputs_spec = (("DRLA_ReplaySocket", "Replay"),)
 
-    capacity: IntProperty(name="Capacity", default=100000, min=1)
-    batch_size: IntProperty(name="Batch Size", default=64, min=1)
-    learning_starts: IntProperty(name="Learning Starts", default=1000, min=0)
+    capacity: IntProperty(name="Capacity", default=100000, min=1, max=100_000_000, soft_max=1_000_000,
+                           description="Transitions kept; the oldest are dropped first")
+    batch_size: IntProperty(name="Batch Size", default=64, min=1, max=65_536, soft_max=1024,
+                             description="Transitions per gradient step")
+    learning_starts: IntProperty(name="Learning Starts", default=1000, min=0, soft_max=100_000,
+                                  description="Steps of pure collection before the first gradient step")
     draw_props = ("capacity", "batch_size", "learning_starts")

@@ -16,6 +16,6 @@ class DRLA_WithinDistanceNode(DRLANode, bpy.types.Node):
 
     object_a: object_pointer("From")
     object_b: object_pointer("To")
-    distance: FloatProperty(name="Distance", default=0.5, min=0.0)
+    distance: FloatProperty(name="Distance", default=0.5, min=0.0, soft_max=100.0)
     reward: FloatProperty(name="Reward", default=1.0)
     draw_props = ("object_a", "object_b", "distance", "reward")

@@ -21,7 +21,8 @@ class DRLA_EnvironmentNode(DRLANode, bpy.types.Node):
 
     frames_per_step: IntProperty(name="Frames per Step", default=1, min=1, max=100,
                                  description="Scene frames advanced per action (action repeat)")
-    max_steps: IntProperty(name="Max Steps", default=200, min=1, description="Episode length limit (truncation)")
+    max_steps: IntProperty(name="Max Steps", default=200, min=1, soft_max=10_000,
+                           description="Episode length limit (truncation)")
     random_collection: PointerProperty(type=bpy.types.Collection, name="Randomize",
                                        description="Objects whose start location is randomised each episode")
     random_object_1: object_pointer("Randomize", "An object whose start location is randomised")
@@ -29,7 +30,7 @@ class DRLA_EnvironmentNode(DRLANode, bpy.types.Node):
     random_object_3: object_pointer("Randomize", "An object whose start location is randomised")
     random_min: FloatVectorProperty(name="Min", subtype='XYZ', default=(-1.0, -1.0, 0.0))
     random_max: FloatVectorProperty(name="Max", subtype='XYZ', default=(1.0, 1.0, 0.0))
-    random_grid: FloatProperty(name="Grid", default=0.0, min=0.0,
+    random_grid: FloatProperty(name="Grid", default=0.0, min=0.0, soft_max=10.0,
                                description="Snap random locations to multiples of this step (0 = continuous)")
 
     draw_props = ("frames_per_step", "max_steps", "random_collection", "random_object_1", "random_object_2",

@@ -19,6 +19,6 @@ class DRLA_HiddenLayerNode(DRLANode, bpy.types.Node):
     inputs_spec = (("DRLA_LayerSocket", "Previous"),)
     outputs_spec = (("DRLA_LayerSocket", "Layer"),)
 
-    size: IntProperty(name="Size", default=64, min=1, max=4096)
+    size: IntProperty(name="Size", default=64, min=1, max=4096, soft_max=512, description="Neurons in this layer")
     activation: EnumProperty(name="Activation", items=ACTIVATIONS, default='RELU')
     draw_props = ("size", "activation")

@@ -16,13 +16,13 @@ class DRLA_CameraSensorNode(SensorNode, bpy.types.Node):
     drla_category = "sensor"
 
     camera: object_pointer("Camera", "The camera to read", kind='CAMERA')
-    width: IntProperty(name="Width", default=16, min=1, max=512)
-    height: IntProperty(name="Height", default=16, min=1, max=512)
+    width: IntProperty(name="Width", default=16, min=1, max=512, soft_max=128, description="Pixels across")
+    height: IntProperty(name="Height", default=16, min=1, max=512, soft_max=128, description="Pixels down")
     mode: EnumProperty(name="Mode", default='GRAY', items=[
         ('GRAY', "Gray", "Luminance 0..1"), ('RGB', "RGB", "Three values per pixel"),
         ('BW', "Black / White", "1 where the gray value is above Threshold"), ('DEPTH', "Depth", "Distance")])
     threshold: FloatProperty(name="Threshold", default=0.5, min=0.0, max=1.0)
-    max_depth: FloatProperty(name="Max Depth", default=50.0, min=0.001)
+    max_depth: FloatProperty(name="Max Depth", default=50.0, min=0.001, soft_max=1000.0)
     method: EnumProperty(name="Method", default='GPU', items=[
         ('GPU', "GPU (fast)", "Draw the meshes with the gpu module"), ('WORKBENCH', "Workbench", "Render")])
     draw_props = ("camera", "width", "height", "mode", "threshold", "max_depth", "method")

@@ -18,7 +18,7 @@ class DRLA_RaySensorNode(SensorNode, bpy.types.Node):
     axis: axis_enum()
     rays: IntProperty(name="Rays", default=5, min=1, max=256)
     spread: FloatProperty(name="Spread", default=1.5708, min=0.0, max=6.2832, subtype='ANGLE')
-    max_distance: FloatProperty(name="Max Distance", default=20.0, min=0.001)
+    max_distance: FloatProperty(name="Max Distance", default=20.0, min=0.001, soft_max=1000.0)
     draw_props = ("object", "axis", "rays", "spread", "max_distance")
 
     def reading_size(self):

@@ -15,7 +15,8 @@ class DRLA_StateNode(DRLANode, bpy.types.Node):
     inputs_spec = (("DRLA_SensorSocket", "Sensors", True),)
     outputs_spec = (("DRLA_StateSocket", "State"),)
 
-    clip: FloatProperty(name="Clip", default=0.0, min=0.0, description="Bound values to [-Clip, Clip]; 0 = off")
+    clip: FloatProperty(name="Clip", default=0.0, min=0.0, soft_max=100.0,
+                        description="Bound values to [-Clip, Clip]; 0 = off")
     draw_props = ("clip",)
 
     def summary(self):

@@ -17,13 +17,15 @@ class DRLA_TrainerNode(DRLANode, bpy.types.Node):
     inputs_spec = (("DRLA_EnvironmentSocket", "Environment"), ("DRLA_AgentSocket", "Agent"))
     outputs_spec = (("DRLA_ModelSocket", "Model"),)
 
-    total_steps: IntProperty(name="Total Steps", default=20000, min=1)
+    total_steps: IntProperty(name="Total Steps", default=20000, min=1, soft_max=10_000_000)
     seed: IntProperty(name="Seed", default=0, min=0)
-    checkpoint_interval: IntProperty(name="Checkpoint Every", default=0, min=0)
-    eval_interval: IntProperty(name="Evaluate Every", default=0, min=0,
+    checkpoint_interval: IntProperty(name="Checkpoint Every", default=0, min=0, soft_max=1_000_000,
+                                      description="Save a checkpoint every this many steps (0: never)")
+    eval_interval: IntProperty(name="Evaluate Every", default=0, min=0, soft_max=1_000_000,
                                description="Greedy evaluation every this many steps (0: never). The DQN agent's "
                                            "Keep Best keeps the network of the best evaluation")
-    eval_episodes: IntProperty(name="Eval Episodes", default=5, min=1, description="Episodes per evaluation")
+    eval_episodes: IntProperty(name="Eval Episodes", default=5, min=1, max=100_000, soft_max=100,
+                               description="Episodes per evaluation")
     output_path: StringProperty(name="Output", default="//drla_out", subtype='DIR_PATH',
                                 options={'PATH_SUPPORTS_BLEND_RELATIVE'})
     draw_props = ("total_steps", "seed", "eval_interval", "eval_episodes", "checkpoint_interval", "output_path")

@@ -211,3 +211,61 @@ def test_nodes_are_coloured_by_category_and_wide_enough_for_their_labels(ext, em
                 assert measure(prop.name + ":") <= column, (cls.bl_idname, prop.name)
     assert seen == set(CATEGORIES)
     bpy.data.node_groups.remove(tree)
+
+
+# --------------------------------------------------------------------------- numbers on the nodes
+def test_number_fields_refuse_nonsense(ext, empty_scene):
+    tree = bpy.data.node_groups.new("Limits", "DRLA_NodeTree")
+    agent = tree.nodes.new("DRLA_DQNAgentNode")
+    agent.learning_rate = -1.0
+    assert agent.learning_rate > 0
+    agent.gamma = 2.0
+    assert agent.gamma == 1.0
+    agent.max_grad_norm = 0.0
+    assert agent.max_grad_norm > 0  # 0 would scale every gradient to nothing
+    replay = tree.nodes.new("DRLA_ReplayMemoryNode")
+    replay.batch_size = -4
+    assert replay.batch_size == 1
+    trainer = tree.nodes.new("DRLA_TrainerNode")
+    trainer.total_steps, trainer.eval_episodes = -5, 0
+    assert trainer.total_steps == 1 and trainer.eval_episodes == 1
+    for node in tree.nodes:  # every number field has limits a person can drag within
+        for prop in node.bl_rna.properties:
+            if prop.type in {'INT', 'FLOAT'} and prop.identifier in node.draw_props:
+                assert prop.soft_max < 1e30 or prop.identifier in {"seed"}, (node.bl_idname, prop.identifier)
+    bpy.data.node_groups.remove(tree)
+
+
+def test_out_of_range_values_from_an_older_file_are_node_errors(ext, mover, empty_scene):
+    """The fields refuse such values, but a file saved before the limits existed may hold them."""
+    from drla_ext.addon import compile as compile_mod
+
+    nodes = {n.bl_idname: n for n in mover.nodes}
+    agent, env, trainer = nodes["DRLA_DQNAgentNode"], nodes["DRLA_EnvironmentNode"], nodes["DRLA_TrainerNode"]
+    agent.bl_system_properties_get(do_create=True)["learning_rate"] = -1.0  # stored as is, past the field's limits
+    agent.bl_system_properties_get(do_create=True)["max_grad_norm"] = 0.0
+    env.bl_system_properties_get(do_create=True)["max_steps"] = 0
+    trainer.bl_system_properties_get(do_create=True)["total_steps"] = -5
+    with pytest.raises(compile_mod.CompileError) as info:
+        compile_mod.compile_tree(mover, empty_scene)
+    messages = [m for _, m in info.value.errors]
+    assert "Learning Rate is -1; it must be above 0 and at most 1" in messages
+    assert "Max Grad Norm is 0; it must be at least 0.001" in messages
+    assert "Max Steps is 0; it must be at least 1" in messages
+    assert "Total Steps is -5; it must be at least 1" in messages
+    assert "Learning Rate is -1" in agent.drla_error and "Max Steps is 0" in env.drla_error
+    assert {n for n, _ in info.value.errors} == {agent.name, env.name, trainer.name}
+    # the panel's one line names the node and says what to type
+    from drla_ext.addon import session
+
+    assert "DQN Agent: Learning Rate is -1; it must be above 0" in session.describe_error(info.value)
+
+
+def test_min_above_max_is_a_node_error(ext, mover, empty_scene):
+    from drla_ext.addon import compile as compile_mod
+
+    action = next(n for n in mover.nodes if n.bl_idname == "DRLA_ActionNode" and n.action_name == "left")
+    action.limit_min = (5.0, -1.0, -1.0)
+    with pytest.raises(compile_mod.CompileError):
+        compile_mod.compile_tree(mover, empty_scene)
+    assert action.drla_error == "Min X (5) is above Max X (3)"
