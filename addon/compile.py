@@ -174,7 +174,12 @@ class CompileError(Exception):
 
     def __init__(self, errors: list[tuple[str, str]]):
         self.errors = list(errors)
-        super().__init__("; ".join(f"{n or 'tree'}: {m}" for n, m in self.errors))
+        super().__init__("; ".join(f"{n}: {m}" if n else m for n, m in self.errors))
+
+
+def _a(word: str) -> str:
+    """``word`` with its indefinite article: "a camera", "an armature", "an empty"."""
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
 
 
 # --------------------------------------------------------------------------- the compiler
@@ -195,7 +200,7 @@ class _Ctx:
         found = linked_nodes(node.inputs[name])
         if not found:
             if required:
-                self.error(node, f"input '{label or name}' is not linked")
+                self.error(node, f"nothing is linked to its {label or name} input")
             return None
         return found[0]
 
@@ -204,12 +209,13 @@ class _Ctx:
         label = node.bl_rna.properties[prop].name
         if ob is None:
             if required:
-                self.error(node, f"no {label} object set" if kind is None else f"no {kind.lower()} set ({label})")
+                what = "object" if kind is None else kind.lower()
+                self.error(node, f"choose {_a(what)}" if label.lower() == what else f"choose {_a(what)} for {label}")
             return ""
         if self.scene is not None and self.scene.objects.get(ob.name) is None:
-            self.error(node, f"{label} '{ob.name}' is not in scene '{self.scene.name}'")
+            self.error(node, f"{label} '{ob.name}' is not in the scene '{self.scene.name}'")
         if kind is not None and ob.type != kind:
-            self.error(node, f"{label} '{ob.name}' is not a {kind.lower()} (it is a {ob.type.lower()})")
+            self.error(node, f"{label} '{ob.name}' is not {_a(kind.lower())} (it is {_a(ob.type.lower())})")
         return ob.name
 
     def bones(self, node, armature_name: str, text: str) -> list[str]:
@@ -228,7 +234,7 @@ class _Ctx:
         """A readable RNA path for a custom property name or RNA path; checks that it resolves to a number."""
         text = text.strip()
         if not text:
-            self.error(node, "no property set")
+            self.error(node, "type the name of a property")
             return ""
         path = text if any(c in text for c in '.["') else f'["{text}"]'
         owner = self.scene if source == 'SCENE' else bpy.data.objects.get(owner_name) if owner_name else None
@@ -322,7 +328,7 @@ def _action(node, ctx):
     if kind == 'BONE_ROTATE':
         spec.obj = ctx.obj(node, "object", kind='ARMATURE')
         if not node.bone.strip():
-            ctx.error(node, "no bone set")
+            ctx.error(node, "type the name of a bone")
         else:
             spec.bone = ctx.bones(node, spec.obj, node.bone)[0]
     else:
@@ -406,7 +412,7 @@ def _d_property(node, ctx):
 def _dispatch(table: dict, node, ctx, what: str):
     fn = table.get(node.bl_idname)
     if fn is None:
-        ctx.error(node, f"'{node.bl_label}' is not a {what}")
+        ctx.error(node, f"'{node.bl_label}' is not {_a(what)}: link it elsewhere")
         return None
     return fn(node, ctx)
 
@@ -419,7 +425,7 @@ def _compile_env(env_node, ctx) -> EnvSpec:
         clip = state_node.clip
         sensor_nodes = linked_nodes(state_node.inputs["Sensors"])
         if not sensor_nodes:
-            ctx.error(state_node, "no sensors linked")
+            ctx.error(state_node, "no sensor is linked to it")
         sensors = [s for s in (_dispatch(SENSORS, n, ctx, "sensor") for n in sensor_nodes) if s is not None]
     actions: list[ActionSpec] = []
     continuous = None
@@ -436,17 +442,17 @@ def _compile_env(env_node, ctx) -> EnvSpec:
         seen: set[str] = set()
         for a, n in zip(actions, item_nodes):
             if not a.name:
-                ctx.error(n, "the action has no name")
+                ctx.error(n, "the action needs a name")
             elif a.name in seen:
                 ctx.error(n, f"two actions are named '{a.name}'")
             seen.add(a.name)
     rewards = [r for r in (_dispatch(REWARDS, n, ctx, "reward") for n in linked_nodes(env_node.inputs["Rewards"]))
                if r is not None]
-    dones = [d for d in (_dispatch(DONES, n, ctx, "done condition") for n in linked_nodes(env_node.inputs["Done"]))
+    dones = [d for d in (_dispatch(DONES, n, ctx, "episode ending") for n in linked_nodes(env_node.inputs["Done"]))
              if d is not None]
     if any(r.kind == "hit" for r in rewards) and not any(a.kind == "FIRE" for a in actions):
         hit_node = next(n for n in linked_nodes(env_node.inputs["Rewards"]) if n.bl_idname == "DRLA_HitRewardNode")
-        ctx.error(hit_node, "no Fire action in the action set to reward")
+        ctx.error(hit_node, "there is no Fire action in the Action Set to reward")
     randoms: list[str] = []
     if env_node.random_collection is not None:
         randoms += [ob.name for ob in env_node.random_collection.all_objects]
@@ -495,7 +501,7 @@ def _compile_ik_agent(node, ctx) -> AgentSpec:
         else:
             bones = list(description.bones)
     if target and target == arm:
-        ctx.error(node, "the target must be another object than the armature")
+        ctx.error(node, "the Target must be another object than the Armature")
     config = {"armature": arm, "target": target, "bones": bones, "method": node.method,
               "train_steps": int(node.train_steps), "train_seconds": float(node.train_seconds),
               "refine_iters": int(node.refine_iters), "follow": bool(node.follow),
@@ -554,8 +560,8 @@ def _check_links(tree, ctx) -> None:
     for link in tree.links:
         a, b = link.from_socket, link.to_socket
         if a.bl_idname != b.bl_idname:
-            ctx.error(link.to_node, f"input '{b.name}' takes {b.bl_label or b.bl_idname}, but "
-                                    f"'{link.from_node.name}' gives {a.bl_label or a.bl_idname}")
+            ctx.error(link.to_node, f"its {b.name} input takes {_a(b.bl_label or b.bl_idname)}, but "
+                                    f"'{link.from_node.name}' gives {_a(a.bl_label or a.bl_idname)}")
 
 
 def _check_cycles(tree, ctx) -> bool:
@@ -580,7 +586,7 @@ def _check_cycles(tree, ctx) -> bool:
         if name not in state:
             visit(name, [])
     for name in sorted(in_cycle):
-        ctx.error(tree.nodes[name], "is part of a link cycle: links must flow one way")
+        ctx.error(tree.nodes[name], "it is part of a loop of links: links must flow one way")
     return bool(in_cycle)
 
 
@@ -671,7 +677,7 @@ def _compile(tree, ctx) -> CompiledTree | None:
     _check_ranges(tree, ctx)
     trainers = [n for n in tree.nodes if n.bl_idname == "DRLA_TrainerNode"]
     for extra in trainers[1:]:
-        ctx.error(extra, "only one Trainer per tree")
+        ctx.error(extra, "a tree has one Trainer: remove this one")
     trainer_node = trainers[0] if trainers else None
     agent_node = None
     if trainer_node is not None:

@@ -114,6 +114,11 @@ def format_duration(seconds: float) -> str:
     return f"{seconds // 3600} h {seconds % 3600 // 60:02d}"
 
 
+def count(n: int, word: str, plural: str | None = None) -> str:
+    """``1 episode``, ``3 episodes``."""
+    return f"{n} {word if n == 1 else (plural or word + 's')}"
+
+
 def safe_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "tree"
 
@@ -374,7 +379,8 @@ class TrainSession(Session):
         self._close_scene()
         self.state = DONE
         rate = self.steps / self.train_seconds if self.train_seconds > 0 else 0.0
-        self.message = (f"Trained {self.steps} steps, {self.episodes} episodes in {self.train_seconds:.1f} s "
+        self.message = (f"Trained {count(self.steps, 'step')}, {count(self.episodes, 'episode')} in "
+                        f"{self.train_seconds:.1f} s "
                         f"({rate:.0f} steps/s); model stored in '{model_store.text_name(self.tree_name)}'")
         if self.exported:
             self.message += f"; exported to {', '.join(os.path.basename(p) for p in self.exported)}"
@@ -734,7 +740,7 @@ class PlaySession(Session):
         if self.state == RUNNING:
             self._close_scene()
             self.state = DONE
-            settings(self.scene).message = (f"Played {self.steps} steps, {self.episodes} episodes"
+            settings(self.scene).message = (f"Played {count(self.steps, 'step')}, {count(self.episodes, 'episode')}"
                                             + (f", last return {self.last_return:.2f}" if self.episodes else ""))
 
     def status_line(self) -> str:
@@ -751,9 +757,13 @@ def check_model_fits(model, env) -> None:
         raise ModelFormatError(f"The model reads {model.network.input_size} inputs but this tree observes "
                                f"{obs_size}: it was trained on a different tree")
     a_env, a_model = env.action_space, model.action_space
-    if isinstance(a_env, Discrete) != isinstance(a_model, Discrete) or (
-            isinstance(a_env, Discrete) and a_env.n != a_model.n):
-        raise ModelFormatError(f"The model's actions {a_model} don't match this tree's actions {a_env}")
+    if isinstance(a_env, Discrete) and isinstance(a_model, Discrete) and a_env.n != a_model.n:
+        raise ModelFormatError(f"The model chooses among {count(a_model.n, 'action')} but this tree has "
+                               f"{a_env.n}: it was trained on a different tree")
+    if isinstance(a_env, Discrete) != isinstance(a_model, Discrete):
+        kinds = {True: "a set of actions", False: "continuous actions"}
+        raise ModelFormatError(f"The model was trained for {kinds[isinstance(a_model, Discrete)]} but this tree "
+                               f"has {kinds[isinstance(a_env, Discrete)]}: it was trained on a different tree")
 
 
 def stop(scene) -> bool:

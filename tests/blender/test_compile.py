@@ -68,7 +68,7 @@ def test_missing_link(reach):
     tree, scene = reach
     env = tree.nodes["Environment"]
     tree.links.remove(env.inputs["State"].links[0])
-    assert ("Environment", "input 'State' is not linked") in compile_errors(tree, scene)
+    assert ("Environment", "nothing is linked to its State input") in compile_errors(tree, scene)
 
 
 def test_wrong_socket_type(reach):
@@ -77,7 +77,7 @@ def test_wrong_socket_type(reach):
     tree.links.new(reward.outputs[0], tree.nodes["State"].inputs["Sensors"])
     errors = compile_errors(tree, scene)
     assert [n for n, _ in errors] == ["State"]
-    assert "takes Sensor" in errors[0][1] and "gives Reward" in errors[0][1]
+    assert errors[0][1] == f"its Sensors input takes a Sensor, but '{reward.name}' gives a Reward"
 
 
 def test_cycle(reach):
@@ -85,13 +85,15 @@ def test_cycle(reach):
     a, b = tree.nodes["Hidden Layer"], tree.nodes["Hidden Layer.001"]
     tree.links.new(b.outputs[0], a.inputs["Previous"])  # a -> b already exists
     errors = compile_errors(tree, scene)
-    assert {n for n, m in errors if "cycle" in m} == {a.name, b.name}
+    assert {n for n, m in errors if "loop of links" in m} == {a.name, b.name}
 
 
 def test_missing_object(reach):
     tree, scene = reach
     tree.nodes["Transform Sensor"].object = None
-    assert ("Transform Sensor", "no Object object set") in compile_errors(tree, scene)
+    assert ("Transform Sensor", "choose an object") in compile_errors(tree, scene)
+    tree.nodes["Distance Sensor"].object_b = None
+    assert ("Distance Sensor", "choose an object for To") in compile_errors(tree, scene)
 
 
 def test_object_from_another_scene(reach):
@@ -101,7 +103,7 @@ def test_object_from_another_scene(reach):
     other.collection.objects.link(ob)
     tree.nodes["Distance Sensor"].object_b = ob
     errors = compile_errors(tree, scene)
-    assert errors == [("Distance Sensor", f"To 'Elsewhere' is not in scene '{scene.name}'")]
+    assert errors == [("Distance Sensor", f"To 'Elsewhere' is not in the scene '{scene.name}'")]
 
 
 def test_missing_bone(reach):
@@ -128,9 +130,9 @@ def test_missing_camera(reach):
     tree, scene = reach
     cam = tree.nodes.new("DRLA_CameraSensorNode")
     tree.links.new(cam.outputs[0], tree.nodes["State"].inputs["Sensors"])
-    assert (cam.name, "no camera set (Camera)") in compile_errors(tree, scene)
+    assert (cam.name, "choose a camera") in compile_errors(tree, scene)
     cam.camera = scene.objects["Goal"]  # an empty is not a camera
-    assert (cam.name, "Camera 'Goal' is not a camera (it is a empty)") in compile_errors(tree, scene)
+    assert (cam.name, "Camera 'Goal' is not a camera (it is an empty)") in compile_errors(tree, scene)
 
 
 def test_empty_action_set(reach):

@@ -88,15 +88,15 @@ def test_ik_tree_compiles_without_environment(compile_mod, empty_scene, tmp_path
 def test_ik_tree_errors_per_node(compile_mod, empty_scene):
     tree, agent = ik_tree(empty_scene)
     errors = _errors(compile_mod, tree, empty_scene)
-    assert (agent.name, "no armature set (Armature)") in errors
-    assert (agent.name, "no Target object set") in errors
-    assert "no armature set" in agent.drla_error
+    assert (agent.name, "choose an armature") in errors
+    assert (agent.name, "choose an object for Target") in errors
+    assert "choose an armature" in agent.drla_error
 
     branched = make_chain(empty_scene, "Branched", branch=True)
     agent.armature, agent.target = branched, branched
     msgs = [m for n, m in _errors(compile_mod, tree, empty_scene) if n == agent.name]
     assert any("branches; learned IK needs a chain" in m for m in msgs)
-    assert any("target must be another object" in m for m in msgs)
+    assert any("Target must be another object" in m for m in msgs)
 
 
 def test_ik_tree_rejects_non_armature_and_locked_chain(compile_mod, empty_scene):
@@ -108,7 +108,7 @@ def test_ik_tree_rejects_non_armature_and_locked_chain(compile_mod, empty_scene)
     agent.armature = mesh_ob  # the pointer's poll only filters the UI picker
     if agent.armature is not None:
         msgs = [m for n, m in _errors(compile_mod, tree, empty_scene) if n == agent.name]
-        assert any("is not a armature" in m for m in msgs)
+        assert any("is not an armature (it is a mesh)" in m for m in msgs)
     arm = make_chain(empty_scene)
     for pb in arm.pose.bones:
         pb.lock_ik_x = pb.lock_ik_y = pb.lock_ik_z = True

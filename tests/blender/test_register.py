@@ -43,12 +43,12 @@ def test_nodes_refuse_other_trees(ext, empty_scene):
 def test_error_is_drawn_in_red_with_icon(ext, empty_scene):
     tree = bpy.data.node_groups.new("T", "DRLA_NodeTree")
     node = tree.nodes.new("DRLA_TransformSensorNode")
-    node.drla_error = "no Object object set"
+    node.drla_error = "choose an object"
     layout = MagicMock()
     node.draw_buttons(bpy.context, layout)
     col = layout.column.return_value
     assert col.alert is True
-    col.label.assert_any_call(text="no Object object set", icon='ERROR')
+    col.label.assert_any_call(text="choose an object", icon='ERROR')
 
 
 def test_state_node_shows_observation_size(ext, empty_scene):
