@@ -214,9 +214,7 @@ def test_ik_bake_error_restores_frame_pose_and_action(arm3, monkeypatch, where):
 # --------------------------------------------------------------------------- the modal operator's Esc
 @pytest.mark.parametrize("error", ["session", "other"])
 def test_esc_when_stopping_fails_reports_and_ends_the_modal(arm3, error):
-    from types import SimpleNamespace
-    from unittest.mock import MagicMock
-
+    """The operator's modal hands real event values to ``modal_step``; no stand-in event or operator."""
     from drla_ext.addon import operators, session
 
     scene, _ob, _target = arm3
@@ -229,13 +227,7 @@ def test_esc_when_stopping_fails_reports_and_ends_the_modal(arm3, error):
         raise KeyError("tree 'Arm3' was renamed")
 
     sess.stop = failing_stop
-    ended, finished = [], []
-    op = SimpleNamespace(_session=sess, _timer=object(), report=MagicMock(),
-                         _end_modal=lambda ctx: ended.append(True), _finished=lambda ctx, s: finished.append(s))
-    esc = SimpleNamespace(type='ESC', value='PRESS', timer=None, ctrl=False, oskey=False)
-    assert operators._ModalSession.modal(op, MagicMock(), esc) == {'CANCELLED'}  # no traceback
-    assert ended and finished
-    level, message = op.report.call_args.args
-    assert level == {'ERROR'} and "renamed" in message
+    outcome, message = operators.modal_step(sess, 'ESC', 'PRESS', False)  # no traceback
+    assert outcome == operators.STOPPED_BY_ESC and "renamed" in message
     assert sess.state != session.RUNNING and session.active(scene) is None
     assert "renamed" in scene.drla.error
