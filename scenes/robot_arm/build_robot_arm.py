@@ -114,7 +114,9 @@ def add_rl_node_trees(scene: bpy.types.Scene) -> bool:
     except (ImportError, AttributeError) as exc:
         print(f"build_robot_arm: RL node trees not added (addon.examples.build_robot_arm_trees unavailable: {exc})")
         return False
-    builder(scene)
+    trees = builder(scene)
+    if trees:  # the file opens with the small arm's tree chosen in the DRLA sidebar (it trains in seconds)
+        scene.drla.tree = next((t for t in trees if t.name == "Arm3"), trees[0])
     return True
 
 
@@ -169,6 +171,8 @@ def canonical_dump() -> dict[str, Any]:
     for tree in sorted(bpy.data.node_groups, key=lambda t: t.name):
         out["node_groups"][tree.name] = {"type": tree.bl_idname, "nodes": sorted(n.bl_idname for n in tree.nodes),
                                          "links": len(tree.links)}
+    scene = bpy.context.scene
+    out["drla_tree"] = scene.drla.tree.name if getattr(scene, "drla", None) and scene.drla.tree else None
     return out
 
 

@@ -224,6 +224,8 @@ def add_node_tree(scene: Any) -> bool:
     tree = build_tank_tree(scene)
     if tree is not None and tree.name != TREE_NAME:
         tree.name = TREE_NAME
+    if tree is not None:
+        scene.drla.tree = tree  # the file opens with its tree chosen in the DRLA sidebar
     return True
 
 
@@ -348,6 +350,7 @@ def dump(scene: Any = None) -> dict[str, Any]:
         "shading": (scene.display.shading.light, scene.display.shading.color_type),
         "view_transform": scene.view_settings.view_transform,
         "custom": _custom_props(scene),
+        "drla_tree": scene.drla.tree.name if getattr(scene, "drla", None) and scene.drla.tree else None,
     }
     trees = {t.name: _dump_node_tree(t) for t in sorted(bpy.data.node_groups, key=lambda t: t.name)}
     return {"scene": scene.name, "objects": objects, "settings": settings, "node_trees": trees}
