@@ -8,7 +8,7 @@ VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' blender_manifest.toml)
 ZIP := dist/drla-$(VERSION).zip
 OUT ?= out
 
-.PHONY: setup test test-fast test-blender demo bench lint format type check build validate clean help
+.PHONY: setup test test-fast test-blender test-gui demo bench lint format type check build validate clean help
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -33,6 +33,13 @@ test-fast: setup  ## the suite without tests marked slow
 test-blender: setup  ## run the Blender tests inside a real Blender binary: make test-blender BLENDER=/path/to/blender
 	@test -n "$(BLENDER)" || (echo "usage: make test-blender BLENDER=/path/to/blender (needs pytest-blender in that Blender's Python)"; exit 2)
 	$(BLENDER) -b --python-expr "import sys, pytest; sys.exit(pytest.main(['-q', 'tests']))"
+
+# The real Blender window: Debian's blender (5.2.x in sid) in a chroot cached at GUI_ROOT, on Xvfb
+# with Mesa software GL; the zip installed as a user does; tests/gui/drive.py presses the buttons.
+# Needs root (debootstrap, chroot). Screenshots and logs: $(OUT)/gui/<scenario>/.
+GUI_ROOT ?= /var/cache/drla-gui/sid
+test-gui: build  ## drive the real Blender GUI (Train, Esc, Resume, Play, Export/Import, Bake, menus) and check it
+	DRLA_GUI_ROOT=$(GUI_ROOT) bash tests/gui/run.sh $(ZIP) $(OUT)/gui
 
 demo: setup  ## train the tank agent headless, write the model JSON and a report picture to out/
 	$(PY) -m drla demo --out $(OUT)
