@@ -17,20 +17,123 @@ import bpy
 from .node_tree import TREE_ID
 
 
+#: Left to right by role: what the agent senses and does, the environment, the network, the agent,
+#: the trainer and what it writes. Within a column nodes stack in this order, top to bottom.
+ROLE_COLUMNS: tuple[tuple[str, ...], ...] = (
+    ("sensor", "DRLA_ActionNode", "DRLA_FireActionNode", "DRLA_BoneActionsNode"),
+    ("DRLA_StateNode", "DRLA_ActionSetNode", "reward", "ending"),
+    ("DRLA_EnvironmentNode",),
+    ("DRLA_HiddenLayerNode",),
+    ("DRLA_NetworkNode", "DRLA_EpsilonNode", "DRLA_ReplayMemoryNode"),
+    ("agent",),
+    ("DRLA_TrainerNode",),
+    ("output",),
+)
+COLUMN_GAP, ROW_GAP, MAX_COLUMN_HEIGHT = 60, 40, 1800
+
+
+def _role(node) -> tuple[int, int]:
+    """(column, order within the column) of a node: its idname's place, else its category's."""
+    for column, roles in enumerate(ROLE_COLUMNS):
+        for order, role in enumerate(roles):
+            if role in (node.bl_idname, getattr(node, "drla_category", None)):
+                return column, order
+    return len(ROLE_COLUMNS), 0
+
+
+class _RowCounter:
+    """Counts the rows a node's ``draw(layout)`` makes (a row lays children side by side, the
+    tallest counts; anything else stacks), to estimate its height where no window has drawn it."""
+
+    def __init__(self, node, side_by_side: bool = False):
+        self.node, self.side_by_side, self.children, self.own = node, side_by_side, [], 0
+
+    def rows(self) -> int:
+        parts = [self.own] if self.own else []
+        parts += [c.rows() for c in self.children]
+        return (max(parts) if self.side_by_side else sum(parts)) if parts else 0
+
+    def _child(self, side_by_side: bool) -> _RowCounter:
+        child = _RowCounter(self.node, side_by_side)
+        self.children.append(child)
+        return child
+
+    def row(self, *args, **kwargs) -> _RowCounter:
+        return self._child(True)
+
+    def split(self, *args, **kwargs) -> _RowCounter:
+        return self._child(True)
+
+    def column(self, *args, **kwargs) -> _RowCounter:
+        return self._child(False)
+
+    def prop(self, data, name: str, *args, index: int = -1, expand: bool = False, **kwargs) -> None:
+        prop = data.bl_rna.properties.get(name)
+        length = getattr(prop, "array_length", 0) if prop is not None else 0
+        stacked = length > 1 and index < 0 and not self.side_by_side and prop.type == 'FLOAT'
+        self._child(False).own = 1 + length if stacked else 1  # a vector: its label and a row each
+
+    def __getattr__(self, name: str):  # label, separator, operator, ...: one row each
+        def one_row(*args, **kwargs) -> _RowCounter:
+            self._child(False).own = 1
+            return self
+        return one_row
+
+
+def node_width(node) -> float:
+    """The node's drawn width (a node's own ``width`` property, like the Camera Sensor's image
+    width, hides ``Node.width`` from Python; example trees' nodes keep their default width)."""
+    return float(type(node).bl_width_default)
+
+
+def estimated_height(node) -> float:
+    """A node's drawn height in the editor at UI scale 1, from above.
+
+    Blender knows ``node.dimensions`` only once a window has drawn the node, and example trees
+    are built headless: a header, a row per socket (a multi-input socket grows with its links),
+    the rows its ``draw`` makes and its summary line. ``make test-gui`` checks the real drawn
+    rectangles of the shipped trees never overlap."""
+    counter = _RowCounter(node)
+    node.draw(counter)
+    rows = counter.rows() + (1 if node.summary() else 0)
+    extra_links = sum(max(0, len(s.links) - 1) for s in node.inputs if s.is_multi_input)
+    return 36 + 24 * (len(node.inputs) + len(node.outputs)) + 24 * rows + 12 * extra_links + 16
+
+
+def arrange(tree) -> None:
+    """Lay ``tree`` out left to right by role (``ROLE_COLUMNS``), each column a stack, none
+    overlapping; a column taller than ``MAX_COLUMN_HEIGHT`` (the tank's eight actions) wraps
+    into as many side-by-side stacks of about equal height as it needs."""
+    columns: dict[int, list] = {}
+    for index, node in enumerate(tree.nodes):
+        column, order = _role(node)
+        columns.setdefault(column, []).append((order, index, node))
+    x = 0.0
+    for column in sorted(columns):
+        stack = [node for _order, _index, node in sorted(columns[column], key=lambda t: t[:2])]
+        heights = [estimated_height(node) + ROW_GAP for node in stack]
+        parts = math.ceil(sum(heights) / MAX_COLUMN_HEIGHT)
+        share = sum(heights) / parts
+        y, width = 0.0, 0.0
+        for node, height in zip(stack, heights):
+            if y < 0 and -y + height / 2 > share:  # this node's middle would pass the share: wrap
+                x, y, width = x + width + COLUMN_GAP, 0.0, 0.0
+            node.location = (x, y)
+            y -= height
+            width = max(width, node_width(node))
+        x += width + COLUMN_GAP
+
+
 class _Builder:
-    """Adds nodes in columns and links them by socket name, to keep the trees below readable."""
+    """Adds nodes and links them by socket name, to keep the trees below readable; ``arrange``
+    lays them out when the tree is complete."""
 
     def __init__(self, name: str):
         self.tree = bpy.data.node_groups.new(name, TREE_ID)
         self.tree.use_fake_user = True
-        self.rows: dict[int, int] = {}
 
-    def node(self, idname: str, column: int, label: str = "", **props) -> Any:
+    def node(self, idname: str, label: str = "", **props) -> Any:
         node = self.tree.nodes.new(idname)
-        row = self.rows.get(column, 0)
-        node.location = (column * 260, -row)
-        self.rows[column] = row + 60 + 24 * (len(node.inputs) + len(node.outputs)) + 22 * len(
-            getattr(node, "draw_props", ()))
         if label:
             node.label = label
         for key, value in props.items():
@@ -40,29 +143,33 @@ class _Builder:
     def link(self, a, b, socket: str | int = 0) -> None:
         self.tree.links.new(a.outputs[0], b.inputs[socket])
 
+    def done(self) -> Any:
+        arrange(self.tree)
+        return self.tree
 
-def _agent(b: _Builder, env, column: int, hidden=(64, 64), total_steps=20000, seed=0, epsilon=(1.0, 0.05, 0.3),
+
+def _agent(b: _Builder, env, hidden=(64, 64), total_steps=20000, seed=0, epsilon=(1.0, 0.05, 0.3),
            replay=(50000, 64, 500), evaluate=(0, 5), **dqn) -> Any:
     prev = None
     for size in hidden:
-        layer = b.node("DRLA_HiddenLayerNode", column - 1, size=size, activation='RELU')
+        layer = b.node("DRLA_HiddenLayerNode", size=size, activation='RELU')
         if prev is not None:
             b.link(prev, layer, "Previous")
         prev = layer
-    net = b.node("DRLA_NetworkNode", column)
+    net = b.node("DRLA_NetworkNode")
     if prev is not None:
         b.link(prev, net, "Layers")
-    eps = b.node("DRLA_EpsilonNode", column, start=epsilon[0], end=epsilon[1], fraction=epsilon[2])
-    rep = b.node("DRLA_ReplayMemoryNode", column, capacity=replay[0], batch_size=replay[1], learning_starts=replay[2])
-    agent = b.node("DRLA_DQNAgentNode", column + 1, **dqn)
+    eps = b.node("DRLA_EpsilonNode", start=epsilon[0], end=epsilon[1], fraction=epsilon[2])
+    rep = b.node("DRLA_ReplayMemoryNode", capacity=replay[0], batch_size=replay[1], learning_starts=replay[2])
+    agent = b.node("DRLA_DQNAgentNode", **dqn)
     b.link(net, agent, "Network")
     b.link(eps, agent, "Epsilon")
     b.link(rep, agent, "Replay")
-    trainer = b.node("DRLA_TrainerNode", column + 2, total_steps=total_steps, seed=seed, eval_interval=evaluate[0],
+    trainer = b.node("DRLA_TrainerNode", total_steps=total_steps, seed=seed, eval_interval=evaluate[0],
                      eval_episodes=evaluate[1])
     b.link(env, trainer, "Environment")
     b.link(agent, trainer, "Agent")
-    export = b.node("DRLA_ExportJSONNode", column + 3, filepath=f"//{b.tree.name.lower()}_model.json")
+    export = b.node("DRLA_ExportJSONNode", filepath=f"//{b.tree.name.lower()}_model.json")
     b.link(trainer, export, "Model")
     return trainer
 
@@ -104,16 +211,16 @@ def build_tank_tree(scene, name: str = "Tank", total_steps: int = 60000, target_
     if camera_size is None:
         camera_size = TANK_CAMERA_SIZE if camera == "TankCamera" else (16, 16)
     b = _Builder(name)
-    cam = b.node("DRLA_CameraSensorNode", 0, camera=cam_ob, width=camera_size[0], height=camera_size[1],
+    cam = b.node("DRLA_CameraSensorNode", camera=cam_ob, width=camera_size[0], height=camera_size[1],
                  mode='BW', threshold=0.5)
-    score = b.node("DRLA_PropertySensorNode", 0, object=tank_a, property="score", scale=0.1)
-    pitch = b.node("DRLA_PropertySensorNode", 0, label="Cannon Pitch", object=cannon, property="rotation_euler[0]",
+    score = b.node("DRLA_PropertySensorNode", object=tank_a, property="score", scale=0.1)
+    pitch = b.node("DRLA_PropertySensorNode", label="Cannon Pitch", object=cannon, property="rotation_euler[0]",
                    scale=1.0 / math.radians(10))
     sensors = [cam, score, pitch]
     if target_sensor:
-        sensors.append(b.node("DRLA_TransformSensorNode", 0, label="Target", object=tank_b, relative_to=tank_a,
+        sensors.append(b.node("DRLA_TransformSensorNode", label="Target", object=tank_b, relative_to=tank_a,
                               use_location=True, use_rotation=False, scale=1.0))
-    state = b.node("DRLA_StateNode", 1)
+    state = b.node("DRLA_StateNode")
     for sensor in sensors:
         b.link(sensor, state, "Sensors")
 
@@ -123,25 +230,25 @@ def build_tank_tree(scene, name: str = "Tank", total_steps: int = 60000, target_
             ("move_front", 'MOVE', tank_a, (0, 0.5, 0)), ("move_back", 'MOVE', tank_a, (0, -0.5, 0)),
             ("wait", 'WAIT', None, (0, 0, 0)),
             ("canon_up", 'ROTATE', cannon, (5, 0, 0)), ("canon_down", 'ROTATE', cannon, (-5, 0, 0))):
-        item = b.node("DRLA_ActionNode", 0, action_name=action, kind=kind, vector=vector)
+        item = b.node("DRLA_ActionNode", action_name=action, kind=kind, vector=vector)
         if ob is not None:
             item.object = ob
         if kind == 'ROTATE':
             item.use_limits, item.limit_min, item.limit_max = True, (-10, -180, -180), (10, 180, 180)
         items.append(item)
-    fire = b.node("DRLA_FireActionNode", 0, action_name="fire", origin=muzzle, axis='POS_Y', axis_object=cannon,
+    fire = b.node("DRLA_FireActionNode", action_name="fire", origin=muzzle, axis='POS_Y', axis_object=cannon,
                   target=tank_b, max_distance=30.0, score_object=tank_a, score_property="score", add=1.0,
                   respawn=True, respawn_min=TANK_SPAWN_MIN, respawn_max=TANK_SPAWN_MAX, respawn_grid=0.5)
     items.append(fire)
-    action_set = b.node("DRLA_ActionSetNode", 1)
+    action_set = b.node("DRLA_ActionSetNode")
     for item in items:
         b.link(item, action_set, "Actions")
 
-    score_reward = b.node("DRLA_PropertyChangeRewardNode", 1, object=tank_a, property="score", increase=1.0)
-    miss = b.node("DRLA_HitRewardNode", 1, label="Miss", hit=0.0, miss=-1.0)
-    bounds = b.node("DRLA_OutOfBoundsNode", 1, object=tank_a, bounds='OBJECT', bounds_object=obs["Ground"], reward=-1.0)
+    score_reward = b.node("DRLA_PropertyChangeRewardNode", object=tank_a, property="score", increase=1.0)
+    miss = b.node("DRLA_HitRewardNode", label="Miss", hit=0.0, miss=-1.0)
+    bounds = b.node("DRLA_OutOfBoundsNode", object=tank_a, bounds='OBJECT', bounds_object=obs["Ground"], reward=-1.0)
 
-    env = b.node("DRLA_EnvironmentNode", 2, frames_per_step=1, max_steps=max_steps, random_object_1=tank_b,
+    env = b.node("DRLA_EnvironmentNode", frames_per_step=1, max_steps=max_steps, random_object_1=tank_b,
                  random_min=TANK_SPAWN_MIN, random_max=TANK_SPAWN_MAX, random_grid=0.5)
     b.link(state, env, "State")
     b.link(action_set, env, "Actions")
@@ -149,9 +256,9 @@ def build_tank_tree(scene, name: str = "Tank", total_steps: int = 60000, target_
     b.link(miss, env, "Rewards")
     b.link(bounds, env, "Done")
     dqn = {**TANK_DQN, **dqn}
-    _agent(b, env, 4, hidden=hidden, total_steps=total_steps, epsilon=epsilon, replay=replay, evaluate=(5000, 5),
+    _agent(b, env, hidden=hidden, total_steps=total_steps, epsilon=epsilon, replay=replay, evaluate=(5000, 5),
            **dqn)
-    return b.tree
+    return b.done()
 
 
 # --------------------------------------------------------------------------- transform example
@@ -185,25 +292,25 @@ def build_transform_tree(scene, name: str = "Reach", total_steps: int = 6000) ->
     """
     agent, goal = build_transform_scene(scene)
     b = _Builder(name)
-    rel = b.node("DRLA_TransformSensorNode", 0, object=goal, relative_to=agent, use_location=True,
+    rel = b.node("DRLA_TransformSensorNode", object=goal, relative_to=agent, use_location=True,
                  use_rotation=False, scale=0.2)
-    dist = b.node("DRLA_DistanceSensorNode", 0, object_a=agent, object_b=goal, scale=0.2)
-    state = b.node("DRLA_StateNode", 1)
+    dist = b.node("DRLA_DistanceSensorNode", object_a=agent, object_b=goal, scale=0.2)
+    state = b.node("DRLA_StateNode")
     b.link(rel, state, "Sensors")
     b.link(dist, state, "Sensors")
-    action_set = b.node("DRLA_ActionSetNode", 1)
+    action_set = b.node("DRLA_ActionSetNode")
     for action, vector in (("right", (0.5, 0, 0)), ("left", (-0.5, 0, 0)), ("front", (0, 0.5, 0)),
                            ("back", (0, -0.5, 0)), ("wait", None)):
-        item = b.node("DRLA_ActionNode", 0, action_name=action, kind='WAIT' if vector is None else 'MOVE')
+        item = b.node("DRLA_ActionNode", action_name=action, kind='WAIT' if vector is None else 'MOVE')
         if vector is not None:
             item.object, item.vector = agent, vector
         b.link(item, action_set, "Actions")
-    progress = b.node("DRLA_DistanceRewardNode", 1, object_a=agent, object_b=goal, mode='PROGRESS', weight=1.0)
-    cost = b.node("DRLA_StepCostNode", 1, cost=0.01)
-    reached = b.node("DRLA_WithinDistanceNode", 1, object_a=agent, object_b=goal, distance=0.5, reward=1.0)
-    bounds = b.node("DRLA_OutOfBoundsNode", 1, object=agent, bounds='BOX', box_min=(-5, -5, -5),
+    progress = b.node("DRLA_DistanceRewardNode", object_a=agent, object_b=goal, mode='PROGRESS', weight=1.0)
+    cost = b.node("DRLA_StepCostNode", cost=0.01)
+    reached = b.node("DRLA_WithinDistanceNode", object_a=agent, object_b=goal, distance=0.5, reward=1.0)
+    bounds = b.node("DRLA_OutOfBoundsNode", object=agent, bounds='BOX', box_min=(-5, -5, -5),
                     box_max=(5, 5, 5), reward=-1.0)
-    env = b.node("DRLA_EnvironmentNode", 2, frames_per_step=1, max_steps=50, random_object_1=agent,
+    env = b.node("DRLA_EnvironmentNode", frames_per_step=1, max_steps=50, random_object_1=agent,
                  random_object_2=goal, random_min=(-3, -3, 0), random_max=(3, 3, 0))
     b.link(state, env, "State")
     b.link(action_set, env, "Actions")
@@ -211,10 +318,10 @@ def build_transform_tree(scene, name: str = "Reach", total_steps: int = 6000) ->
         b.link(node, env, "Rewards")
     for node in (reached, bounds):
         b.link(node, env, "Done")
-    _agent(b, env, 4, hidden=(64, 64), total_steps=total_steps, epsilon=(1.0, 0.05, 0.3),
+    _agent(b, env, hidden=(64, 64), total_steps=total_steps, epsilon=(1.0, 0.05, 0.3),
            replay=(20000, 64, 500), evaluate=(1000, 5), learning_rate=1e-3, gamma=0.95, train_freq=4,
            gradient_steps=1, target_update_interval=250)
-    return b.tree
+    return b.done()
 
 
 # --------------------------------------------------------------------------- robot arm (learned IK)
@@ -237,21 +344,21 @@ def build_arm_ik_tree(scene, arm: str = "Arm6", name: str | None = None, hidden=
     b = _Builder(name)
     prev = None
     for size in hidden:
-        layer = b.node("DRLA_HiddenLayerNode", 0, size=size, activation='TANH')
+        layer = b.node("DRLA_HiddenLayerNode", size=size, activation='TANH')
         if prev is not None:
             b.link(prev, layer, "Previous")
         prev = layer
-    net = b.node("DRLA_NetworkNode", 1, output_activation='LINEAR')
+    net = b.node("DRLA_NetworkNode", output_activation='LINEAR')
     if prev is not None:
         b.link(prev, net, "Layers")
     settings = {**ARM_IK, **ik}
-    agent = b.node("DRLA_IKAgentNode", 2, armature=obs[arm], target=obs[f"{arm}Target"], **settings)
+    agent = b.node("DRLA_IKAgentNode", armature=obs[arm], target=obs[f"{arm}Target"], **settings)
     b.link(net, agent, "Network")
-    trainer = b.node("DRLA_TrainerNode", 3, total_steps=settings["train_steps"], seed=0, output_path="")
+    trainer = b.node("DRLA_TrainerNode", total_steps=settings["train_steps"], seed=0, output_path="")
     b.link(agent, trainer, "Agent")
-    export = b.node("DRLA_ExportJSONNode", 4, filepath=f"//{name.lower()}_ik_model.json")
+    export = b.node("DRLA_ExportJSONNode", filepath=f"//{name.lower()}_ik_model.json")
     b.link(trainer, export, "Model")
-    return b.tree
+    return b.done()
 
 
 def build_arm6_tree(scene, name: str = "Arm6", **ik) -> Any:

@@ -1,8 +1,9 @@
 """The Add menu of the DRLA node editor, as data: category -> node idnames.
 
-Works on Blender 4.2 .. 5.x: one submenu per category appended to ``NODE_MT_add``, items drawn
-with ``bl_ui.node_add_menu.add_node_type`` (kept for compatibility in 5.0), falling back to
-the plain ``node.add_node`` operator. Node classes not listed in a category appear in "Other".
+Works on every supported Blender: one submenu per category appended to ``NODE_MT_add``, each
+item the plain ``node.add_node`` operator labelled with the node's own label (what
+``bl_ui.node_add_menu.add_node_type`` did; 5.2 removed that helper, and a fallback to the
+idname once showed users "DRLA_CameraSensorNode"). Node classes not in a category appear in "Other".
 """
 
 from __future__ import annotations
@@ -31,12 +32,17 @@ def _other() -> list[str]:
     return [c.bl_idname for c in nodes.classes if c.bl_idname not in listed]
 
 
+def label_of(idname: str) -> str:
+    """The label a person reads for a node type: its ``bl_label`` (never the idname)."""
+    cls = bpy.types.Node.bl_rna_get_subclass_py(idname) or next(
+        (c for c in nodes.classes if c.bl_idname == idname), None)
+    return getattr(cls, "bl_label", "") or idname.removeprefix("DRLA_").removesuffix("Node")
+
+
 def _add_item(layout, idname: str) -> None:
-    try:
-        from bl_ui import node_add_menu
-        node_add_menu.add_node_type(layout, idname)
-    except Exception:
-        layout.operator("node.add_node", text=idname).type = idname
+    props = layout.operator("node.add_node", text=label_of(idname))
+    props.type = idname
+    props.use_transform = True  # the new node follows the mouse, as Blender's own Add menu does
 
 
 def _menu_class(category: str) -> type:

@@ -460,6 +460,33 @@ def stage_bake():
     yield 1.5
 
 
+def check_drawn_layout():
+    """The tree as drawn: no two nodes' real rectangles (location, drawn dimensions) overlap."""
+    try:
+        scale = bpy.context.preferences.system.ui_scale
+        rects = {}
+        for n in Ctx.tree.nodes:
+            w, h = n.dimensions[0] / scale, n.dimensions[1] / scale
+            rects[n.name] = (n.location.x, n.location.y, n.location.x + w, n.location.y - h)
+        RESULTS.setdefault("drawn_nodes", {})[Ctx.tree.name] = {k: [round(v, 1) for v in r]
+                                                                   for k, r in rects.items()}
+        names = sorted(rects)
+        overlaps = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]
+                    if rects[a][0] < rects[b][2] and rects[b][0] < rects[a][2]
+                    and rects[a][3] < rects[b][1] and rects[b][3] < rects[a][1]]
+        drawn = all(r[2] > r[0] and r[1] > r[3] for r in rects.values())
+        check("the tree's nodes are drawn and none overlaps another", drawn and not overlaps,
+              f"{len(rects)} nodes; overlapping: {overlaps[:5]}" if drawn else "node dimensions are zero")
+    except Exception:
+        failed_stage("drawn layout")
+
+
+def stage_drawn_layout():
+    """The chosen tree, drawn in the node editor of the layout: check its nodes' real rectangles."""
+    yield 0.5
+    check_drawn_layout()
+
+
 def stage_node_editor():
     """The tree in full, the Add menu and its DRLA submenus (read back with OCR by check.py)."""
     try:
@@ -476,6 +503,7 @@ def stage_node_editor():
         failed_stage("view all")
     yield 2.0
     shot("09_node_tree", area=ne, ocr="node_tree")
+    check_drawn_layout()
     yield from press(ne, "shift+a", 0.3, 0.7)
     yield 2.0
     shot("10_add_menu", ocr="add_menu")
@@ -613,7 +641,7 @@ def finish():
 SCENARIOS = {
     "tank": (stage_open, stage_layout, stage_train_and_esc, stage_resume_and_stop, stage_play,
              stage_export_import, stage_bake, stage_node_editor, stage_broken_node),
-    "robot_arm": (stage_open, stage_layout, stage_ik),
+    "robot_arm": (stage_open, stage_layout, stage_drawn_layout, stage_ik),
 }
 
 

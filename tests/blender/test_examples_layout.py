@@ -1,0 +1,80 @@
+"""The example trees read left to right by role and no two nodes overlap.
+
+Headless Blender has no drawn node sizes, so this checks the layout's own estimates (from the rows
+each node's ``draw`` makes); ``make test-gui`` checks the real drawn rectangles in a window.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import bpy
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = {"tank": ROOT / "scenes/tank/tank.blend", "robot_arm": ROOT / "scenes/robot_arm/robot_arm.blend"}
+
+
+def _rects(examples, tree) -> dict[str, tuple[float, float, float, float]]:
+    """name -> (left, top, right, bottom) in the editor's coordinates (y up)."""
+    return {n.name: (n.location.x, n.location.y, n.location.x + examples.node_width(n),
+                     n.location.y - examples.estimated_height(n)) for n in tree.nodes}
+
+
+def _overlaps(rects) -> list[tuple[str, str]]:
+    out = []
+    for (a, (l1, t1, r1, b1)), (b, (l2, t2, r2, b2)) in itertools.combinations(sorted(rects.items()), 2):
+        if l1 < r2 and l2 < r1 and b1 < t2 and b2 < t1:
+            out.append((a, b))
+    return out
+
+
+def _check_tree(examples, tree) -> None:
+    rects = _rects(examples, tree)
+    assert not _overlaps(rects), f"{tree.name}: overlapping nodes {_overlaps(rects)}"
+    # left to right by role: a node feeds nodes right of it, or below it in its own stack (hidden layers)
+    for link in tree.links:
+        a, b = rects[link.from_node.name], rects[link.to_node.name]
+        assert a[2] <= b[0] or (a[0] == b[0] and a[3] >= b[1]), \
+            f"{tree.name}: '{link.from_node.name}' is not left of '{link.to_node.name}', which it feeds"
+    width = max(r[2] for r in rects.values()) - min(r[0] for r in rects.values())
+    height = max(r[1] for r in rects.values()) - min(r[3] for r in rects.values())
+    assert height <= examples.MAX_COLUMN_HEIGHT + 100 and height < width, f"{tree.name}: {width} x {height}"
+
+
+@pytest.mark.parametrize("scene_name", sorted(SHIPPED))
+def test_shipped_trees_have_no_overlapping_nodes_and_flow_left_to_right(ext, scene_name):
+    from drla_ext.addon import examples
+
+    bpy.ops.wm.open_mainfile(filepath=str(SHIPPED[scene_name]))
+    trees = [t for t in bpy.data.node_groups if t.bl_idname == "DRLA_NodeTree"]
+    assert trees
+    for tree in trees:
+        _check_tree(examples, tree)
+
+
+def test_every_example_builder_lays_its_tree_out(ext, empty_scene):
+    from drla_ext.addon import examples
+
+    bpy.ops.wm.open_mainfile(filepath=str(SHIPPED["tank"]))
+    tree = examples.build_tank_tree(bpy.context.scene, name="Tank with target", target_sensor=True)
+    _check_tree(examples, tree)
+    tree = examples.build_transform_tree(bpy.context.scene)
+    _check_tree(examples, tree)
+
+
+def test_the_height_estimate_follows_what_the_node_draws(ext, empty_scene):
+    """A Wait action draws two rows, a Move action with limits many more: the estimate sees it."""
+    from drla_ext.addon import examples
+
+    tree = bpy.data.node_groups.new("Heights", "DRLA_NodeTree")
+    action = tree.nodes.new("DRLA_ActionNode")
+    action.kind = 'WAIT'
+    wait = examples.estimated_height(action)
+    action.kind = 'MOVE'
+    move = examples.estimated_height(action)
+    action.use_limits = True
+    limited = examples.estimated_height(action)
+    assert wait < move < limited
+    assert limited - move == 24 * 4  # Min and Max side by side: a label and three rows, once
