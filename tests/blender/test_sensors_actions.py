@@ -57,32 +57,32 @@ class Tree:
 
         self.scene = scene
         self.b = _Builder("T")
-        self.state = self.b.node("DRLA_StateNode", 1)
-        self.env_node = self.b.node("DRLA_EnvironmentNode", 2, max_steps=max_steps, random_object_1=None,
+        self.state = self.b.node("DRLA_StateNode")
+        self.env_node = self.b.node("DRLA_EnvironmentNode", max_steps=max_steps, random_object_1=None,
                                     random_object_2=None, random_object_3=None)
         self.b.link(self.state, self.env_node, "State")
         self.action_set = None
 
     def sensor(self, idname: str, **props):
-        node = self.b.node(idname, 0, **props)
+        node = self.b.node(idname, **props)
         self.b.link(node, self.state, "Sensors")
         return node
 
     def action(self, name: str, kind: str, **props):
         if self.action_set is None:
-            self.action_set = self.b.node("DRLA_ActionSetNode", 1)
+            self.action_set = self.b.node("DRLA_ActionSetNode")
             self.b.link(self.action_set, self.env_node, "Actions")
-        node = self.b.node("DRLA_ActionNode", 0, action_name=name, kind=kind, **props)
+        node = self.b.node("DRLA_ActionNode", action_name=name, kind=kind, **props)
         self.b.link(node, self.action_set, "Actions")
         return node
 
     def bone_actions(self, **props):
-        node = self.b.node("DRLA_BoneActionsNode", 1, **props)
+        node = self.b.node("DRLA_BoneActionsNode", **props)
         self.b.link(node, self.env_node, "Actions")
         return node
 
     def done(self, idname: str, **props):
-        node = self.b.node(idname, 1, **props)
+        node = self.b.node(idname, **props)
         self.b.link(node, self.env_node, "Done")
         return node
 
