@@ -164,32 +164,40 @@ def test_learns_identity_env():
     assert run.history.final_eval[1] >= 45  # of 50
 
 
-class _StopAt(Callback):
-    def __init__(self, step):
-        self.step = step
+class _StopAfterSolved(Callback):
+    """Stops ``more_evals`` evaluations after the first one that reaches ``solved``."""
+
+    def __init__(self, solved, more_evals):
+        self.solved, self.more_evals = solved, more_evals
 
     def on_step(self, run):
-        return run.steps < self.step
+        evals = run.history.evals
+        first = next((i for i, (_, mean, _) in enumerate(evals) if mean >= self.solved), None)
+        return first is None or len(evals) - 1 - first < self.more_evals
 
 
 @pytest.mark.slow
 def test_learns_cartpole():
-    """SB3 test_identity-style threshold: the benchmark protocol (50k-step schedule), stopped early.
+    """CartPole is solved (an evaluation of 10 episodes averages 400 or more) within the benchmark
+    protocol's 50k steps, and keep-best hands back the best evaluated network: three evaluations
+    after the first solved one the run stops, and the final evaluation (same evaluation seed) scores
+    like the best.
 
-    The seed is fixed; keep-best restores the best evaluated network, which the final evaluation
-    (same evaluation seed) must score like its best evaluation. At 16k steps most seeds are still
-    learning (the benchmark's median first solve is ~25k), so the test depends on its seed's
-    trajectory, which float32 rounding changes: seed 6 reaches 400 both with the update as first
-    written (best 448.8) and with the fused one (Adam's rescaled moments, one-dot target forward:
-    best 500); seed 7, used before, got 500 and then 396.5.
+    Deterministic (fixed seed, no wall clock, not load dependent), but the trajectory changes with
+    float32 rounding, and OpenBLAS rounds differently on different CPUs: its kernel is chosen per
+    CPU at run time. At seed 6 the best of the first 16k steps was 500 with the SkylakeX (AVX-512)
+    kernels and 294.9 with the Haswell/Zen (AVX2) ones (``OPENBLAS_CORETYPE=Haswell``), which is why
+    a test that stopped at 16k failed on some machines. Within 50k steps every seed 0-8 is solved on
+    both (Haswell 24-43k steps, SkylakeX 7-43k; Prescott, Nehalem and Sandybridge solve seed 6 too);
+    a DQN that does not learn never reaches 400.
     """
     env, eval_env = CartPole(), CartPole()
     agent = DQNAgent(env.observation_space, env.action_space, DQNConfig(), seed=6)
     run = TrainingRun(env, agent, 50_000, seed=6, eval_env=eval_env, eval_interval=1024, eval_episodes=10,
-                      callbacks=[_StopAt(16_000)]).run()
-    assert run.steps == 16_000
-    best = max(m for _, m, _ in run.history.evals)
-    assert best >= 400
+                      callbacks=[_StopAfterSolved(400, more_evals=3)]).run()
+    means = [m for _, m, _ in run.history.evals]
+    best = max(means)
+    assert best >= 400, f"not solved in {run.steps} steps; evaluations {means}"
     assert run.history.final_eval[1] == pytest.approx(best)
 
 
