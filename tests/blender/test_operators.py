@@ -8,7 +8,6 @@ rewarded for progress, done when it arrives. Small enough to train in a second.
 import os
 import time
 
-import numpy as np
 import pytest
 
 bpy = pytest.importorskip("bpy")
@@ -100,33 +99,34 @@ def test_train_mode_blocking_uses_the_tree_steps(ext, mover, empty_scene):
 
 # --------------------------------------------------------------------------- the modal tick
 def test_tick_advances_training_within_its_time_box(ext, mover, empty_scene):
-    from drla_ext.addon import session
+    """Each tick hands its whole budget to ``TrainingRun.advance`` (which ends the slice at the first
+    step past the deadline: test_train.py checks that on a stand-in clock) and always makes
+    progress, however little a slice of wall time does on a busy machine. Nothing here depends on
+    how many steps fit in a slice."""
+    from drla_ext.addon import live_curve, session
 
     sess = session.TrainSession(empty_scene, mover, total_steps=1_000_000).start()
     assert sess.state == session.RUNNING and sess.steps == 0
-    boxes, inside = [], []
+    boxes = []
     advance = sess.run.advance
 
     def spy(max_steps=None, max_seconds=None):
         boxes.append(max_seconds)
-        t0 = time.perf_counter()
-        taken = advance(max_steps=max_steps, max_seconds=max_seconds)
-        inside.append(time.perf_counter() - t0)
-        return taken
+        return advance(max_steps=max_steps, max_seconds=max_seconds)
 
     sess.run.advance = spy
-    durations, steps = [], [0]
+    version = live_curve.info(empty_scene.name)["version"]
+    t0 = time.monotonic()
+    steps = [0]
     for _ in range(30):
-        t0 = time.perf_counter()
         assert sess.tick(0.03)
-        durations.append(time.perf_counter() - t0)
         steps.append(sess.steps)
+    elapsed = time.monotonic() - t0
     assert all(b > a for a, b in zip(steps, steps[1:])), "every tick advances training"
     assert boxes == [0.03] * 30, "each tick hands its whole budget to TrainingRun.advance"
-    overhead = np.subtract(durations, inside)
-    assert np.median(overhead) < 0.005, overhead   # mirror + throttled curve: well under a frame
-    # the slice itself stops at the deadline after the step in flight (loose: CI boxes are shared)
-    assert np.median(durations) < 0.03 + 0.1, durations
+    # the curve picture is redrawn at most every THROTTLE_S, not on every tick (the tick's own cost)
+    redraws = live_curve.info(empty_scene.name)["version"] - version
+    assert redraws <= 1 + elapsed / live_curve.THROTTLE_S, (redraws, elapsed)
     assert empty_scene.drla.steps_done == sess.steps
     assert 0.0 < empty_scene.drla.progress < 1.0
     # an empty box still makes progress, exactly one step (the deadline is checked after each step)
@@ -141,8 +141,9 @@ def test_stop_keeps_the_run_and_resume_continues_it(ext, mover, empty_scene):
 
     before = scene_state(empty_scene)
     sess = session.TrainSession(empty_scene, mover, total_steps=400).start()
-    while sess.steps < 150:
-        sess.tick(0.01)
+    for _ in range(150):
+        sess.tick(0.0)  # one step each: the same run on any machine, however busy
+    assert sess.steps == 150
     assert scene_state(empty_scene) != before or True  # the agent may or may not have moved yet
     assert bpy.ops.drla.stop.poll()
     assert bpy.ops.drla.stop() == {'FINISHED'}
@@ -155,6 +156,37 @@ def test_stop_keeps_the_run_and_resume_continues_it(ext, mover, empty_scene):
     assert bpy.ops.drla.resume() == {'FINISHED'}
     assert sess.state == session.DONE and sess.steps == 400 and sess.agent is agent
     assert sess.steps > stopped_at
+    assert scene_state(empty_scene) == before
+
+
+@pytest.mark.parametrize("ticks", [0, 1])
+def test_stop_right_after_train_leaves_a_run_that_resume_continues(ext, mover, empty_scene, ticks):
+    """On a busy machine Stop can come before any tick has trained a step: the run is still
+    stopped (not lost), its model so far is stored, and Resume continues the same run."""
+    from drla_ext.addon import model_store, session
+
+    before = scene_state(empty_scene)
+    sess = session.make_train_session(empty_scene, mover, total_steps=200).start()
+    for _ in range(ticks):
+        assert sess.tick(0.0)
+    assert sess.steps == ticks
+    assert bpy.ops.drla.stop() == {'FINISHED'}
+    assert sess.state == session.STOPPED and empty_scene.drla.error == ""
+    assert f"Stopped at step {ticks} of 200" in empty_scene.drla.message
+    assert session.ui_state(empty_scene) == "STOPPED" and model_store.has_model(mover)
+    assert scene_state(empty_scene) == before
+    agent = sess.agent
+    # Resume, tick: the same run advances
+    assert bpy.ops.drla.resume.poll()
+    assert sess.resume() is sess and sess.state == session.RUNNING
+    assert sess.tick(0.0) and sess.steps == ticks + 1
+    sess.stop()
+    assert sess.state == session.STOPPED and scene_state(empty_scene) == before
+    # Resume from the panel (blocking headless): to the end of the same run
+    assert bpy.ops.drla.resume.poll()
+    assert bpy.ops.drla.resume() == {'FINISHED'}
+    assert sess.state == session.DONE and sess.steps == 200 and sess.agent is agent
+    assert empty_scene.drla.steps_done == 200 and empty_scene.drla.error == ""
     assert scene_state(empty_scene) == before
 
 
@@ -208,8 +240,8 @@ def test_play_operator_acts_and_restores(ext, mover, empty_scene):
     # the live path: a play session moves the objects until stopped
     sess = session.PlaySession(empty_scene, mover, fps=1000).start()
     assert session.ui_state(empty_scene) == "PLAYING"
-    sess.tick(0.02, now=time.perf_counter() + 0.01)
-    assert sess.steps > 0
+    sess.tick(float("inf"), now=time.perf_counter() + 0.01)  # no time box: every step due by then
+    assert sess.steps >= 11  # 10 ms at 1000 steps/s, and the first
     moved = scene_state(empty_scene)[0] != before[0]
     bpy.ops.drla.stop()
     assert moved and scene_state(empty_scene) == before
@@ -335,7 +367,9 @@ TANK_BLEND = os.path.join(os.path.dirname(__file__), "..", "..", "scenes", "tank
 
 
 @pytest.mark.skipif(not os.path.isfile(TANK_BLEND), reason="scenes/tank/tank.blend not built")
-def test_tank_example_modal_ticks_keep_their_time_box(ext, tmp_path):
+def test_tank_example_trains_in_ticks_and_stop_restores_the_scene(ext, tmp_path):
+    """The shipped Tank (camera observations) in modal-sized ticks: every tick trains (camera renders
+    included), a run stopped mid-way puts the scene back. How many steps a tick fits is bench/'s."""
     from drla_ext.addon import session
 
     bpy.ops.wm.open_mainfile(filepath=os.path.abspath(TANK_BLEND))
@@ -348,14 +382,16 @@ def test_tank_example_modal_ticks_keep_their_time_box(ext, tmp_path):
     scene.drla.output_dir = str(tmp_path)
     before = scene_state(scene)
     sess = session.TrainSession(scene, scene.drla.tree, total_steps=50_000).start()
-    durations = []
-    for _ in range(15):
-        t0 = time.perf_counter()
-        sess.tick(0.03)
-        durations.append(time.perf_counter() - t0)
-    assert sess.steps > 15
-    assert np.median(durations) < 0.06, durations   # camera renders: one step can take a few ms
+    steps = [0]
+    for _ in range(200):  # a bound on ticks, not on time
+        assert sess.tick(session.TICK_BUDGET_S)
+        steps.append(sess.steps)
+        if sess.steps >= 100:
+            break
+    assert sess.steps >= 100 and all(b > a for a, b in zip(steps, steps[1:]))
+    assert scene.drla.steps_done == sess.steps
     sess.stop()
+    assert sess.state == session.STOPPED
     assert scene_state(scene) == before
     session.discard_all()
 
