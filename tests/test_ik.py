@@ -78,12 +78,24 @@ def test_model_file_round_trip(tmp_path, trained_arm3):
         IKSolver.from_model(model_io.Model(solver.network, model.observation_space, model.action_space, kind="mlp"))
 
 
-def test_iter_self_supervised_steps_like_train_and_pauses_without_losing_time():
-    import time
+def test_iter_self_supervised_steps_like_train_and_pauses_without_losing_time(monkeypatch):
+    """The generator steps exactly like ``train_self_supervised``, and the time it spends suspended
+    (Blender redrawing between modal ticks) counts neither in its seconds nor against its
+    ``max_seconds``: on a stand-in clock that moves 1 ms per reading and jumps 100 s during a pause."""
+    import types
 
+    from drla_core import ik as ik_mod
     from drla_core import kinematics as kin
     from drla_core.ik import IKSolver
 
+    clock = {"now": 0.0}
+
+    def perf_counter():
+        clock["now"] += 0.001
+        return clock["now"]
+
+    monkeypatch.setattr(ik_mod, "time", types.SimpleNamespace(perf_counter=perf_counter,
+                                                               process_time=ik_mod.time.process_time))
     arm = kin.arm3()
     a, b = IKSolver(arm, hidden=((16, "tanh"),), seed=3), IKSolver(arm, hidden=((16, "tanh"),), seed=3)
     ra = a.train_self_supervised(steps=60, batch_size=32, eval_every=20)
@@ -93,13 +105,13 @@ def test_iter_self_supervised_steps_like_train_and_pauses_without_losing_time():
         while True:
             seen.append(next(gen)[0])
             if len(seen) == 10:
-                time.sleep(0.05)  # suspended time is not training time
+                clock["now"] += 100.0  # suspended: not training time
     except StopIteration as stop:
         rb = stop.value
-    assert seen == list(range(1, 61)) and rb.steps == ra.steps == 60
+    assert seen == list(range(1, 61)) and rb.steps == ra.steps == 60  # the 100 s did not use up the 30 s
     assert b.train_steps == a.train_steps == 60 and len(b.curve) == 3
     np.testing.assert_array_equal(a.network.params, b.network.params)
-    assert rb.seconds < ra.seconds + 0.04
+    assert rb.seconds < 1.0 and ra.seconds < 1.0  # a few hundred 1 ms readings, not the 100 s pause
     gen = a.iter_reward(steps=5, batch_size=8, candidates=4, eval_every=0)
     assert [s for s, _ in gen] == [1, 2, 3, 4, 5] and a.train_steps == 65
 

@@ -92,6 +92,31 @@ def test_advance_respects_max_seconds():
     assert run.advance(max_steps=10) == 10
 
 
+def test_advance_ends_its_slice_at_the_first_step_past_the_deadline(monkeypatch):
+    """On a stand-in clock where every env step takes 10 ms and nothing else takes time: a 50 ms
+    slice is exactly 5 steps, an empty one exactly 1 (a slice always makes progress, so a busy
+    machine slows training down but never stalls it)."""
+    import types
+
+    import drla_core.train as train_mod
+
+    clock = {"now": 0.0}
+    monkeypatch.setattr(train_mod, "time", types.SimpleNamespace(perf_counter=lambda: clock["now"],
+                                                                  process_time=train_mod.time.process_time))
+
+    class SlowCartPole(CartPole):
+        def step(self, action):
+            clock["now"] += 0.01
+            return super().step(action)
+
+    env = SlowCartPole()
+    run = TrainingRun(env, _agent(env), 10**7, seed=0)
+    assert run.advance(max_seconds=0.05) == 5
+    assert run.advance(max_seconds=0.0) == 1
+    assert run.advance(max_seconds=0.035) == 4  # 30 ms < 35 ms: the 4th step ends past the deadline
+    assert run.steps == 10 and not run.done
+
+
 def test_callbacks_order_stop_and_history():
     events = []
 
