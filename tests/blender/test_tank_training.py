@@ -9,8 +9,7 @@ import pytest
 bpy = pytest.importorskip("bpy")
 
 TANK_BLEND = Path(__file__).resolve().parents[2] / "scenes" / "tank" / "tank.blend"
-TRAIN_STEPS = 15_000
-TIME_BOX_S = 150.0  # a bound against hangs only: on a busy box a cut-short run would fail for the wrong reason
+TRAIN_STEPS = 15_000  # the whole run, however long it takes (no time box: the same run on a busy box)
 
 
 def shots(env, policy, n_shots, max_episodes, seed):
@@ -48,8 +47,7 @@ def test_short_training_hits_more_often_than_random(ext):
             # learning alone: no Trainer evaluations (at this short budget keep-best would choose among 3 noisy ones)
             run = C.build_run(compiled, env, agent, TRAIN_STEPS, seed=0, eval_interval=0)
             start = time.perf_counter()
-            while not run.done and time.perf_counter() - start < TIME_BOX_S:
-                run.advance(max_seconds=1.0)
+            run.run()
             g_hits, g_shots = shots(env, agent.predict, 100, 20, seed=456)
         finally:
             env.close()
@@ -57,7 +55,7 @@ def test_short_training_hits_more_often_than_random(ext):
     print(f"tank: random {r_hits}/{r_shots} = {random_rate:.3f}; after {run.steps} steps "
           f"({time.perf_counter() - start:.1f} s) greedy {g_hits}/{g_shots} = {greedy_rate:.3f}")
     assert r_shots == 200 and random_rate < 0.2
-    assert run.steps >= 5000, "training was far too slow to mean anything"
+    assert run.steps == TRAIN_STEPS
     assert g_shots >= 20, "the trained agent should fire"
     assert greedy_rate >= 0.5 and greedy_rate > 2 * random_rate
     assert scene.objects["TankA"]["score"] == 0  # the scene is restored
