@@ -50,9 +50,10 @@ def failed_stage(name):
     check(f"stage '{name}' ran without an exception", False, traceback.format_exc())
 
 
-def shot(name, area=None, ocr=None, region_type=None):
+def shot(name, area=None, ocr=None, region_type=None, box=None):
     """Screenshot of the whole screen; with ``area`` also a crop of it (``<name>_crop.png``), or
-    of one of its regions with ``region_type`` (``'UI'``: the sidebar).
+    of one of its regions with ``region_type`` (``'UI'``: the sidebar), or of ``box`` (x, y, w, h
+    in screen pixels, e.g. around a menu: OCR of the whole screen misses a small menu).
 
     ``ocr``: a key under which tesseract's text of the crop (or the screen) is stored for check.py.
     """
@@ -60,8 +61,9 @@ def shot(name, area=None, ocr=None, region_type=None):
     subprocess.run(["import", "-window", "root", path], capture_output=True, timeout=120)
     RESULTS["screenshots"].append(name + ".png")
     target = path
-    if area is not None:
-        x, y, w, h = region_rect(area, region_type) if region_type else area_rect(area)
+    if area is not None or box is not None:
+        x, y, w, h = box or (region_rect(area, region_type) if region_type else area_rect(area))
+        x, y = max(0, int(x)), max(0, int(y))
         target = os.path.join(OUT, name + "_crop.png")
         subprocess.run(["convert", path, "-crop", f"{w}x{h}+{x}+{y}", "+repage", target],
                        capture_output=True, timeout=60)
@@ -453,11 +455,17 @@ def stage_bake():
         failed_stage("bake")
     yield 1.0
     shot("08_after_bake", area=Ctx.v3d)
+    tree_name = Ctx.tree.name
     try:  # undo the bake the way a user would (Ctrl+Z over the viewport)
         yield from press(Ctx.v3d, "ctrl+z", 0.4, 0.5)
     except Exception:
         failed_stage("undo bake")
     yield 1.5
+    # Undo reloads Blender's data: every Python reference to a data-block from before is dangling
+    # (using one crashed Blender 5.2.2 here), so look the tree up again.
+    Ctx.tree = bpy.data.node_groups.get(tree_name)
+    check("after Ctrl+Z the tree is still chosen", Ctx.tree is not None and drla().tree == Ctx.tree,
+          f"{tree_name}: {Ctx.tree}, chosen {drla().tree}")
 
 
 def check_drawn_layout():
@@ -489,13 +497,13 @@ def stage_drawn_layout():
 
 def stage_node_editor():
     """The tree in full, the Add menu and its DRLA submenus (read back with OCR by check.py)."""
-    try:
-        with override(Ctx.ne):
-            bpy.ops.screen.screen_full_area()
-    except Exception:
-        failed_stage("full area")
+    # Maximize and back with the real key (Ctrl Space), as a person does: calling
+    # screen.back_to_previous from a timer with an overridden area crashed Blender 5.2.2 once.
+    yield from press(Ctx.ne, "ctrl+space", 0.5, 0.5)
     yield 1.5
     ne = areas('NODE_EDITOR')[0]
+    check("Ctrl Space maximizes the node editor", len(win().screen.areas) == 1,
+          [a.type for a in win().screen.areas])
     try:
         with override(ne):
             bpy.ops.node.view_all()
@@ -506,7 +514,9 @@ def stage_node_editor():
     check_drawn_layout()
     yield from press(ne, "shift+a", 0.3, 0.7)
     yield 2.0
-    shot("10_add_menu", ocr="add_menu")
+    px, py = screen_xy(ne, 'WINDOW', 0.3, 0.7)
+    menu_box = (px - 400, py - 450, 800, 900)  # menus open around the pointer
+    shot("10_add_menu", ocr="add_menu", box=menu_box)
     yield from xdo("key", "Escape")
     yield 1.0
     for category in ("sensors", "actions", "rewards", "agent"):
@@ -523,16 +533,14 @@ def stage_node_editor():
         except Exception:
             failed_stage(f"menu {category}")
         yield 1.5
-        shot(f"11_add_{category}", ocr=f"add_{category}")
+        shot(f"11_add_{category}", ocr=f"add_{category}", box=menu_box)
         yield from xdo("key", "Escape")
         yield 1.0
-    try:
-        with override(ne):
-            bpy.ops.screen.back_to_previous()
-    except Exception:
-        failed_stage("back from full area")
+    yield from press(ne, "ctrl+space", 0.5, 0.5)
     yield 1.5
     Ctx.ne = areas('NODE_EDITOR')[0]
+    check("Ctrl Space gives the node editor back its place", len(win().screen.areas) > 1,
+          [a.type for a in win().screen.areas])
 
 
 def stage_broken_node():
