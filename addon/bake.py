@@ -16,7 +16,6 @@ from typing import Any
 import bpy
 
 from . import model_store
-from .sensors import view_layer_of
 
 #: (object name, bone name or "", property) -> one recorded vector per frame
 Key = tuple[str, str, str]
@@ -171,8 +170,5 @@ def bake(scene, tree, *, seed: int | None = None, max_steps: int = 0, frame_star
     start = scene.frame_start if frame_start is None else frame_start
     frames = [start + i * frame_step for i in range(len(rec.samples))]
     keys = rec.changed_keys()
-    # Evaluate the restored scene once more before adding animation: without it, Ctrl+Z after a
-    # Bake and then maximizing an area crashed Blender 5.2.2 in a window (make test-gui, 3 of 3).
-    view_layer_of(scene).update()
     actions, kept = write_keyframes(scene, rec, keys, frames, f"DRLA Bake: {tree.name}: ")
     return BakeResult(frames=frames, keys=keys, actions=actions, episode_return=sum(rec.rewards), kept_actions=kept)
