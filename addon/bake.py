@@ -119,13 +119,27 @@ def _fcurves(ob, action):
     if hasattr(action, "slots"):
         from bpy_extras import anim_utils
 
+        slot = ob.animation_data.action_slot
+        if slot is None:
+            slot = action.slots.new(id_type='OBJECT', name=ob.name)
+            ob.animation_data.action_slot = slot
         if hasattr(anim_utils, "action_ensure_channelbag_for_slot"):
-            slot = ob.animation_data.action_slot
-            if slot is None:
-                slot = action.slots.new(id_type='OBJECT', name=ob.name)
-                ob.animation_data.action_slot = slot
             return anim_utils.action_ensure_channelbag_for_slot(action, slot).fcurves
+        # 4.5 has no such helper (its Action.fcurves would key a slot the object does not use): the same by hand
+        layer = action.layers[0] if action.layers else action.layers.new("Layer")
+        strip = layer.strips[0] if layer.strips else layer.strips.new(type='KEYFRAME')
+        return strip.channelbag(slot, ensure=True).fcurves
     return action.fcurves
+
+
+def new_fcurve(fcurves, path: str, index: int, group: str):
+    """``fcurves.new`` in the F-curve group ``group`` (5.0 takes ``group_name``; a 4.5 channelbag takes no group)."""
+    if "group_name" in fcurves.bl_rna.functions["new"].parameters:
+        return fcurves.new(path, index=index, group_name=group)
+    fc = fcurves.new(path, index=index)
+    bag = fcurves.data  # the channelbag
+    fc.group = bag.groups.get(group) or bag.groups.new(group)
+    return fc
 
 
 def data_path(bone: str, prop: str) -> str:
@@ -152,7 +166,7 @@ def write_keyframes(scene, rec: Recording, keys: list[Key], frames: list[int], a
             values = [s[key] for s in rec.samples]
             group = bone or "Object Transforms"
             for index in range(len(values[0])):
-                fc = fcurves.new(data_path(bone, prop), index=index, group_name=group)
+                fc = new_fcurve(fcurves, data_path(bone, prop), index, group)
                 fc.keyframe_points.add(len(frames))
                 co = [c for f, v in zip(frames, values) for c in (float(f), float(v[index]))]
                 fc.keyframe_points.foreach_set("co", co)

@@ -209,10 +209,10 @@ def _rotation_values(quats: np.ndarray, mode: str, start: Any) -> list[tuple[flo
 def _write_bone_curves(fcurves: Any, bone: str, prop: str, frames: list[int],
                        values: list[tuple[float, ...]]) -> None:
     """LINEAR keys of one bone's rotation channel at ``frames``."""
-    from .bake import data_path
+    from .bake import data_path, new_fcurve
 
     for index in range(len(values[0])):
-        fc = fcurves.new(data_path(bone, prop), index=index, group_name=bone)
+        fc = new_fcurve(fcurves, data_path(bone, prop), index, bone)
         fc.keyframe_points.add(len(frames))
         fc.keyframe_points.foreach_set("co", [c for f, v in zip(frames, values) for c in (float(f), v[index])])
         for kp in fc.keyframe_points:
