@@ -454,8 +454,10 @@ class _WorkbenchPath:
         self._depth_tree: Any = None
         self._depth_image: Any = None
         self._had_render_result = _render_results()
-        if cam.mode == 'DEPTH' and not hasattr(cam.scene, "compositing_node_group"):
-            raise NotImplementedError("Workbench DEPTH needs Blender 5.0's compositor API; use method='gpu'")
+        # Blender 5.0 routes the Depth pass through a compositor node group of our own; older versions
+        # (4.5: scene.use_nodes / scene.node_tree, the user's own compositor) save the render's passes
+        # as a multilayer EXR instead and read its Depth channel, leaving the compositor alone.
+        self._exr_passes = not hasattr(cam.scene, "compositing_node_group")
 
     def _settings(self, depth: bool) -> list[tuple[Any, str, Any]]:
         cam, sc = self.cam, self.cam.scene
@@ -469,7 +471,7 @@ class _WorkbenchPath:
             ("render.pixel_aspect_y", 1.0),
             ("render.use_border", False),
             ("render.film_transparent", False),
-            ("render.use_compositing", depth),
+            ("render.use_compositing", depth and not self._exr_passes),
             ("render.use_sequencer", False),
             ("render.dither_intensity", 0.0),
             ("render.use_single_layer", True),
@@ -493,7 +495,13 @@ class _WorkbenchPath:
             ("display_settings.display_device", 'sRGB'),
             ("render.image_settings.media_type", 'IMAGE'),
         ]
-        if depth:
+        if depth and self._exr_passes:
+            want += [
+                ("render.image_settings.file_format", 'OPEN_EXR_MULTILAYER'),
+                ("render.image_settings.color_depth", '32'),
+                ("render.image_settings.exr_codec", 'NONE'),
+            ]
+        elif depth:
             want += [
                 ("render.image_settings.file_format", 'OPEN_EXR'),
                 ("render.image_settings.color_mode", 'RGB'),
@@ -542,7 +550,7 @@ class _WorkbenchPath:
                 if old != value:
                     saved.append((owner, attr, old))
                     setattr(owner, attr, value)
-            if depth:
+            if depth and not self._exr_passes:
                 self._link_depth()
             bpy.ops.render.render(scene=self.cam.scene.name, layer=self.cam.view_layer.name)
             result = bpy.data.images["Render Result"]
@@ -557,6 +565,15 @@ class _WorkbenchPath:
     def read_depth(self) -> np.ndarray:
         self._render(depth=True)
         cam = self.cam
+        if self._exr_passes:
+            z = _read_exr_channel(self.exr_path, ".Depth.Z")
+        else:
+            z = self._read_depth_image()
+        clip_end = np.float32(cam.camera.data.clip_end)
+        z[z >= _WB_BACKGROUND_DEPTH] = clip_end
+        return np.minimum(z, clip_end)
+
+    def _read_depth_image(self) -> np.ndarray:
         if self._depth_image is None:
             self._depth_image = bpy.data.images.load(self.exr_path, check_existing=False)
             self._depth_image.name = "__drla_depth"
@@ -566,10 +583,7 @@ class _WorkbenchPath:
         w, h = img.size
         px = np.empty(w * h * 4, np.float32)
         img.pixels.foreach_get(px)
-        z = px.reshape(h, w, 4)[::-1, :, 0].copy()
-        clip_end = np.float32(cam.camera.data.clip_end)
-        z[z >= _WB_BACKGROUND_DEPTH] = clip_end
-        return np.minimum(z, clip_end)
+        return px.reshape(h, w, 4)[::-1, :, 0].copy()
 
     def close(self) -> None:
         for path in (self.bmp_path, self.exr_path):
@@ -596,6 +610,41 @@ def _restore(saved: list[tuple[Any, str, Any]]) -> None:
     for owner, attr, old in saved:
         if getattr(owner, attr) != old:
             setattr(owner, attr, old)
+
+
+def _read_exr_channel(path: str, suffix: str) -> np.ndarray:
+    """The first channel named ``*suffix`` of an uncompressed scanline OpenEXR, top-down ``(h, w)`` float32."""
+    raw = np.fromfile(path, dtype=np.uint8).tobytes()
+    if raw[:4] != b"v/1\x01":
+        raise ValueError(f"{path} is not an OpenEXR file")
+    pos, header = 8, {}
+    while raw[pos] != 0:
+        name_end = raw.index(b"\0", pos)
+        type_end = raw.index(b"\0", name_end + 1)
+        size = int.from_bytes(raw[type_end + 1 : type_end + 5], "little")
+        header[raw[pos:name_end].decode()] = raw[type_end + 5 : type_end + 5 + size]
+        pos = type_end + 5 + size
+    pos += 1  # the header's closing null byte; the scanline offset table follows
+    if header["compression"] != b"\0":
+        raise ValueError(f"{path}: only uncompressed OpenEXR is read")
+    channels, chl = [], header["channels"]
+    while chl and chl[0] != 0:
+        end = chl.index(b"\0")
+        pixel_type = int.from_bytes(chl[end + 1 : end + 5], "little")  # 0 UINT, 1 HALF, 2 FLOAT
+        channels.append((chl[:end].decode(), pixel_type))
+        chl = chl[end + 17 :]
+    x0, y0, x1, y1 = np.frombuffer(header["dataWindow"], "<i4")
+    w, h = int(x1 - x0 + 1), int(y1 - y0 + 1)
+    offsets = np.frombuffer(raw, "<u8", h, pos)
+    index = next(i for i, c in enumerate(channels) if c[0].endswith(suffix))
+    kind = channels[index][1]
+    skip = sum(w * (2 if t == 1 else 4) for _, t in channels[:index])  # a row holds the channels in list order
+    dtype = {0: "<u4", 1: "<f2", 2: "<f4"}[kind]
+    out = np.empty((h, w), np.float32)
+    for off in map(int, offsets):  # one scanline per chunk: int32 y, int32 size, then each channel's row
+        y = int.from_bytes(raw[off : off + 4], "little", signed=True)
+        out[y - y0] = np.frombuffer(raw, dtype, w, off + 8 + skip)
+    return out
 
 
 def _read_bmp(path: str) -> np.ndarray:
