@@ -15,6 +15,7 @@ inside ``scene_session`` so the scene is restored afterwards.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 import os
 import re
@@ -638,13 +639,22 @@ def _range_text(prop) -> str:
     return f"at most {_number_text(prop, hi)}" if has_hi else "a number"
 
 
+def _own_annotations(klass) -> dict[str, Any]:
+    """A class's own annotations: its bpy properties. Python 3.14 (Blender 5.1+) evaluates annotations
+    lazily, so they are no longer in the class's ``__dict__``; ``inspect`` finds them on every version."""
+    try:
+        return inspect.get_annotations(klass)
+    except Exception:  # a C type, or an annotation that cannot be evaluated: none of ours
+        return {}
+
+
 def _check_ranges(tree, ctx) -> None:
     """Every number on a DRLA node within its field's limits. The fields refuse other values, but a
     file saved by an earlier DRLA (or written by a script) may hold them: say which, and where."""
     for node in tree.nodes:
         if not hasattr(node, "drla_error"):
             continue
-        ours = {n for klass in type(node).__mro__ for n in vars(klass).get("__annotations__", {})}
+        ours = {n for klass in type(node).__mro__ for n in _own_annotations(klass)}
         props = {p.identifier: p for p in node.bl_rna.properties}  # ours come last: they win
         for name in sorted(ours):
             prop = props.get(name)
