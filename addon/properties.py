@@ -70,10 +70,39 @@ def settings(scene) -> DRLA_PG_scene_settings:
 classes = (DRLA_PG_scene_settings,)
 
 
+@bpy.app.handlers.persistent
+def drop_legacy_copies(_path=None) -> None:
+    """Forget the stale copies of DRLA's settings in a file saved by Blender 4.5 or older, opened in 5.0+.
+
+    Up to 4.5 a registered property is stored as the ID property of its name; 5.0 stores it apart and,
+    reading an older file, keeps the old one as a user custom property too (it cannot tell which
+    were registered). DRLA knows its own: ``Scene["drla"]`` and its nodes' settings; the values live
+    on in the registered properties.
+    """
+    if bpy.data.version >= (5, 0, 0):
+        return  # the file is from 5.0 or newer
+    for scene in bpy.data.scenes:
+        if not hasattr(scene, "bl_system_properties_get"):
+            return  # this Blender (4.5) keeps both kinds in one place: nothing is a copy
+        if hasattr(scene.get("drla"), "to_dict"):  # the old group; a user's own "drla" value stays
+            del scene["drla"]
+    for tree in bpy.data.node_groups:
+        if tree.bl_idname != TREE_IDNAME:
+            continue
+        for node in tree.nodes:
+            registered = {p.identifier for p in node.bl_rna.properties if p.is_runtime}
+            for key in [k for k in node.keys() if k in registered]:
+                del node[key]
+
+
 def register() -> None:
     bpy.types.Scene.drla = PointerProperty(type=DRLA_PG_scene_settings, name="DRLA")
+    if drop_legacy_copies not in bpy.app.handlers.load_post:
+        bpy.app.handlers.load_post.append(drop_legacy_copies)
 
 
 def unregister() -> None:
+    if drop_legacy_copies in bpy.app.handlers.load_post:
+        bpy.app.handlers.load_post.remove(drop_legacy_copies)
     if hasattr(bpy.types.Scene, "drla"):
         del bpy.types.Scene.drla
