@@ -4,11 +4,77 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
+import atexit  # noqa: E402
+import shutil  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from drla.extension import register_extension  # noqa: E402
 
-ROBOT_ARM_SCENE = Path(__file__).resolve().parents[2] / "scenes" / "robot_arm" / "robot_arm.blend"
+ROOT = Path(__file__).resolve().parents[2]
+ROBOT_ARM_SCENE = ROOT / "scenes" / "robot_arm" / "robot_arm.blend"
+
+# Inside a Blender binary (``blender -b --python-expr "...pytest.main(...)"``, as make test-matrix runs
+# Debian's Blender 5.2) ``sys.executable`` is the system Python, which has no ``bpy``; the tests that
+# run ``python -m drla ...``, ``python script.py`` or ``.venv/bin/drla`` as a user would get a
+# ``python`` and a ``drla`` that run the same in a fresh ``blender -b`` instead (factory settings, as
+# the bpy module starts; PYTHONPATH honoured; the checkout importable, as .venv's editable install).
+_STAND_IN = """
+import os, runpy, signal, sys, traceback
+
+signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C raises KeyboardInterrupt, as in python
+args = sys.argv[sys.argv.index("--") + 1 :]
+sys.path.append(ROOT)
+sys.executable = PYTHON  # what the CLI shows in its hints is this stand-in too
+code = 0
+try:
+    if args[:1] == ["-m"]:
+        sys.argv = args[1:]
+        sys.path.insert(0, os.getcwd())
+        runpy.run_module(args[1], run_name="__main__", alter_sys=True)
+    elif args[:1] == ["-c"]:
+        sys.argv = ["-c", *args[2:]]
+        sys.path.insert(0, "")
+        exec(compile(args[1], "<string>", "exec"), {"__name__": "__main__"})
+    else:
+        sys.argv = args
+        sys.path.insert(0, os.path.dirname(os.path.abspath(args[0])))
+        runpy.run_path(args[0], run_name="__main__")
+except SystemExit as exc:
+    code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+    if not isinstance(exc.code, int | None):
+        print(exc.code, file=sys.stderr)
+except KeyboardInterrupt:
+    traceback.print_exc()
+    code = 130
+except BaseException:
+    traceback.print_exc()
+    code = 1
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(code)  # as python exits: no "Blender quit", no add-on teardown
+"""
+
+
+def _python_stand_in() -> None:
+    folder = Path(tempfile.mkdtemp(prefix="drla-python-"))
+    atexit.register(shutil.rmtree, folder, True)
+    python, drla = folder / "python", folder / "drla"
+    (folder / "stand_in.py").write_text(f"ROOT, PYTHON = {str(ROOT)!r}, {str(python)!r}\n" + _STAND_IN)
+    python.write_text(f"""#!/bin/sh
+export ALSOFT_DRIVERS="${{ALSOFT_DRIVERS:-null}}"  # no audio set-up noise on stderr
+exec {bpy.app.binary_path!r} --quiet -noaudio -b --factory-startup --python-use-system-env \\
+    --python-exit-code 1 --python {str(folder / "stand_in.py")!r} -- "$@"
+""")
+    drla.write_text(f'#!/bin/sh\nexec {str(python)!r} -m drla "$@"\n')
+    python.chmod(0o755)
+    drla.chmod(0o755)
+    sys.executable = str(python)
+
+
+if bpy.app.binary_path:
+    _python_stand_in()
 
 
 def pytest_collection_modifyitems(items):
