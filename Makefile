@@ -8,7 +8,7 @@ VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' blender_manifest.toml)
 ZIP := dist/drla-$(VERSION).zip
 OUT ?= out
 
-.PHONY: setup test test-fast test-blender test-gui test-matrix demo bench lint format type check build validate clean help
+.PHONY: setup setup-bpy45 test test-fast test-blender test-gui test-matrix demo bench lint format type check build validate clean help
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -31,7 +31,7 @@ test-fast: setup  ## the suite without tests marked slow
 	$(PY) -m pytest -q -m "not slow" tests/test_*.py tests/blender
 
 test-blender: setup  ## run the Blender tests inside a real Blender binary: make test-blender BLENDER=/path/to/blender
-	@test -n "$(BLENDER)" || (echo "usage: make test-blender BLENDER=/path/to/blender (needs pytest-blender in that Blender's Python)"; exit 2)
+	@test -n "$(BLENDER)" || (echo "usage: make test-blender BLENDER=/path/to/blender (needs pytest in that Blender's Python)"; exit 2)
 	$(BLENDER) -b --python-expr "import sys, pytest; sys.exit(pytest.main(['-q', 'tests']))"
 
 # The real Blender window: Debian's blender (5.2.x in sid) in a chroot cached at GUI_ROOT, on Xvfb
@@ -46,6 +46,8 @@ test-gui: build  ## drive the real Blender GUI (Train, Esc, Resume, Play, Export
 # be built it prints "MATRIX 5.2 NOT RUN:" and why). A table of counts and times; fails if a version does.
 VENV45 := .venv-bpy45
 STAMP45 := $(VENV45)/.installed
+setup-bpy45: $(STAMP45)  ## the bpy 4.5 wheel in .venv-bpy45: what scenes/*/build_*.py save the example .blend files with
+
 $(STAMP45): tests/matrix/requirements-bpy45.txt pyproject.toml
 	@$(PYTHON_311) -c 'import sys; assert sys.version_info[:2] == (3, 11), "the bpy 4.5 wheel is cp311 only; set PYTHON_311=/path/to/python3.11"'
 	$(PYTHON_311) -m venv $(VENV45)

@@ -1,6 +1,8 @@
 """Build ``scenes/robot_arm/robot_arm.blend`` reproducibly (headless, with the ``bpy`` wheel).
 
-    .venv/bin/python scenes/robot_arm/build_robot_arm.py [--out PATH]
+    make setup-bpy45 && .venv-bpy45/bin/python scenes/robot_arm/build_robot_arm.py [--out PATH]
+
+(saved by the oldest Blender the manifest admits, 4.5: newer ones open its files, not the reverse)
 
 The scene holds two armatures made from the bone specs in ``drla_core.kinematics`` (so the
 numpy description and the Blender rig cannot drift apart):

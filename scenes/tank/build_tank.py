@@ -2,7 +2,9 @@
 
 Run from the repository root::
 
-    .venv/bin/python scenes/tank/build_tank.py --out scenes/tank/tank.blend
+    make setup-bpy45 && .venv-bpy45/bin/python scenes/tank/build_tank.py --out scenes/tank/tank.blend
+
+(saved by the oldest Blender the manifest admits, 4.5: newer ones open its files, not the reverse)
 
 Layout (Blender units, Z up, +Y is "front"):
 

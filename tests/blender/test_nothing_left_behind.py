@@ -39,11 +39,12 @@ for node in tree.nodes:  # everything DRLA writes goes to the test's folder, not
 
 
 def names():
+    """Datablock names per kind (all_ids, Blender 5.2's view of every kind at once, would count each twice)."""
     found = {}
     for attr in dir(bpy.data):
         coll = getattr(bpy.data, attr, None)
         if isinstance(coll, bpy.types.bpy_prop_collection) and attr not in {"window_managers", "screens",
-                                                                          "workspaces"}:
+                                                                          "workspaces", "all_ids"}:
             found[attr] = sorted(item.name for item in coll)
     return found
 

@@ -259,10 +259,14 @@ def test_out_of_range_values_from_an_older_file_are_node_errors(ext, mover, empt
 
     nodes = {n.bl_idname: n for n in mover.nodes}
     agent, env, trainer = nodes["DRLA_DQNAgentNode"], nodes["DRLA_EnvironmentNode"], nodes["DRLA_TrainerNode"]
-    agent.bl_system_properties_get(do_create=True)["learning_rate"] = -1.0  # stored as is, past the field's limits
-    agent.bl_system_properties_get(do_create=True)["max_grad_norm"] = 0.0
-    env.bl_system_properties_get(do_create=True)["max_steps"] = 0
-    trainer.bl_system_properties_get(do_create=True)["total_steps"] = -5
+    def stored(node):
+        """Where Blender keeps an add-on property's value: its own store from 5.0, the ID properties before."""
+        return node.bl_system_properties_get(do_create=True) if hasattr(node, "bl_system_properties_get") else node
+
+    stored(agent)["learning_rate"] = -1.0  # stored as is, past the field's limits
+    stored(agent)["max_grad_norm"] = 0.0
+    stored(env)["max_steps"] = 0
+    stored(trainer)["total_steps"] = -5
     with pytest.raises(compile_mod.CompileError) as info:
         compile_mod.compile_tree(mover, empty_scene)
     messages = [m for _, m in info.value.errors]

@@ -186,6 +186,8 @@ def test_registered_rna_properties_are_never_captured_or_deleted():
     assert owner == {"drla": {"message": "keep"}, "cycles": {"samples": 64}}
 
 
+@pytest.mark.skipif(bpy.app.version < (5, 0, 0), reason="before Blender 5.0 a registered property IS the ID "
+                    "property of its name: scene['drla'] = 5 cannot coexist with scene.drla")
 def test_scene_keys_named_like_registered_properties_survive_restore(ext, empty_scene):
     from drla_ext.addon import snapshot
 

@@ -12,7 +12,7 @@ bpy = pytest.importorskip("bpy")
 
 ROOT = Path(__file__).resolve().parents[2]
 BLEND = ROOT / "scenes" / "tank" / "tank.blend"
-REBUILD = ".venv/bin/python scenes/tank/build_tank.py --out scenes/tank/tank.blend"
+REBUILD = "make setup-bpy45 && .venv-bpy45/bin/python scenes/tank/build_tank.py --out scenes/tank/tank.blend"
 
 
 @pytest.fixture(scope="module")

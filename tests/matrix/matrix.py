@@ -45,18 +45,7 @@ MATRIX = {
 VENVS = {"4.5": ".venv-bpy45", "5.0": ".venv"}
 
 #: Tests of behaviour a version does not have: node id (prefix) -> why it is left out there.
-DESELECT = {
-    "4.5": {
-        "tests/blender/test_polish.py::test_out_of_range_values_from_an_older_file_are_node_errors":
-            "writes the stored values through 5.0's bl_system_properties_get()",
-        "tests/blender/test_scene_safety.py::test_scene_keys_named_like_registered_properties_survive_restore":
-            "before 5.0 a registered property IS the ID property of its name: scene['drla'] = 5 cannot coexist",
-    },
-    "5.2": {
-        "tests/blender/test_nothing_left_behind.py::test_training_the_tank_leaves_no_datablock_behind":
-            "5.2's new bpy.data.all_ids also lists the stored model text, which the test excepts only in texts",
-    },
-}
+DESELECT: dict[str, dict[str, str]] = {}  # none today: tests of what a version lacks skip themselves, with the reason
 
 
 @dataclass
