@@ -1,8 +1,11 @@
-"""Blender glue for DRLA: node tree, nodes, operators, panels, scene environment.
+"""Blender glue for DRLA, in floors (docs/architecture.md): ``specs``, ``words``, ``properties``,
+``preferences`` at the bottom; ``scene`` (bpy <-> numpy) and ``tree`` (node tree, compiler);
+``nodes``; ``runs`` (build, train, play, bake); ``ui`` (operators, panels, menus) on top. A lower
+floor never imports a higher one (tests/test_layers.py).
 
 Each module listed in ``MODULES`` may define ``classes`` (registered in order, unregistered
 in reverse) and optional ``register()`` / ``unregister()`` hooks for menus, handlers and
-properties. Add a module by adding its name here.
+properties; they are registered floor by floor. Add a module by adding its name here.
 """
 
 from __future__ import annotations
@@ -11,19 +14,17 @@ import importlib
 from types import ModuleType
 
 MODULES: tuple[str, ...] = (
-    "sockets",
-    "node_tree",
+    "tree.sockets",
+    "tree.node_tree",
     "nodes",
-    "node_menu",
-    # UI (properties first: operators and panels read Scene.drla)
-    "properties",
+    "properties",  # before runs and ui: they read Scene.drla
     "preferences",
-    "live_curve",
-    "session",
-    "ik_runtime",  # unregister() removes the Learned IK follow handler
-    "operators",
-    "panels",
-    "examples_menu",
+    "runs.sessions",  # file handlers; its unregister() also ends Learned IK follow
+    "ui.node_menu",
+    "ui.live_curve",
+    "ui.operators",
+    "ui.panels",
+    "ui.examples_menu",
 )
 
 

@@ -78,4 +78,18 @@ def checkpoint_dir(context=None, override: str = "", create: bool = True) -> str
     return default_checkpoint_dir(create=create)
 
 
+
+def resolve_output_path(path: str) -> str:
+    """An absolute path for a file DRLA writes (an Export node's file, a Trainer's folder).
+
+    ``//`` means "next to the .blend"; in a file never saved there is no such folder, and
+    ``bpy.path.abspath`` would silently write into the current directory, so those go to the
+    checkpoint folder of the preferences (never the extension's own folder).
+    """
+    if not path:
+        return ""
+    if path.startswith("//") and not bpy.data.filepath:
+        return os.path.join(checkpoint_dir(), path[2:])
+    return bpy.path.abspath(path)
+
 classes = (DRLA_AddonPreferences,)

@@ -1,8 +1,8 @@
 """DRLA scene settings: ONE PointerProperty, ``Scene.drla``, holding every per-scene setting.
 
-What the panel shows about a run in progress (progress, epsilon, last error) is mirrored here
-by ``session.py`` so it survives redraws and is visible to tests; the live run itself (network,
-replay buffer) is Python state in ``session.py``.
+What the panel shows about a run in progress (progress, the job's figures, the last error) is
+mirrored here by ``runs.train`` so it survives redraws and is visible to tests; the live run itself
+(network, replay buffer) is Python state in ``runs``.
 """
 
 from __future__ import annotations
@@ -48,15 +48,16 @@ class DRLA_PG_scene_settings(bpy.types.PropertyGroup):
     bake_frame_step: IntProperty(name="Frames per Step", default=1, min=1, soft_max=10,
                                  description="Frames between two recorded agent steps")
 
-    # --- mirror of the current/last run (written by session.py, drawn by panels.py) ---
+    # --- mirror of the current/last run (written by runs.train, drawn by ui.panels) ---
     error: StringProperty(name="Error", default="", description="The last error; cleared by the next run")
     message: StringProperty(name="Message", default="", description="The last run's outcome")
     progress: FloatProperty(name="Progress", default=0.0, min=0.0, max=1.0, subtype='FACTOR')
     steps_done: IntProperty(name="Steps Done", default=0, min=0)
     steps_total: IntProperty(name="Steps Total", default=0, min=0)
     episodes: IntProperty(name="Episodes", default=0, min=0)
-    epsilon: FloatProperty(name="Epsilon", default=0.0)
-    mean_return: FloatProperty(name="Mean Return", default=0.0)
+    status: StringProperty(name="Status", default="",
+                           description="The run's own figures, one 'label<TAB>value' per line (episodes, "
+                                       "epsilon, return; a Learned IK run's tip error)")
     seconds_left: FloatProperty(name="Time Left", default=0.0, subtype='TIME_ABSOLUTE', unit='TIME_ABSOLUTE')
     report_path: StringProperty(name="Report", default="", subtype='FILE_PATH',
                                 description="The last run's report picture")

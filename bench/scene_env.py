@@ -45,20 +45,25 @@ TANK_BLEND = ROOT / "scenes" / "tank" / "tank.blend"
 
 def _modules():
     register_extension()
-    from drla_ext.addon import camera, compile as comp, scene_env
-    from drla_ext.drla_core import dqn
+    from drla_ext.addon.scene import camera
+    from drla_ext.addon.scene import scene_env
+    from drla_ext.drla_core.agents import dqn
 
-    return camera, comp, scene_env, dqn
+    return camera, None, scene_env, dqn
 
 
 def tank_env(comp, scene_env):
     """The tank env from the file's node tree when it compiles, else an equivalent spec."""
+    from drla_ext.addon import specs
+    from drla_ext.addon.runs import build
+    from drla_ext.addon.tree import compiler
+
     bpy.ops.wm.open_mainfile(filepath=str(TANK_BLEND))
     scene = bpy.context.scene
     tree = bpy.data.node_groups.get("Tank")
     if tree is not None:
         try:
-            compiled = comp.compile_tree(tree, scene)
+            compiled = compiler.compile_tree(tree, scene)
         except Exception as exc:  # report and fall back; the bench is about speed
             print(f"bench: the Tank tree did not compile ({exc}); using a hand-written spec", file=sys.stderr)
         else:
@@ -69,25 +74,27 @@ def tank_env(comp, scene_env):
                     tree_cams.append(f"{o['width']}x{o['height']} {o['mode']}")
                     o["width"] = o["height"] = 64
                     sensor.size = 64 * 64 * (3 if o["mode"] == 'RGB' else 1)
-            return comp.build_env(compiled, scene), "node_tree (camera " + ", ".join(tree_cams) + " -> 64x64)"
-    cam = comp.SensorSpec("camera", "Camera", 64 * 64, obj="Camera", options={
+            return build.build_env(compiled, scene), "node_tree (camera " + ", ".join(tree_cams) + " -> 64x64)"
+    cam = specs.SensorSpec("camera", "Camera", 64 * 64, obj="Camera", options={
         "width": 64, "height": 64, "mode": 'BW', "threshold": 0.5, "max_depth": 20.0, "method": "gpu"})
-    score = comp.SensorSpec("property", "Score", 1, obj="TankA", path='["score"]', options={"source": 'OBJECT'})
-    actions = [comp.ActionSpec('MOVE', name, "Move", obj="TankA", vector=v, space='WORLD',
+    score = specs.SensorSpec("property", "Score", 1, obj="TankA", path='["score"]', options={"source": 'OBJECT'})
+    actions = [specs.ActionSpec('MOVE', name, "Move", obj="TankA", vector=v, space='WORLD',
                                limits=((-4.5, -4.5, 0.0), (4.5, 4.5, 0.0)))
                for name, v in (("move_right", (0.2, 0, 0)), ("move_left", (-0.2, 0, 0)),
                                ("move_front", (0, 0.2, 0)), ("move_back", (0, -0.2, 0)))]
-    actions.append(comp.ActionSpec('WAIT', "wait", "Wait"))
-    actions += [comp.ActionSpec('ROTATE', name, "Cannon", obj="Cannon", vector=(a, 0, 0), space='LOCAL',
+    actions.append(specs.ActionSpec('WAIT', "wait", "Wait"))
+    actions += [specs.ActionSpec('ROTATE', name, "Cannon", obj="Cannon", vector=(a, 0, 0), space='LOCAL',
                                 limits=((0.0, 0, 0), (math.radians(60), 0, 0)))
                 for name, a in (("canon_up", 0.1), ("canon_down", -0.1))]
-    spec = comp.EnvSpec("Environment", comp.StateSpec("State", [cam, score]), actions,
-                        rewards=[comp.RewardSpec("step_cost", "Step", options={"cost": 0.0})], max_steps=200)
+    spec = specs.EnvSpec("Environment", specs.StateSpec("State", [cam, score]), actions,
+                        rewards=[specs.RewardSpec("step_cost", "Step", options={"cost": 0.0})], max_steps=200)
     return scene_env.SceneEnv(spec, scene), "spec"
 
 
 def transform_env(comp, scene_env):
     """An agent cube that moves towards a target cube: observation = both locations."""
+    from drla_ext.addon import specs
+
     bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
     scene = bpy.context.scene
     for name, loc in (("Agent", (0.0, 0.0, 0.0)), ("Target", (3.0, 2.0, 0.0))):
@@ -96,19 +103,19 @@ def transform_env(comp, scene_env):
         ob.location = loc
     bpy.context.view_layer.update()
     loc = {"location": True, "rotation": False, "rotation_format": 'EULER'}
-    sensors = [comp.SensorSpec("transform", "Agent", 3, obj="Agent", options=loc),
-               comp.SensorSpec("transform", "Target", 3, obj="Target", options=loc)]
-    actions = [comp.ActionSpec('MOVE', name, "Move", obj="Agent", vector=v, space='WORLD')
+    sensors = [specs.SensorSpec("transform", "Agent", 3, obj="Agent", options=loc),
+               specs.SensorSpec("transform", "Target", 3, obj="Target", options=loc)]
+    actions = [specs.ActionSpec('MOVE', name, "Move", obj="Agent", vector=v, space='WORLD')
                for name, v in (("right", (0.1, 0, 0)), ("left", (-0.1, 0, 0)), ("front", (0, 0.1, 0)),
                                ("back", (0, -0.1, 0)))]
-    actions.append(comp.ActionSpec('WAIT', "wait", "Wait"))
-    spec = comp.EnvSpec(
-        "Environment", comp.StateSpec("State", sensors), actions,
-        rewards=[comp.RewardSpec("distance", "Distance", obj="Agent", other="Target",
+    actions.append(specs.ActionSpec('WAIT', "wait", "Wait"))
+    spec = specs.EnvSpec(
+        "Environment", specs.StateSpec("State", sensors), actions,
+        rewards=[specs.RewardSpec("distance", "Distance", obj="Agent", other="Target",
                                  options={"mode": 'PROGRESS', "weight": 1.0})],
-        dones=[comp.DoneSpec("within_distance", "Reached", obj="Agent", other="Target", reward=1.0,
+        dones=[specs.DoneSpec("within_distance", "Reached", obj="Agent", other="Target", reward=1.0,
                              options={"distance": 0.3}),
-               comp.DoneSpec("out_of_bounds", "Out", obj="Agent", reward=-1.0,
+               specs.DoneSpec("out_of_bounds", "Out", obj="Agent", reward=-1.0,
                              options={"min": (-5.0, -5.0, -1.0), "max": (5.0, 5.0, 1.0)})],
         max_steps=200)
     return scene_env.SceneEnv(spec, scene)

@@ -67,17 +67,18 @@ def train_seed(seed: int, args: argparse.Namespace) -> dict:
     register_extension()
     import dataclasses
 
-    from drla_ext.addon import compile as comp
-    from drla_ext.addon.snapshot import scene_session
-    from drla_ext.drla_core.dqn import DQNAgent
+    from drla_ext.addon.runs import build
+    from drla_ext.addon.tree import compiler
+    from drla_ext.addon.scene.snapshot import restored_scene
+    from drla_ext.drla_core.agents.dqn import DQNAgent
     from drla_ext.drla_core.train import Callback, TrainingRun
 
     t_start = time.perf_counter()
     bpy.ops.wm.open_mainfile(filepath=str(Path(args.blend).resolve()), load_ui=False)
     scene = bpy.context.scene
-    compiled = comp.compile_tree(bpy.data.node_groups[args.tree], scene)
+    compiled = compiler.compile_tree(bpy.data.node_groups[args.tree], scene)
     steps = int(args.steps or compiled.trainer.total_steps)
-    config = comp.dqn_config(compiled, steps)
+    config = build.dqn_config(compiled, steps)
     if args.config:
         config = dataclasses.replace(config, **json.loads(args.config))
 
@@ -103,8 +104,8 @@ def train_seed(seed: int, args: argparse.Namespace) -> dict:
                 self.reached_at = (time.perf_counter() - t_start, run.steps)
                 run.stop()
 
-    with scene_session(scene):
-        env = comp.build_env(compiled, scene)
+    with restored_scene(scene):
+        env = build.build_env(compiled, scene)
         try:
             agent = DQNAgent(env.observation_space, env.action_space, config, seed=seed)
             check = GoalCheck()

@@ -9,7 +9,7 @@
     drla demo
 
 Built-in environments are pure numpy; ``.blend`` files need ``bpy`` (``pip install bpy==5.0.1``).
-The DQN hyper-parameters are the fields of ``drla_core.dqn.DQNConfig``, one flag each. Every number
+The DQN hyper-parameters are the fields of ``drla_core.agents.dqn.DQNConfig``, one flag each. Every number
 is checked when the command line is read (argparse's ``error:`` line, exit status 2).
 """
 
@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from drla_core.dqn import DQNAgent, DQNConfig
+from drla_core.agents.dqn import DQNAgent, DQNConfig
 from drla_core.envs import ENV_NAMES, make
 from drla_core.mlp import ACTIVATIONS
 from drla_core.model_io import Model, ModelFormatError, load_model, save_model

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from drla_core.agents.ik import accuracy_text, save_ik_report
 from drla_core.model_io import save_model
 from drla_core.train import TrainingRun, evaluate, metric_text
 
@@ -126,10 +127,10 @@ def addon_module(name: str) -> Any:
 
 
 def compile_or_explain(ext: Any, tree: Any, scene: Any) -> Any:
-    compile_mod = addon_module("compile")
+    compiler = addon_module("tree.compiler")
     try:
-        return compile_mod.compile_tree(tree, scene)
-    except compile_mod.CompileError as exc:
+        return compiler.compile_tree(tree, scene)
+    except addon_module("specs").CompileError as exc:
         lines = [f"the node tree {tree.name!r} has problems:"]
         lines += [f"  node {node!r}: {message}" for node, message in exc.errors]
         raise CLIError("\n".join(lines)) from exc
@@ -137,22 +138,22 @@ def compile_or_explain(ext: Any, tree: Any, scene: Any) -> Any:
 
 def train_scene(args: argparse.Namespace) -> int:
     bpy, ext, tree, scene = open_scene(args.target, args.tree)
-    compile_mod = addon_module("compile")
     compiled = compile_or_explain(ext, tree, scene)
     if compiled.agent is not None and compiled.agent.kind == "ik":
         return train_ik_scene(args, tree, compiled)
+    build = addon_module("runs.build")
     trainer = compiled.trainer
     steps = int(args.steps if args.steps is not None else (trainer.total_steps if trainer else 20_000))
     seed = args.seed if args.seed is not None else (trainer.seed if trainer else 0)
-    config = make_config(compile_mod.dqn_config(compiled, steps), config_overrides(args), steps)
+    config = make_config(build.dqn_config(compiled, steps), config_overrides(args), steps)
     model_path, report_path = _out_paths(args.out, Path(args.target).stem)
     callbacks: list[Any] = [] if args.quiet else [ProgressBar(steps)]
 
-    from drla_core.dqn import DQNAgent
+    from drla_core.agents.dqn import DQNAgent
 
-    with CtrlC().installed() as ctrl_c, addon_module("snapshot").scene_session(scene):
+    with CtrlC().installed() as ctrl_c, addon_module("scene.snapshot").restored_scene(scene):
         with quiet_egl():
-            env = compile_mod.build_env(compiled, scene)
+            env = build.build_env(compiled, scene)
         try:
             agent = DQNAgent(env.observation_space, env.action_space, config, seed=seed)
             ckpt_path = str(model_path.with_name(model_path.stem + "_step{step}.json"))
@@ -193,57 +194,50 @@ def _ik_progress_line(step: int, total: int, seconds: float, solver: Any, width:
 
 def train_ik_scene(args: argparse.Namespace, tree: Any, compiled: Any) -> int:
     """Train a Learned IK tree: the IKSolver on the armature's kinematics (the scene is only read)."""
-    runtime = addon_module("ik_runtime")
+    build = addon_module("runs.build")
     trainer = compiled.trainer
     cfg = compiled.agent.config
-    steps = runtime.train_steps_of(compiled, args.steps or 0)
+    steps = build.total_steps_of(compiled, args.steps or 0)
     seed = args.seed if args.seed is not None else (trainer.seed if trainer else 0)
     model_path, report_path = _out_paths(args.out, f"{Path(args.target).stem}_{tree.name}")
-    solver = runtime.new_solver(compiled, seed)
+    job = build.build_job(compiled, None, seed=seed, total_steps=steps)
+    solver = job.solver
     arm = solver.arm
     print(f"Learned IK for '{cfg['armature']}' ({arm.n_bones} bones, {arm.n_dofs} joints, reach {arm.reach:.3f} m): "
           f"{cfg['method'].lower().replace('_', '-')} training, {steps} steps (at most {cfg['train_seconds']:.0f} s), "
           f"seed {seed}", file=sys.stderr)
-    gen = runtime.training_iter(solver, compiled, steps)
     t0 = time.perf_counter()
-    decile, step = 0, 0
-    result = None
+    decile = 0
     interrupted: list[bool] = []
     with CtrlC().installed() as ctrl_c:
         ctrl_c.stop = lambda: interrupted.append(True)
-        try:
-            while not interrupted:
-                step, _ = next(gen)
-                if not args.quiet and step * 10 // steps > decile:
-                    decile = step * 10 // steps
-                    print(_ik_progress_line(step, steps, time.perf_counter() - t0, solver), file=sys.stderr,
-                          flush=True)
-            trained = step
-        except StopIteration as stop:
-            result = stop.value
-            trained = result.steps
+        while not interrupted and not job.done:
+            job.advance(max_steps=1)
+            if not args.quiet and job.steps * 10 // steps > decile:
+                decile = job.steps * 10 // steps
+                print(_ik_progress_line(job.steps, steps, time.perf_counter() - t0, solver), file=sys.stderr,
+                      flush=True)
+        trained = job.steps
         ctrl_c.saving = True
-        gen.close()
         wall = time.perf_counter() - t0
-        acc = runtime.accuracy(solver, 1000, seed=12345, iters=cfg["refine_iters"])
+        acc = job.evaluate(n=1000, seed=12345)
         meta = {"scene": Path(args.target).name, "tree": tree.name, "seed": seed, "training_steps": trained,
-                "method": cfg["method"], "refine_iters": cfg["refine_iters"],
-                **{k: round(v, 6) for k, v in acc.items()}}
+                "refine_iters": cfg["refine_iters"]}
         if interrupted:
             meta["interrupted"] = True
-        model = solver.to_model(meta)
+        model = job.to_model(meta)
         save_model(model_path, model)
         note = f"stopped at {trained} of {steps} steps" if interrupted else f"{trained} steps"
-        runtime.save_ik_report(report_path, solver, acc, f"Learned IK: {tree.name} ({Path(args.target).name}), "
-                                                        f"seed {seed}, {note}", wall)
+        save_ik_report(report_path, solver, acc, f"Learned IK: {tree.name} ({Path(args.target).name}), "
+                                                 f"seed {seed}, {note}", wall)
         checkpoint = model_path.with_name(f"{model_path.stem}_step{trained}.json")
         if interrupted:
             save_model(checkpoint, model)
     print("\n".join([
         "",
         f"trained {trained} steps in {wall:.1f} s "
-        f"({trained / max(result.seconds if result is not None else wall, 1e-9):,.0f} steps/s)",
-        f"on 1000 random reachable targets: {runtime.accuracy_text(acc)}",
+        f"({trained / max(solver.train_seconds if job.done else wall, 1e-9):,.0f} steps/s)",
+        f"on 1000 random reachable targets: {accuracy_text(acc)}",
         f"model:  {model_path}  (kind 'ik'; extra.arm holds the arm description)",
         f"report: {report_path}",
     ]))
@@ -259,27 +253,27 @@ def play_ik_scene(args: argparse.Namespace, model: Any) -> int:
     compiled = compile_or_explain(ext, tree, scene)
     if compiled.agent is None or compiled.agent.kind != "ik":
         raise CLIError(f"{args.model} is a Learned IK model but tree {tree.name!r} has no Learned IK Agent")
-    runtime = addon_module("ik_runtime")
-    ob, target = runtime.compiled_armature(compiled)
+    ik, armature = addon_module("runs.ik"), addon_module("scene.armature")
+    ob, target = ik.compiled_armature(compiled)
     try:
-        solver = runtime.solver_for(ob, model)
+        solver = ik.solver_for(ob, model)
     except ValueError as exc:
         raise CLIError(f"{args.model}: {exc}") from exc
     iters = compiled.agent.config["refine_iters"]
     points = solver.arm.local_to_world(solver.arm.sample_targets(args.episodes, args.seed)[0])
     errors, net_errors = [], []
     t0 = time.perf_counter()
-    with addon_module("snapshot").scene_session(scene):
+    with addon_module("scene.snapshot").restored_scene(scene):
         view_layer = bpy.context.view_layer
         for p in points:
-            runtime.move_target(target, p)
+            armature.move_target(target, p)
             view_layer.update()
             where = np.array(target.matrix_world.translation, dtype=np.float64)
             local = solver.arm.world_to_local(where)
             net_errors.append(float(solver.errors(local[None], solver.solve(local[None]))[0]))
-            runtime.apply_angles(ob, solver.arm, runtime.solve_for_target(ob, solver, where, iters))
+            armature.apply_angles(ob, solver.arm, armature.solve_for_target(ob, solver, where, iters))
             view_layer.update()
-            errors.append(float(np.linalg.norm(runtime.tip_world(ob, solver.arm) - where)))
+            errors.append(float(np.linalg.norm(armature.tip_world(ob, solver.arm) - where)))
     wall = time.perf_counter() - t0
     mm, net_mm = 1000.0 * np.array(errors), 1000.0 * np.array(net_errors)
     print(f"{tree.name}: {len(points)} random reachable targets for '{ob.name}', solved in Blender "
@@ -323,9 +317,9 @@ def play_scene(args: argparse.Namespace) -> int:
     frames = Path(args.frames) if args.frames else None
     if frames is not None:
         frames.mkdir(parents=True, exist_ok=True)
-    with addon_module("snapshot").scene_session(scene):
+    with addon_module("scene.snapshot").restored_scene(scene):
         with quiet_egl():
-            env = addon_module("compile").build_env(compiled, scene)
+            env = addon_module("runs.build").build_env(compiled, scene)
         try:
             if env.observation_space.shape != model.observation_space.shape or env.action_space != model.action_space:
                 raise CLIError(f"{args.model} was trained for other observations or actions than tree {tree.name!r} "

@@ -491,7 +491,39 @@ def load_model(path: str | os.PathLike[str]) -> Model:
     return model_from_dict(parse_model_json(data))
 
 
-def save_model(path: str | os.PathLike[str], model: Model) -> Path:
-    """Write ``model`` as JSON atomically (a temporary file in the same folder, then ``os.replace``)."""
+def write_json(path: str | os.PathLike[str], model: Model) -> Path:
+    """Write ``model`` as DRLA JSON v1 atomically (a temporary file in the same folder, then ``os.replace``)."""
     text = json.dumps(model_to_dict(model), allow_nan=False, separators=(",", ":"))
     return atomic_write(path, (text + "\n").encode("utf-8"))
+
+
+#: File suffix -> writer. A path with another suffix, or none, is written as JSON (an Export node's
+#: file may have no suffix); a new format (ONNX) adds its writer here.
+WRITERS = {".json": write_json}
+
+
+def save_model(path: str | os.PathLike[str], model: Model) -> Path:
+    """Write ``model`` in the format its file's suffix names (JSON by default); the one model writer."""
+    writer = WRITERS.get(Path(path).suffix.lower(), write_json)
+    return writer(path, model)
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word if n == 1 else word + 's'}"
+
+
+def check_fits(model: Model, observation_space: Space, action_space: Space) -> None:
+    """Raise ``ModelFormatError`` when ``model`` cannot drive an environment with these spaces (another
+    observation size, another number of actions, or continuous instead of discrete actions)."""
+    obs_size = int(getattr(observation_space, "size", 0) or 0)
+    if obs_size and model.network.input_size != obs_size:
+        raise ModelFormatError(f"The model reads {model.network.input_size} inputs but this tree observes "
+                               f"{obs_size}: it was trained on a different tree")
+    a_model = model.action_space
+    if isinstance(action_space, Discrete) and isinstance(a_model, Discrete) and action_space.n != a_model.n:
+        raise ModelFormatError(f"The model chooses among {_count(a_model.n, 'action')} but this tree has "
+                               f"{action_space.n}: it was trained on a different tree")
+    if isinstance(action_space, Discrete) != isinstance(a_model, Discrete):
+        kinds = {True: "a set of actions", False: "continuous actions"}
+        raise ModelFormatError(f"The model was trained for {kinds[isinstance(a_model, Discrete)]} but this tree "
+                               f"has {kinds[isinstance(action_space, Discrete)]}: it was trained on a different tree")

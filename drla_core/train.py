@@ -323,6 +323,23 @@ class TrainingRun:
         self._episode_return, self._episode_length = 0.0, 0
         self._metric_sum, self._metric_count = 0.0, 0
 
+    # ---- as a TrainingJob (agents.base) -----------------------------------------------------------
+
+    def status(self) -> dict[str, str]:
+        """Episodes, exploration and the mean return of the last 20 episodes, as the sidebar shows them."""
+        returns = self.history.episode_returns[-20:]
+        mean = sum(returns) / len(returns) if returns else 0.0
+        return {"Episodes": str(self.episodes), "Epsilon": f"{float(getattr(self.agent, 'epsilon', 0.0)):.2f}",
+                "Return": f"{mean:.2f}"}
+
+    def to_model(self, meta: dict[str, Any] | None = None) -> Any:
+        """The agent's model, its meta with the episodes and the action names of the environment."""
+        info = {**(meta or {}), "episodes": int(self.episodes)}
+        names = getattr(self.env.action_space, "names", None)
+        if names:
+            info["actions"] = list(names)
+        return self.agent.to_model(info)
+
     def run(self) -> TrainingRun:
         """Advance until the run is done."""
         while not self.done:

@@ -192,7 +192,7 @@ def test_every_numeric_hyperparameter_flag_is_checked():
     from drla.cli import CONFIG_CHOICES, CONFIG_TYPES
     import dataclasses
 
-    from drla_core.dqn import DQNConfig
+    from drla_core.agents.dqn import DQNConfig
 
     for f in dataclasses.fields(DQNConfig):
         if f.type in ("int", "float", int, float) and f.name != "total_timesteps":

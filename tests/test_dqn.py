@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from drla_core.dqn import DQNAgent, DQNConfig
+from drla_core.agents.dqn import DQNAgent, DQNConfig
 from drla_core.env import check_env
 from drla_core.envs.cartpole import CartPole
 from drla_core.mlp import LayerSpec

@@ -229,7 +229,7 @@ def test_invalid_actions_are_refused(name: str) -> None:
 @pytest.mark.slow
 def test_dqn_learns_to_escape() -> None:
     """A 2x64 DQN finds the exits of the default building within a few thousand steps."""
-    dqn = pytest.importorskip("drla_core.dqn")
+    dqn = pytest.importorskip("drla_core.agents.dqn")
     train = pytest.importorskip("drla_core.train")
     env, eval_env = make("evacuation"), make("evacuation")
     config = dqn.DQNConfig(learning_starts=500, train_freq=4, gradient_steps=1, target_update_interval=500,

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from drla_core.dqn import DQNAgent, DQNConfig
+from drla_core.agents.dqn import DQNAgent, DQNConfig
 from drla_core.envs import make
 from drla_core.files import atomic_write, new_file_mode
 from drla_core.model_io import save_model

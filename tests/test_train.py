@@ -5,7 +5,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from drla_core.dqn import DQNAgent, DQNConfig
+from drla_core.agents.dqn import DQNAgent, DQNConfig
 from drla_core.env import Env
 from drla_core.envs.cartpole import CartPole
 from drla_core.mlp import LayerSpec
@@ -224,7 +224,7 @@ def test_evaluate_is_seeded_and_accepts_callables():
 
 
 def test_resume_on_a_new_env_drops_the_cut_episode_and_carries_on():
-    from drla_core.dqn import DQNAgent, DQNConfig
+    from drla_core.agents.dqn import DQNAgent, DQNConfig
     from drla_core.envs.cartpole import CartPole
     from drla_core.train import TrainingRun
 

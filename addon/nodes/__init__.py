@@ -1,7 +1,7 @@
 # ruff: noqa: F401  (the imports are the registry: _collect() gathers them)
-"""Every DRLA node class, one node per file. To add a node: write nodes/<name>.py (with its
-``drla_category``, which gives it its colour and header icon: ``_common.CATEGORIES``) and add one
-import line here (and its idname to node_menu.CATEGORIES)."""
+"""Every DRLA node class, one node per file. To add a node: write nodes/<name>.py (its properties,
+``draw``, ``compile(ctx)``, ``drla_category`` for its colour and header icon, ``menu_category`` for
+its Add submenu) and add one import line here. The Add menu lists the nodes in this order."""
 
 from ._common import apply_categories
 from .env_environment import DRLA_EnvironmentNode
@@ -12,9 +12,9 @@ from .sensor_bones import DRLA_BoneRotationsSensorNode
 from .sensor_property import DRLA_PropertySensorNode
 from .sensor_distance import DRLA_DistanceSensorNode
 from .sensor_ray import DRLA_RaySensorNode
+from .action_set import DRLA_ActionSetNode
 from .action_item import DRLA_ActionNode
 from .action_fire import DRLA_FireActionNode
-from .action_set import DRLA_ActionSetNode
 from .action_bones import DRLA_BoneActionsNode
 from .reward_distance import DRLA_DistanceRewardNode
 from .reward_property import DRLA_PropertyChangeRewardNode
@@ -27,8 +27,8 @@ from .agent_dqn import DRLA_DQNAgentNode
 from .agent_epsilon import DRLA_EpsilonNode
 from .agent_replay import DRLA_ReplayMemoryNode
 from .agent_ik import DRLA_IKAgentNode
-from .net_hidden_layer import DRLA_HiddenLayerNode
 from .net_network import DRLA_NetworkNode
+from .net_hidden_layer import DRLA_HiddenLayerNode
 from .trainer import DRLA_TrainerNode
 from .export_json import DRLA_ExportJSONNode
 

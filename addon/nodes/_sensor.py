@@ -2,10 +2,12 @@
 
 from bpy.props import FloatProperty
 
-from ..node_tree import DRLANode, draw_prop
+from ..tree.node_tree import DRLANode, draw_prop
 
 
 class SensorNode(DRLANode):
+    role = "sensor"
+    menu_category = "Sensors"
     outputs_spec = (("DRLA_SensorSocket", "Sensor"),)
     scale: FloatProperty(name="Scale", default=1.0, soft_min=-100.0, soft_max=100.0,
                          description="Multiplies the reading (normalisation)")

@@ -1,7 +1,8 @@
 from bpy.props import EnumProperty, FloatProperty, StringProperty
 import bpy
 
-from ..node_tree import DRLANode
+from ..tree.node_tree import DRLANode
+from ..specs import ContinuousSpec
 from ._common import object_pointer
 from .sensor_bones import bone_names
 
@@ -14,6 +15,8 @@ class DRLA_BoneActionsNode(DRLANode, bpy.types.Node):
     bl_idname = "DRLA_BoneActionsNode"
     bl_label = "Bone Rotation Actions"
     drla_category = "action"
+    role = "action_set"
+    menu_category = "Actions"
     outputs_spec = (("DRLA_ActionSetSocket", "Actions"),)
 
     armature: object_pointer("Armature", kind='ARMATURE')
@@ -26,3 +29,7 @@ class DRLA_BoneActionsNode(DRLANode, bpy.types.Node):
         names = bone_names(self.bones)
         n = len(names) if names else (len(self.armature.pose.bones) if self.armature else 0)
         return f"{3 * n} continuous values"
+
+    def compile(self, ctx):
+        arm = ctx.obj(self, "armature", kind='ARMATURE')
+        return ContinuousSpec(self.name, arm, ctx.bones(self, arm, self.bones), self.mode, self.max_angle)

@@ -1,7 +1,9 @@
 from bpy.props import BoolProperty, FloatProperty, FloatVectorProperty, StringProperty
 import bpy
 
-from ..node_tree import DRLANode, draw_prop
+from ..tree.node_tree import DRLANode, draw_prop
+from ..specs import ActionSpec
+from ..tree.compiler import vec
 from ._common import axis_enum, object_pointer
 
 
@@ -15,6 +17,8 @@ class DRLA_FireActionNode(DRLANode, bpy.types.Node):
     bl_idname = "DRLA_FireActionNode"
     bl_label = "Fire Action"
     drla_category = "action"
+    role = "action"
+    menu_category = "Actions"
     bl_width_default = 230
     outputs_spec = (("DRLA_ActionSocket", "Action"),)
 
@@ -44,3 +48,16 @@ class DRLA_FireActionNode(DRLANode, bpy.types.Node):
             row.column().prop(self, "respawn_min")
             row.column().prop(self, "respawn_max")
             layout.prop(self, "respawn_grid")
+
+    def compile(self, ctx):
+        spec = ActionSpec("FIRE", self.action_name.strip(), self.name, obj=ctx.obj(self, "origin"))
+        score = ctx.obj(self, "score_object", required=False)
+        spec.options = {
+            "axis": self.axis, "axis_obj": ctx.obj(self, "axis_object", required=False),
+            "target": ctx.obj(self, "target"), "range": self.max_distance,
+            "score_obj": score, "score_path": ctx.prop_path(self, score, self.score_property) if score else "",
+            "add": self.add, "respawn": self.respawn, "respawn_min": vec(self.respawn_min),
+            "respawn_max": vec(self.respawn_max), "respawn_grid": self.respawn_grid}
+        if self.respawn:
+            ctx.min_max(self, "respawn_min", "respawn_max")
+        return spec

@@ -1,7 +1,9 @@
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, FloatVectorProperty, StringProperty
 import bpy
 
-from ..node_tree import DRLANode, draw_prop
+from ..tree.node_tree import DRLANode, draw_prop
+from ..specs import ActionSpec
+from ..tree.compiler import vec
 from ._common import object_pointer
 
 KINDS = [
@@ -23,6 +25,8 @@ class DRLA_ActionNode(DRLANode, bpy.types.Node):
     bl_idname = "DRLA_ActionNode"
     bl_label = "Action"
     drla_category = "action"
+    role = "action"
+    menu_category = "Actions"
     bl_width_default = 210
     outputs_spec = (("DRLA_ActionSocket", "Action"),)
 
@@ -68,3 +72,29 @@ class DRLA_ActionNode(DRLANode, bpy.types.Node):
 
     def summary(self):
         return ""
+
+    def compile(self, ctx):
+        kind = self.kind
+        spec = ActionSpec(kind, self.action_name.strip(), self.name, vector=vec(self.vector), space=self.space,
+                          value=float(self.value))
+        if kind == 'WAIT':
+            return spec
+        if kind == 'BONE_ROTATE':
+            spec.obj = ctx.obj(self, "object", kind='ARMATURE')
+            if not self.bone.strip():
+                ctx.error(self, "type the name of a bone")
+            else:
+                spec.bone = ctx.bones(self, spec.obj, self.bone)[0]
+        else:
+            spec.obj = ctx.obj(self, "object")
+        if kind in {'SET_PROPERTY', 'ADD_PROPERTY'}:
+            spec.path = ctx.prop_path(self, spec.obj, self.property)
+        if self.use_limits:
+            spec.limits = (vec(self.limit_min), vec(self.limit_max))
+            if kind in {'SET_PROPERTY', 'ADD_PROPERTY'}:
+                if self.limit_min[0] > self.limit_max[0]:
+                    ctx.error(self, f"the Min limit ({self.limit_min[0]:g}) is above the Max limit "
+                                    f"({self.limit_max[0]:g})")
+            else:
+                ctx.min_max(self, "limit_min", "limit_max")
+        return spec

@@ -1,6 +1,6 @@
 import bpy
 
-from ..node_tree import DRLANode, linked_nodes
+from ..tree.node_tree import DRLANode, linked_nodes
 
 
 class DRLA_ActionSetNode(DRLANode, bpy.types.Node):
@@ -10,6 +10,8 @@ class DRLA_ActionSetNode(DRLANode, bpy.types.Node):
     bl_idname = "DRLA_ActionSetNode"
     bl_label = "Action Set"
     drla_category = "action"
+    role = "action_set"
+    menu_category = "Actions"
     inputs_spec = (("DRLA_ActionSocket", "Actions", True),)
     outputs_spec = (("DRLA_ActionSetSocket", "Actions"),)
 
@@ -20,3 +22,22 @@ class DRLA_ActionSetNode(DRLANode, bpy.types.Node):
 
     def summary(self):
         return f"{len(linked_nodes(self.inputs[0]))} actions"
+
+    def compile(self, ctx):
+        """The discrete actions linked into it, each named once."""
+        item_nodes = linked_nodes(self.inputs["Actions"])
+        if not item_nodes:
+            ctx.error(self, "the action set is empty: link Action nodes into it")
+        actions, seen = [], set()
+        for node in item_nodes:
+            found = ctx.compile_linked([node], "action", "action")
+            if not found:
+                continue
+            action = found[0]
+            if not action.name:
+                ctx.error(node, "the action needs a name")
+            elif action.name in seen:
+                ctx.error(node, f"two actions are named '{action.name}'")
+            seen.add(action.name)
+            actions.append(action)
+        return actions

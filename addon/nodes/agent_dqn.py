@@ -1,19 +1,24 @@
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
 import bpy
 
-from ..node_tree import DRLANode
+from ..specs import AgentSpec
+from ..tree.node_tree import DRLANode
 
 
 class DRLA_DQNAgentNode(DRLANode, bpy.types.Node):
     """A Deep Q-Network agent: learns the value of each discrete action,
     Q(s, a) = r + gamma max Q(s', a'), and picks the best (epsilon-greedy while training).
-    Properties mirror drla_core.dqn.DQNConfig (same names and defaults); the Epsilon,
+    Properties mirror drla_core.agents.dqn.DQNConfig (same names and defaults); the Epsilon,
     Replay and Network inputs set the rest.
     Triggers: agent dqn q-learning deep q network"""
 
     bl_idname = "DRLA_DQNAgentNode"
     bl_label = "DQN Agent"
     drla_category = "agent"
+    role = "agent"
+    menu_category = "Agent"
+    agent_kind = "dqn"
+    needs_environment = True
     bl_width_default = 220
     inputs_spec = (("DRLA_NetworkSocket", "Network"), ("DRLA_EpsilonSocket", "Epsilon"),
                    ("DRLA_ReplaySocket", "Replay"))
@@ -39,3 +44,24 @@ class DRLA_DQNAgentNode(DRLANode, bpy.types.Node):
                             description="Restore the parameters with the best evaluation when training ends")
     draw_props = ("learning_rate", "gamma", "train_freq", "gradient_steps", "target_update_interval", "tau",
                   "double_dqn", "max_grad_norm", "loss", "keep_best")
+
+    def compile(self, ctx):
+        """The hyper-parameters by the node's names (``runs.build.dqn_config`` maps them), with the
+        Network, Epsilon Schedule and Replay Memory linked into it."""
+        if ctx.env is not None and ctx.env.continuous is not None:
+            ctx.error(self, "a DQN agent needs a discrete Action Set, not continuous actions")
+        config = {p: getattr(self, p) for p in self.draw_props}
+        net = ctx.input(self, "Network", required=False)
+        spec = AgentSpec(self.name, self.agent_kind, config)
+        if net is not None:
+            spec.hidden = net.hidden_layers()
+            spec.output_activation = net.output_activation.lower()
+            if spec.output_activation != "linear":
+                ctx.error(net, "a DQN agent needs a Linear output (Q-values are unbounded)")
+        eps = ctx.input(self, "Epsilon", required=False)
+        if eps is not None:
+            config.update(epsilon_start=eps.start, epsilon_end=eps.end, epsilon_fraction=eps.fraction)
+        rep = ctx.input(self, "Replay", required=False)
+        if rep is not None:
+            config.update(buffer_size=rep.capacity, batch_size=rep.batch_size, learning_starts=rep.learning_starts)
+        return spec

@@ -1,7 +1,7 @@
 from bpy.props import FloatProperty
 import bpy
 
-from ..node_tree import DRLANode
+from ..tree.node_tree import DRLANode
 
 
 class DRLA_EpsilonNode(DRLANode, bpy.types.Node):
@@ -12,6 +12,7 @@ class DRLA_EpsilonNode(DRLANode, bpy.types.Node):
     bl_idname = "DRLA_EpsilonNode"
     bl_label = "Epsilon Schedule"
     drla_category = "agent"
+    menu_category = "Agent"
     outputs_spec = (("DRLA_EpsilonSocket", "Epsilon"),)
 
     start: FloatProperty(name="Start", default=1.0, min=0.0, max=1.0)

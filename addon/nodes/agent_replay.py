@@ -1,7 +1,7 @@
 from bpy.props import IntProperty
 import bpy
 
-from ..node_tree import DRLANode
+from ..tree.node_tree import DRLANode
 
 
 class DRLA_ReplayMemoryNode(DRLANode, bpy.types.Node):
@@ -12,6 +12,7 @@ class DRLA_ReplayMemoryNode(DRLANode, bpy.types.Node):
     bl_idname = "DRLA_ReplayMemoryNode"
     bl_label = "Replay Memory"
     drla_category = "agent"
+    menu_category = "Agent"
     bl_width_default = 200
     outputs_spec = (("DRLA_ReplaySocket", "Replay"),)
 

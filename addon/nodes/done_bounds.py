@@ -1,7 +1,9 @@
 from bpy.props import EnumProperty, FloatProperty, FloatVectorProperty
 import bpy
 
-from ..node_tree import DRLANode, draw_prop
+from ..tree.node_tree import DRLANode, draw_prop
+from ..specs import DoneSpec
+from ..tree.compiler import vec
 from ._common import object_pointer
 
 
@@ -13,6 +15,8 @@ class DRLA_OutOfBoundsNode(DRLANode, bpy.types.Node):
     bl_idname = "DRLA_OutOfBoundsNode"
     bl_label = "Out of Bounds"
     drla_category = "ending"
+    role = "ending"
+    menu_category = "Rewards"
     bl_width_default = 210
     outputs_spec = (("DRLA_DoneSocket", "Done"),)
 
@@ -35,3 +39,12 @@ class DRLA_OutOfBoundsNode(DRLANode, bpy.types.Node):
             row.column().prop(self, "box_min")
             row.column().prop(self, "box_max")
         layout.prop(self, "reward")
+
+    def compile(self, ctx):
+        spec = DoneSpec("out_of_bounds", self.name, obj=ctx.obj(self, "object"), reward=self.reward)
+        if self.bounds == 'OBJECT':
+            spec.other = ctx.obj(self, "bounds_object")
+        else:
+            spec.options = {"min": vec(self.box_min), "max": vec(self.box_max)}
+            ctx.min_max(self, "box_min", "box_max")
+        return spec

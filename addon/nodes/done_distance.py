@@ -1,7 +1,8 @@
 from bpy.props import FloatProperty
 import bpy
 
-from ..node_tree import DRLANode
+from ..tree.node_tree import DRLANode
+from ..specs import DoneSpec
 from ._common import object_pointer
 
 
@@ -12,6 +13,8 @@ class DRLA_WithinDistanceNode(DRLANode, bpy.types.Node):
     bl_idname = "DRLA_WithinDistanceNode"
     bl_label = "Within Distance"
     drla_category = "ending"
+    role = "ending"
+    menu_category = "Rewards"
     outputs_spec = (("DRLA_DoneSocket", "Done"),)
 
     object_a: object_pointer("From")
@@ -19,3 +22,7 @@ class DRLA_WithinDistanceNode(DRLANode, bpy.types.Node):
     distance: FloatProperty(name="Distance", default=0.5, min=0.0, soft_max=100.0)
     reward: FloatProperty(name="Reward", default=1.0)
     draw_props = ("object_a", "object_b", "distance", "reward")
+
+    def compile(self, ctx):
+        return DoneSpec("within_distance", self.name, obj=ctx.obj(self, "object_a"), other=ctx.obj(self, "object_b"),
+                        reward=self.reward, options={"distance": self.distance})

@@ -1,7 +1,8 @@
 from bpy.props import EnumProperty, FloatProperty, StringProperty
 import bpy
 
-from ..node_tree import DRLANode
+from ..tree.node_tree import DRLANode
+from ..specs import DoneSpec
 from ._common import object_pointer
 
 
@@ -12,6 +13,8 @@ class DRLA_PropertyConditionNode(DRLANode, bpy.types.Node):
     bl_idname = "DRLA_PropertyConditionNode"
     bl_label = "Property Condition"
     drla_category = "ending"
+    role = "ending"
+    menu_category = "Rewards"
     outputs_spec = (("DRLA_DoneSocket", "Done"),)
 
     source: EnumProperty(name="Source", default='OBJECT', items=[('OBJECT', "Object", ""), ('SCENE', "Scene", "")])
@@ -22,3 +25,9 @@ class DRLA_PropertyConditionNode(DRLANode, bpy.types.Node):
     value: FloatProperty(name="Value", default=10.0)
     reward: FloatProperty(name="Reward", default=0.0)
     draw_props = ("source", "object", "property", "compare", "value", "reward")
+
+    def compile(self, ctx):
+        owner = ctx.obj(self, "object") if self.source == 'OBJECT' else ""
+        return DoneSpec("property", self.name, obj=owner, path=ctx.prop_path(self, owner, self.property, self.source),
+                        reward=self.reward, options={"source": self.source, "compare": self.compare,
+                                                     "value": self.value})

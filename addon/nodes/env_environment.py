@@ -1,7 +1,9 @@
 from bpy.props import FloatProperty, FloatVectorProperty, IntProperty, PointerProperty
 import bpy
 
-from ..node_tree import DRLANode
+from ..specs import EnvSpec, StateSpec
+from ..tree.compiler import vec
+from ..tree.node_tree import DRLANode, linked_nodes
 from ._common import object_pointer
 
 
@@ -14,6 +16,8 @@ class DRLA_EnvironmentNode(DRLANode, bpy.types.Node):
     bl_idname = "DRLA_EnvironmentNode"
     bl_label = "Environment"
     drla_category = "state"
+    role = "environment"
+    menu_category = "Environment"
     bl_width_default = 210
     inputs_spec = (("DRLA_StateSocket", "State"), ("DRLA_ActionSetSocket", "Actions"),
                    ("DRLA_RewardSocket", "Rewards", True), ("DRLA_DoneSocket", "Done", True))
@@ -48,3 +52,33 @@ class DRLA_EnvironmentNode(DRLANode, bpy.types.Node):
         row.column().prop(self, "random_min")
         row.column().prop(self, "random_max")
         box.prop(self, "random_grid")
+
+    def compile(self, ctx):
+        """State, actions (a discrete set or continuous bone rotations), rewards, endings, random starts."""
+        state_node = ctx.input(self, "State")
+        state = state_node.compile(ctx) if state_node is not None else StateSpec("", [], 0.0)
+        actions, continuous = [], None
+        set_node = ctx.input(self, "Actions")
+        if set_node is not None:
+            found = set_node.compile(ctx)
+            if isinstance(found, list):
+                actions = found
+            else:
+                continuous = found
+        reward_nodes = linked_nodes(self.inputs["Rewards"])
+        rewards = ctx.compile_linked(reward_nodes, "reward", "reward")
+        dones = ctx.compile_linked(linked_nodes(self.inputs["Done"]), "ending", "episode ending")
+        if any(r.kind == "hit" for r in rewards) and not any(a.kind == "FIRE" for a in actions):
+            hit_node = next(n for n in reward_nodes if n.bl_idname == "DRLA_HitRewardNode")
+            ctx.error(hit_node, "there is no Fire action in the Action Set to reward")
+        randoms: list[str] = []
+        if self.random_collection is not None:
+            randoms += [ob.name for ob in self.random_collection.all_objects]
+        for i in (1, 2, 3):
+            name = ctx.obj(self, f"random_object_{i}", required=False)
+            if name and name not in randoms:
+                randoms.append(name)
+        if randoms:
+            ctx.min_max(self, "random_min", "random_max")
+        return EnvSpec(self.name, state, actions, continuous, rewards, dones, self.frames_per_step, self.max_steps,
+                       randoms, vec(self.random_min), vec(self.random_max), self.random_grid)

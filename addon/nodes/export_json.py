@@ -1,7 +1,7 @@
 from bpy.props import StringProperty
 import bpy
 
-from ..node_tree import DRLANode
+from ..tree.node_tree import DRLANode
 
 
 class DRLA_ExportJSONNode(DRLANode, bpy.types.Node):
@@ -11,6 +11,8 @@ class DRLA_ExportJSONNode(DRLANode, bpy.types.Node):
     bl_idname = "DRLA_ExportJSONNode"
     bl_label = "Export JSON"
     drla_category = "output"
+    role = "export"
+    menu_category = "Output"
     bl_width_default = 210
     bl_icon = 'EXPORT'
     inputs_spec = (("DRLA_ModelSocket", "Model"),)

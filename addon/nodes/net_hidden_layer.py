@@ -1,7 +1,7 @@
 from bpy.props import EnumProperty, IntProperty
 import bpy
 
-from ..node_tree import DRLANode
+from ..tree.node_tree import DRLANode
 
 ACTIVATIONS = [(a.upper(), a.replace("_", " ").title(), "") for a in
                ("relu", "tanh", "leaky_relu", "linear", "sigmoid")]
@@ -15,6 +15,7 @@ class DRLA_HiddenLayerNode(DRLANode, bpy.types.Node):
     bl_idname = "DRLA_HiddenLayerNode"
     bl_label = "Hidden Layer"
     drla_category = "network"
+    menu_category = "Network"
     bl_width_default = 200
     inputs_spec = (("DRLA_LayerSocket", "Previous"),)
     outputs_spec = (("DRLA_LayerSocket", "Layer"),)

@@ -1,7 +1,7 @@
 from bpy.props import EnumProperty
 import bpy
 
-from ..node_tree import DRLANode
+from ..tree.node_tree import DRLANode
 from .net_hidden_layer import ACTIVATIONS
 
 
@@ -13,6 +13,7 @@ class DRLA_NetworkNode(DRLANode, bpy.types.Node):
     bl_idname = "DRLA_NetworkNode"
     bl_label = "Network"
     drla_category = "network"
+    menu_category = "Network"
     inputs_spec = (("DRLA_LayerSocket", "Layers"),)
     outputs_spec = (("DRLA_NetworkSocket", "Network"),)
 
@@ -30,3 +31,15 @@ class DRLA_NetworkNode(DRLANode, bpy.types.Node):
                 break
             sock = node.inputs[0]
         return "in > " + " > ".join(reversed(sizes)) + (" > " if sizes else "") + "out"
+
+    def hidden_layers(self) -> list[tuple[int, str]]:
+        """The Hidden Layer chain linked into it, input side first: ``[(size, activation), ...]``."""
+        hidden, sock, seen = [], self.inputs["Layers"], set()
+        while sock.is_linked:
+            layer = sock.links[0].from_node
+            if layer.name in seen or layer.bl_idname != "DRLA_HiddenLayerNode":
+                break
+            seen.add(layer.name)
+            hidden.append((layer.size, layer.activation.lower()))
+            sock = layer.inputs["Previous"]
+        return hidden[::-1]

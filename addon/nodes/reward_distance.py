@@ -1,7 +1,8 @@
 from bpy.props import EnumProperty, FloatProperty
 import bpy
 
-from ..node_tree import DRLANode
+from ..tree.node_tree import DRLANode
+from ..specs import RewardSpec
 from ._common import object_pointer
 
 
@@ -14,6 +15,8 @@ class DRLA_DistanceRewardNode(DRLANode, bpy.types.Node):
     bl_idname = "DRLA_DistanceRewardNode"
     bl_label = "Distance Reward"
     drla_category = "reward"
+    role = "reward"
+    menu_category = "Rewards"
     outputs_spec = (("DRLA_RewardSocket", "Reward"),)
 
     object_a: object_pointer("From")
@@ -22,3 +25,7 @@ class DRLA_DistanceRewardNode(DRLANode, bpy.types.Node):
         ('PROGRESS', "Progress", "Reward getting closer"), ('NEGATIVE', "Negative", "Penalise the distance")])
     weight: FloatProperty(name="Weight", default=1.0)
     draw_props = ("object_a", "object_b", "mode", "weight")
+
+    def compile(self, ctx):
+        return RewardSpec("distance", self.name, obj=ctx.obj(self, "object_a"), other=ctx.obj(self, "object_b"),
+                          options={"mode": self.mode, "weight": self.weight})

@@ -1,7 +1,8 @@
 from bpy.props import FloatProperty
 import bpy
 
-from ..node_tree import DRLANode
+from ..specs import RewardSpec
+from ..tree.node_tree import DRLANode
 
 
 class DRLA_HitRewardNode(DRLANode, bpy.types.Node):
@@ -11,8 +12,13 @@ class DRLA_HitRewardNode(DRLANode, bpy.types.Node):
     bl_idname = "DRLA_HitRewardNode"
     bl_label = "Hit / Miss Reward"
     drla_category = "reward"
+    role = "reward"
+    menu_category = "Rewards"
     outputs_spec = (("DRLA_RewardSocket", "Reward"),)
 
     hit: FloatProperty(name="Hit", default=1.0)
     miss: FloatProperty(name="Miss", default=-1.0)
     draw_props = ("hit", "miss")
+
+    def compile(self, ctx):
+        return RewardSpec("hit", self.name, options={"hit": self.hit, "miss": self.miss})

@@ -1,7 +1,8 @@
 from bpy.props import EnumProperty, FloatProperty, StringProperty
 import bpy
 
-from ..node_tree import DRLANode
+from ..tree.node_tree import DRLANode
+from ..specs import RewardSpec
 from ._common import object_pointer
 
 
@@ -13,6 +14,8 @@ class DRLA_PropertyChangeRewardNode(DRLANode, bpy.types.Node):
     bl_idname = "DRLA_PropertyChangeRewardNode"
     bl_label = "Property Change Reward"
     drla_category = "reward"
+    role = "reward"
+    menu_category = "Rewards"
     bl_width_default = 200
     outputs_spec = (("DRLA_RewardSocket", "Reward"),)
 
@@ -22,3 +25,9 @@ class DRLA_PropertyChangeRewardNode(DRLANode, bpy.types.Node):
     increase: FloatProperty(name="Increase", default=1.0)
     decrease: FloatProperty(name="Decrease", default=0.0)
     draw_props = ("source", "object", "property", "increase", "decrease")
+
+    def compile(self, ctx):
+        owner = ctx.obj(self, "object") if self.source == 'OBJECT' else ""
+        return RewardSpec("property_change", self.name, obj=owner,
+                          path=ctx.prop_path(self, owner, self.property, self.source),
+                          options={"source": self.source, "increase": self.increase, "decrease": self.decrease})

@@ -1,7 +1,8 @@
 from bpy.props import FloatProperty
 import bpy
 
-from ..node_tree import DRLANode
+from ..specs import RewardSpec
+from ..tree.node_tree import DRLANode
 
 
 class DRLA_StepCostNode(DRLANode, bpy.types.Node):
@@ -11,7 +12,12 @@ class DRLA_StepCostNode(DRLANode, bpy.types.Node):
     bl_idname = "DRLA_StepCostNode"
     bl_label = "Step Cost"
     drla_category = "reward"
+    role = "reward"
+    menu_category = "Rewards"
     outputs_spec = (("DRLA_RewardSocket", "Reward"),)
 
     cost: FloatProperty(name="Cost", default=0.01)
     draw_props = ("cost",)
+
+    def compile(self, ctx):
+        return RewardSpec("step_cost", self.name, options={"cost": self.cost})

@@ -1,6 +1,7 @@
 from bpy.props import StringProperty
 import bpy
 
+from ..specs import SensorSpec
 from ._common import object_pointer
 from ._sensor import SensorNode
 
@@ -27,3 +28,10 @@ class DRLA_BoneRotationsSensorNode(SensorNode, bpy.types.Node):
         if not names and self.armature is not None:
             return 4 * len(self.armature.pose.bones)
         return 4 * len(names)
+
+    def compile(self, ctx):
+        arm = ctx.obj(self, "armature", kind='ARMATURE')
+        bones = ctx.bones(self, arm, self.bones)
+        if arm and not bones:
+            ctx.error(self, "the armature has no bones")
+        return SensorSpec("bones", self.name, 4 * len(bones), obj=arm, bones=bones, scale=self.scale)

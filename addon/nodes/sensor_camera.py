@@ -1,8 +1,9 @@
 from bpy.props import EnumProperty, FloatProperty, IntProperty
 import bpy
 
+from ..specs import SensorSpec
 from ._common import object_pointer
-from ..node_tree import draw_prop
+from ..tree.node_tree import draw_prop
 from ._sensor import SensorNode
 
 
@@ -42,3 +43,9 @@ class DRLA_CameraSensorNode(SensorNode, bpy.types.Node):
 
     def reading_size(self):
         return self.width * self.height * (3 if self.mode == 'RGB' else 1)
+
+    def compile(self, ctx):
+        camera = ctx.obj(self, "camera", kind='CAMERA')
+        options = {"width": self.width, "height": self.height, "mode": self.mode, "threshold": self.threshold,
+                   "max_depth": self.max_depth, "method": self.method.lower()}
+        return SensorSpec("camera", self.name, self.reading_size(), obj=camera, scale=self.scale, options=options)

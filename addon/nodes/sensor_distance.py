@@ -1,5 +1,6 @@
 import bpy
 
+from ..specs import SensorSpec
 from ._common import object_pointer
 from ._sensor import SensorNode
 
@@ -18,3 +19,7 @@ class DRLA_DistanceSensorNode(SensorNode, bpy.types.Node):
 
     def reading_size(self):
         return 1
+
+    def compile(self, ctx):
+        return SensorSpec("distance", self.name, 1, obj=ctx.obj(self, "object_a"), other=ctx.obj(self, "object_b"),
+                          scale=self.scale)

@@ -1,8 +1,9 @@
 from bpy.props import EnumProperty, StringProperty
 import bpy
 
+from ..specs import SensorSpec
 from ._common import object_pointer
-from ..node_tree import draw_prop
+from ..tree.node_tree import draw_prop
 from ._sensor import SensorNode
 
 
@@ -29,3 +30,9 @@ class DRLA_PropertySensorNode(SensorNode, bpy.types.Node):
 
     def reading_size(self):
         return 1
+
+    def compile(self, ctx):
+        owner = ctx.obj(self, "object") if self.source == 'OBJECT' else ""
+        path = ctx.prop_path(self, owner, self.property, self.source)
+        return SensorSpec("property", self.name, 1, obj=owner, path=path, scale=self.scale,
+                          options={"source": self.source})

@@ -1,6 +1,7 @@
 from bpy.props import FloatProperty, IntProperty
 import bpy
 
+from ..specs import SensorSpec
 from ._common import axis_enum, object_pointer
 from ._sensor import SensorNode
 
@@ -23,3 +24,8 @@ class DRLA_RaySensorNode(SensorNode, bpy.types.Node):
 
     def reading_size(self):
         return self.rays
+
+    def compile(self, ctx):
+        return SensorSpec("ray", self.name, self.rays, obj=ctx.obj(self, "object"), scale=self.scale,
+                          options={"axis": self.axis, "rays": self.rays, "spread": self.spread,
+                                   "max_distance": self.max_distance})

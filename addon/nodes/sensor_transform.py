@@ -1,6 +1,7 @@
 from bpy.props import BoolProperty, EnumProperty
 import bpy
 
+from ..specs import SensorSpec
 from ._common import object_pointer
 from ._sensor import SensorNode
 
@@ -25,3 +26,11 @@ class DRLA_TransformSensorNode(SensorNode, bpy.types.Node):
 
     def reading_size(self):
         return 3 * self.use_location + (4 if self.rotation_format == 'QUATERNION' else 3) * self.use_rotation
+
+    def compile(self, ctx):
+        if not (self.use_location or self.use_rotation):
+            ctx.error(self, "choose Location and/or Rotation")
+        return SensorSpec("transform", self.name, self.reading_size(), obj=ctx.obj(self, "object"),
+                          other=ctx.obj(self, "relative_to", required=False), scale=self.scale,
+                          options={"location": self.use_location, "rotation": self.use_rotation,
+                                   "rotation_format": self.rotation_format})

@@ -1,7 +1,8 @@
 from bpy.props import FloatProperty
 import bpy
 
-from ..node_tree import DRLANode, linked_nodes
+from ..specs import StateSpec
+from ..tree.node_tree import DRLANode, linked_nodes
 
 
 class DRLA_StateNode(DRLANode, bpy.types.Node):
@@ -12,6 +13,8 @@ class DRLA_StateNode(DRLANode, bpy.types.Node):
     bl_idname = "DRLA_StateNode"
     bl_label = "State"
     drla_category = "state"
+    role = "state"
+    menu_category = "Environment"
     inputs_spec = (("DRLA_SensorSocket", "Sensors", True),)
     outputs_spec = (("DRLA_StateSocket", "State"),)
 
@@ -22,3 +25,9 @@ class DRLA_StateNode(DRLANode, bpy.types.Node):
     def summary(self):
         sizes = [getattr(n, "reading_size", lambda: 0)() for n in linked_nodes(self.inputs[0])]
         return f"observation size {sum(sizes)}"
+
+    def compile(self, ctx):
+        sensor_nodes = linked_nodes(self.inputs["Sensors"])
+        if not sensor_nodes:
+            ctx.error(self, "no sensor is linked to it")
+        return StateSpec(self.name, ctx.compile_linked(sensor_nodes, "sensor", "sensor"), self.clip)

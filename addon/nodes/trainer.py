@@ -1,7 +1,9 @@
 from bpy.props import IntProperty, StringProperty
 import bpy
 
-from ..node_tree import DRLANode
+from ..preferences import resolve_output_path
+from ..specs import TrainerSpec
+from ..tree.node_tree import DRLANode
 
 
 class DRLA_TrainerNode(DRLANode, bpy.types.Node):
@@ -13,6 +15,8 @@ class DRLA_TrainerNode(DRLANode, bpy.types.Node):
     bl_idname = "DRLA_TrainerNode"
     bl_label = "Trainer"
     drla_category = "output"
+    role = "trainer"
+    menu_category = "Output"
     bl_width_default = 210
     inputs_spec = (("DRLA_EnvironmentSocket", "Environment"), ("DRLA_AgentSocket", "Agent"))
     outputs_spec = (("DRLA_ModelSocket", "Model"),)
@@ -29,3 +33,7 @@ class DRLA_TrainerNode(DRLANode, bpy.types.Node):
     output_path: StringProperty(name="Output", default="//drla_out", subtype='DIR_PATH',
                                 options={'PATH_SUPPORTS_BLEND_RELATIVE'})
     draw_props = ("total_steps", "seed", "eval_interval", "eval_episodes", "checkpoint_interval", "output_path")
+
+    def compile(self, ctx):
+        return TrainerSpec(self.name, self.total_steps, self.seed, self.checkpoint_interval,
+                           resolve_output_path(self.output_path), ctx.exports(), self.eval_interval, self.eval_episodes)

@@ -13,7 +13,7 @@ numpy description and the Blender rig cannot drift apart):
 
 Each pose bone uses quaternion rotation; its degrees of freedom and limits are its IK
 settings (``lock_ik_*`` on the other axes, ``use_ik_limit_*`` + ``ik_min_*``/``ik_max_*``),
-which ``addon/ik_runtime.py`` reads back into an ``ArmDescription``. Each arm has a target
+which ``addon/scene/armature.py`` reads back into an ``ArmDescription``. Each arm has a target
 empty (``Arm6Target``/``Arm3Target``) and a *muted* Blender IK constraint ``BlenderIK`` on its
 last bone aimed at it (the baseline that ``bench/ik.py`` un-mutes). The RL node trees named
 after the arms come from ``addon/examples.py`` (hook ``build_robot_arm_trees``) when present.
@@ -111,7 +111,7 @@ def add_rl_node_trees(scene: bpy.types.Scene) -> bool:
         from drla.extension import register_extension
 
         ext = register_extension()
-        examples = importlib.import_module(f"{ext.__name__}.addon.examples")
+        examples = importlib.import_module(f"{ext.__name__}.addon.ui.examples")
         builder = examples.build_robot_arm_trees
     except (ImportError, AttributeError) as exc:
         print(f"build_robot_arm: RL node trees not added (addon.examples.build_robot_arm_trees unavailable: {exc})")

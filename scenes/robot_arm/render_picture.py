@@ -64,14 +64,15 @@ def main(argv: list[str] | None = None) -> Path:
     args = parser.parse_args(argv)
 
     register_extension()
-    from drla_ext.addon import ik_runtime
+    from drla_ext.addon.runs import ik as ik_runs
+    from drla_ext.addon.scene import armature
 
     bpy.ops.wm.open_mainfile(filepath=str(HERE / "robot_arm.blend"))
     scene = bpy.context.scene
     for name in ("Arm3", "Arm3Target"):
         scene.objects[name].hide_render = True
     ob, target = scene.objects["Arm6"], scene.objects["Arm6Target"]
-    solver = ik_runtime.solver_for(ob, load_model(args.model))
+    solver = ik_runs.solver_for(ob, load_model(args.model))
     arm = solver.arm
 
     floor = _mesh_object("Floor", "plane", (0.93, 0.94, 0.95))
@@ -116,9 +117,9 @@ def main(argv: list[str] | None = None) -> Path:
         for i, pose in enumerate(TARGET_POSES):
             local = kin.forward_kinematics(arm, arm.clip(np.radians(np.array(pose, float)))[None])[0]
             where = arm.local_to_world(local)
-            ik_runtime.move_target(target, where)
+            armature.move_target(target, where)
             ball.location = where.tolist()
-            ik_runtime.apply_angles(ob, arm, ik_runtime.solve_for_target(ob, solver, where, 3))
+            armature.apply_angles(ob, arm, armature.solve_for_target(ob, solver, where, 3))
             view_layer.update()
             for k, name in enumerate(arm.bones):
                 pb = ob.pose.bones[name]
@@ -131,7 +132,7 @@ def main(argv: list[str] | None = None) -> Path:
                     links[k].hide_render = True
                 joints[k].location = head.tolist()
                 joints[k].scale = (0.055 - 0.004 * k,) * 3
-            err_mm = 1000 * np.linalg.norm(ik_runtime.tip_world(ob, arm) - where)
+            err_mm = 1000 * np.linalg.norm(armature.tip_world(ob, arm) - where)
             path = Path(tmp) / f"p{i}.png"
             scene.render.filepath = str(path)
             bpy.ops.render.render(write_still=True)

@@ -219,7 +219,7 @@ def add_node_tree(scene: Any) -> bool:
 
     register_extension()
     try:
-        from drla_ext.addon.examples import build_tank_tree
+        from drla_ext.addon.ui.examples import build_tank_tree
     except ImportError as exc:
         print(f"build_tank: no node tree added ({exc}); the scene is built without it", file=sys.stderr)
         return False

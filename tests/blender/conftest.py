@@ -98,7 +98,8 @@ def empty_scene(ext):
 @pytest.fixture
 def arm3_scene(ext, tmp_path):
     """``scenes/robot_arm`` opened with its Arm3 tree picked, writing only into ``tmp_path``."""
-    from drla_ext.addon import ik_runtime, session
+    from drla_ext.addon.runs import ik_follow
+    from drla_ext.addon.runs import sessions
 
     bpy.ops.wm.open_mainfile(filepath=str(ROBOT_ARM_SCENE))
     scene = bpy.context.scene
@@ -107,5 +108,5 @@ def arm3_scene(ext, tmp_path):
     scene.drla.tree = tree
     scene.drla.output_dir = str(tmp_path)
     yield scene
-    ik_runtime.disable_follow(restore=False)
-    session.discard_all()
+    ik_follow.disable_follow(restore=False)
+    sessions.discard_all()

@@ -10,7 +10,7 @@ bpy = pytest.importorskip("bpy")
 
 @pytest.fixture
 def camera_mod(ext):
-    from drla_ext.addon import camera
+    from drla_ext.addon.scene import camera
 
     return camera
 

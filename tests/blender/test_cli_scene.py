@@ -29,7 +29,7 @@ def no_noise(out):
 
 @pytest.fixture
 def reach_blend(ext, tmp_path):
-    from drla_ext.addon import examples
+    from drla_ext.addon.ui import examples
 
     bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
     scene = bpy.context.scene
@@ -61,7 +61,7 @@ def test_wrong_tree_name_lists_the_trees(reach_blend):
 
 
 def test_broken_tree_reports_the_node(ext, tmp_path):
-    from drla_ext.addon import examples
+    from drla_ext.addon.ui import examples
 
     bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
     scene = bpy.context.scene

@@ -17,14 +17,15 @@ def scene_state(scene):
 
 @pytest.fixture
 def reach(empty_scene):
-    from drla_ext.addon import examples
+    from drla_ext.addon.ui import examples
 
     tree = examples.build_transform_tree(empty_scene)
     return tree, empty_scene
 
 
 def compile_errors(tree, scene):
-    from drla_ext.addon.compile import CompileError, compile_tree
+    from drla_ext.addon.tree.compiler import CompileError
+    from drla_ext.addon.tree.compiler import compile_tree
 
     before = scene_state(scene)
     with pytest.raises(CompileError) as info:
@@ -47,7 +48,7 @@ def _is_plain(value):
 
 
 def test_example_compiles_to_plain_data(reach):
-    from drla_ext.addon.compile import compile_tree
+    from drla_ext.addon.tree.compiler import compile_tree
 
     tree, scene = reach
     before = scene_state(scene)
@@ -120,7 +121,7 @@ def test_missing_bone(reach):
     tree.links.new(sensor.outputs[0], tree.nodes["State"].inputs["Sensors"])
     assert compile_errors(tree, scene) == [(sensor.name, "armature 'Arm' has no bone 'Nope'")]
     sensor.bones = "Bone"
-    from drla_ext.addon.compile import compile_tree
+    from drla_ext.addon.tree.compiler import compile_tree
 
     assert compile_tree(tree, scene).env.state.size == 8
     assert sensor.drla_error == ""
@@ -155,7 +156,7 @@ def test_missing_property_and_duplicate_names(reach):
 
 
 def test_errors_clear_when_fixed(reach):
-    from drla_ext.addon.compile import compile_tree
+    from drla_ext.addon.tree.compiler import compile_tree
 
     tree, scene = reach
     node = tree.nodes["Transform Sensor"]
@@ -169,7 +170,7 @@ def test_errors_clear_when_fixed(reach):
 
 
 def test_blend_roundtrip_keeps_tree(reach, tmp_path):
-    from drla_ext.addon.compile import compile_tree
+    from drla_ext.addon.tree.compiler import compile_tree
 
     tree, scene = reach
     tree.nodes["Environment"].max_steps = 77
@@ -191,18 +192,20 @@ def test_blend_roundtrip_keeps_tree(reach, tmp_path):
 
 
 def test_trainer_evaluations_reach_the_run_so_keep_best_can_work(ext, empty_scene):
-    from drla_ext.addon import compile as C, examples
+    from drla_ext.addon.runs import build
+    from drla_ext.addon.tree import compiler
+    from drla_ext.addon.ui import examples
 
     examples.build_transform_scene(empty_scene)
     tree = examples.build_transform_tree(empty_scene)
     trainer = next(n for n in tree.nodes if n.bl_idname == "DRLA_TrainerNode")
     trainer.eval_interval, trainer.eval_episodes = 300, 2
-    compiled = C.compile_tree(tree, empty_scene)
-    env = C.build_env(compiled, empty_scene)
+    compiled = compiler.compile_tree(tree, empty_scene)
+    env = build.build_env(compiled, empty_scene)
     try:
-        agent = C.build_agent(compiled, env, total_steps=900)
+        agent = build.build_agent(compiled, env, total_steps=900)
         assert agent.config.keep_best
-        run = C.build_run(compiled, env, agent, 900)
+        run = build.build_run(compiled, env, agent, 900)
         assert (run.eval_interval, run.eval_episodes) == (300, 2)
         run.run()
         steps = [step for step, *_ in run.history.evals]  # on the training env: at the next episode end

@@ -45,7 +45,7 @@ def _check_tree(examples, tree) -> None:
 
 @pytest.mark.parametrize("scene_name", sorted(SHIPPED))
 def test_shipped_trees_have_no_overlapping_nodes_and_flow_left_to_right(ext, scene_name):
-    from drla_ext.addon import examples
+    from drla_ext.addon.ui import examples
 
     bpy.ops.wm.open_mainfile(filepath=str(SHIPPED[scene_name]))
     trees = [t for t in bpy.data.node_groups if t.bl_idname == "DRLA_NodeTree"]
@@ -55,7 +55,7 @@ def test_shipped_trees_have_no_overlapping_nodes_and_flow_left_to_right(ext, sce
 
 
 def test_every_example_builder_lays_its_tree_out(ext, empty_scene):
-    from drla_ext.addon import examples
+    from drla_ext.addon.ui import examples
 
     bpy.ops.wm.open_mainfile(filepath=str(SHIPPED["tank"]))
     tree = examples.build_tank_tree(bpy.context.scene, name="Tank with target", target_sensor=True)
@@ -66,7 +66,7 @@ def test_every_example_builder_lays_its_tree_out(ext, empty_scene):
 
 def test_the_height_estimate_follows_what_the_node_draws(ext, empty_scene):
     """A Wait action draws two rows, a Move action with limits many more: the estimate sees it."""
-    from drla_ext.addon import examples
+    from drla_ext.addon.ui import examples
 
     tree = bpy.data.node_groups.new("Heights", "DRLA_NodeTree")
     action = tree.nodes.new("DRLA_ActionNode")

@@ -25,7 +25,7 @@ EXT_ID, VERSION = MANIFEST["id"], MANIFEST["version"]
 # What ships: the package, its manifest and notices, and the example scenes' .blend files.
 TOP_LEVEL_ALLOWED = {"__init__.py", "blender_manifest.toml", "LICENSE", "README.md", "CHANGELOG.md"}
 PACKAGES = ("addon/", "drla_core/")
-REQUIRED = {"__init__.py", "blender_manifest.toml", "LICENSE", "addon/__init__.py", "addon/camera.py",
+REQUIRED = {"__init__.py", "blender_manifest.toml", "LICENSE", "addon/__init__.py", "addon/scene/camera.py",
             "drla_core/__init__.py", "scenes/tank/tank.blend"}
 FORBIDDEN_PREFIXES = ("tests/", "bench/", "docs/", "drla/", "dist/", ".venv/", ".git/", "out/", "tmp/")
 FORBIDDEN_FILES = {"Makefile", "pyproject.toml", "requirements-dev.txt", "scenes/tank/build_tank.py"}
@@ -147,8 +147,8 @@ NEW_USER_SCRIPT = textwrap.dedent('''
     out["example"] = list(bpy.ops.drla.add_example(name="Tank"))
     out["objects"] = sorted(ob.name for ob in scene.objects)
     before = {ob.name: (tuple(ob.matrix_world.col[3]), dict(ob.items())) for ob in scene.objects}
-    module = sys.modules[f"bl_ext.user_default.{ext_id}.addon.session"]
-    sess = module.make_train_session(scene, scene.drla.tree, total_steps=600, output_dir=work).start()
+    module = sys.modules[f"bl_ext.user_default.{ext_id}.addon.runs.train"]
+    sess = module.TrainSession(scene, scene.drla.tree, total_steps=600, output_dir=work).start()
     sess.tick(0.0)  # one step (an empty time box still takes one): the same on a busy machine
     out["ticked"] = [sess.steps, sess.state, scene.drla.error]
     sess.stop()  # Stop right after Train: the run stays resumable

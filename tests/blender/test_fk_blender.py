@@ -23,7 +23,7 @@ def _build_module():
 @pytest.fixture
 def arm_scene(ext):
     _build_module().build_scene()
-    return importlib.import_module(f"{ext.__name__}.addon.ik_runtime")
+    return importlib.import_module(f"{ext.__name__}.addon.scene.armature")
 
 
 @pytest.mark.parametrize("name, factory", [("Arm6", kin.arm6), ("Arm3", kin.arm3)])

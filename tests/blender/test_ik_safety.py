@@ -24,34 +24,36 @@ def _pose(ob):
 
 
 def _reachable_points(ob, n, seed):
-    from drla_ext.addon import ik_runtime
+    from drla_ext.addon.scene import armature
 
-    arm = ik_runtime.arm_description(ob)
+    arm = armature.arm_description(ob)
     return arm, arm.local_to_world(arm.sample_targets(n, seed)[0])
 
 
 # --------------------------------------------------------------------------- follow mode
 @pytest.mark.parametrize("opener", ["open_mainfile", "read_homefile"])
 def test_opening_another_file_ends_follow_mode(arm3, opener):
-    from drla_ext.addon import ik_runtime, operators
+    from drla_ext.addon.runs import ik_follow
+    from drla_ext.addon.runs import kinds
 
     scene, ob, _target = arm3
     assert bpy.ops.drla.ik_follow() == {'FINISHED'}
-    assert operators.ik_follow_state(scene)[0] and ik_runtime._FOLLOWERS
-    assert ik_runtime._on_depsgraph_update in bpy.app.handlers.depsgraph_update_post
+    assert kinds.follow_state(scene.drla.tree)[0] and ik_follow._FOLLOWERS
+    assert ik_follow._on_depsgraph_update in bpy.app.handlers.depsgraph_update_post
     if opener == "open_mainfile":
         bpy.ops.wm.open_mainfile(filepath=str(SCENE))
         scene = bpy.context.scene
         scene.drla.tree = bpy.data.node_groups["Arm3"]
-        assert not operators.ik_follow_state(scene)[0]  # the panel no longer says "On"
+        assert not kinds.follow_state(scene.drla.tree)[0]  # the panel no longer says "On"
     else:
         bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
-    assert not ik_runtime._FOLLOWERS
-    assert ik_runtime._on_depsgraph_update not in bpy.app.handlers.depsgraph_update_post
+    assert not ik_follow._FOLLOWERS
+    assert ik_follow._on_depsgraph_update not in bpy.app.handlers.depsgraph_update_post
 
 
 def test_follow_off_puts_the_pose_back_exactly(arm3):
-    from drla_ext.addon import ik_runtime
+    from drla_ext.addon.runs import ik_follow
+    from drla_ext.addon.scene import armature
 
     scene, ob, target = arm3
     bones = ob.pose.bones
@@ -68,15 +70,15 @@ def test_follow_off_puts_the_pose_back_exactly(arm3):
     view_layer.update()
     before = _pose(ob)
 
-    assert bpy.ops.drla.ik_follow() == {'FINISHED'} and ik_runtime.follow_active(ob)
+    assert bpy.ops.drla.ik_follow() == {'FINISHED'} and ik_follow.follow_active(ob)
     arm, points = _reachable_points(ob, 2, 3)
     for p in points:
         target.location = p.tolist()
         view_layer.update()
         view_layer.update()
-        assert np.linalg.norm(ik_runtime.tip_world(ob, arm) - p) < 1e-3  # it does follow
+        assert np.linalg.norm(armature.tip_world(ob, arm) - p) < 1e-3  # it does follow
     assert _pose(ob) != before
-    assert bpy.ops.drla.ik_follow() == {'FINISHED'} and not ik_runtime.follow_active(ob)
+    assert bpy.ops.drla.ik_follow() == {'FINISHED'} and not ik_follow.follow_active(ob)
     assert _pose(ob) == before
     assert "put back" in bpy.types.DRLA_OT_ik_follow.bl_description
 
@@ -84,8 +86,8 @@ def test_follow_off_puts_the_pose_back_exactly(arm3):
     assert bpy.ops.drla.ik_follow() == {'FINISHED'}
     target.location = points[0].tolist()
     view_layer.update()
-    ik_runtime.enable_follow(ob, target, ik_runtime._FOLLOWERS[ob.name]["solver"])
-    ik_runtime.disable_follow(ob)
+    ik_follow.enable_follow(ob, target, ik_follow._FOLLOWERS[ob.name]["solver"])
+    ik_follow.disable_follow(ob)
     assert _pose(ob) == before
 
 
@@ -103,11 +105,11 @@ def _user_action(ob):
 
 
 def _keys(action):
-    from drla_ext.addon import bake
+    from drla_ext.addon.scene import keyframes
 
     ob = bpy.data.objects["Arm3"]
     slot = ob.animation_data.action_slot if ob.animation_data.action == action else None
-    curves = bake._fcurves(ob, action) if slot is not None else [
+    curves = keyframes.fcurves_for(ob, action) if slot is not None else [
         fc for layer in action.layers for strip in layer.strips for bag in strip.channelbags for fc in bag.fcurves]
     return {(fc.data_path, fc.array_index): [tuple(k.co) for k in fc.keyframe_points] for fc in curves}
 
@@ -121,7 +123,7 @@ def _animate_target(scene, target, ob, seed=8):
 
 
 def test_ik_bake_writes_a_new_action_and_keeps_the_users(arm3):
-    from drla_ext.addon import ik_runtime
+    from drla_ext.addon.scene import armature
 
     scene, ob, target = arm3
     user = _user_action(ob)
@@ -139,11 +141,11 @@ def test_ik_bake_writes_a_new_action_and_keeps_the_users(arm3):
     assert _keys(user) == user_keys  # untouched
     assert {pb.name: pb.rotation_mode for pb in ob.pose.bones} == modes  # Base stays Euler
     assert any(path.endswith("rotation_euler") and '"Base"' in path for path, _ in _keys(new))
-    arm = ik_runtime.arm_description(ob)
+    arm = armature.arm_description(ob)
     for frame in range(1, 11):
         scene.frame_set(frame)
         want = np.array(target.matrix_world.translation)
-        assert np.linalg.norm(ik_runtime.tip_world(ob, arm) - want) < 1e-3
+        assert np.linalg.norm(armature.tip_world(ob, arm) - want) < 1e-3
 
     # the user can switch back: their animation plays again
     ob.animation_data.action = user
@@ -152,21 +154,23 @@ def test_ik_bake_writes_a_new_action_and_keeps_the_users(arm3):
 
 
 def test_ik_bake_uses_the_scene_it_is_given(arm3):
-    from drla_ext.addon import ik_runtime, operators
+    from drla_ext.addon.runs import bake
+    from drla_ext.addon.runs import ik as ik_runs
 
     scene, ob, target = arm3
     _animate_target(scene, target, ob)
-    _compiled, ob, target, solver = operators._ik_parts(scene, scene.drla.tree)
+    _compiled, ob, target, solver = ik_runs.parts(scene, scene.drla.tree)
     other = bpy.data.scenes.new("Other")  # not the context scene; its frame must not move
     other.frame_set(42)
     scene.frame_set(2)
-    assert ik_runtime.bake_target(ob, target, solver, 1, 10, scene=scene, tree_name="Arm3") == 10
+    assert bake.bake_target(ob, target, solver, 1, 10, scene=scene, tree_name="Arm3") == 10
     assert scene.frame_current == 2 and other.frame_current == 42
 
 
 @pytest.mark.parametrize("where", ["solver", "writing"])
 def test_ik_bake_error_restores_frame_pose_and_action(arm3, monkeypatch, where):
-    from drla_ext.addon import ik_runtime, operators
+    from drla_ext.addon.runs import bake
+    from drla_ext.addon.runs import ik as ik_runs
 
     scene, ob, target = arm3
     user = _user_action(ob)
@@ -177,7 +181,7 @@ def test_ik_bake_error_restores_frame_pose_and_action(arm3, monkeypatch, where):
     ob.pose.bones["Fore"].rotation_quaternion = (0.9, 0.1, 0.0, 0.0)  # an unkeyed tweak
     before_pose = _pose(ob)
     actions_before = set(bpy.data.actions.keys())
-    _compiled, ob, target, solver = operators._ik_parts(scene, scene.drla.tree)
+    _compiled, ob, target, solver = ik_runs.parts(scene, scene.drla.tree)
 
     def boom(*_a, **_k):
         raise RuntimeError("solver exploded")
@@ -185,7 +189,7 @@ def test_ik_bake_error_restores_frame_pose_and_action(arm3, monkeypatch, where):
     if where == "solver":
         monkeypatch.setattr(solver, "solve_refined", boom)
     else:
-        real = ik_runtime._write_bone_curves
+        real = bake.write_channel
         calls = []
 
         def half(*args, **kw):  # the first bone is written, then it fails
@@ -194,9 +198,9 @@ def test_ik_bake_error_restores_frame_pose_and_action(arm3, monkeypatch, where):
             calls.append(1)
             real(*args, **kw)
 
-        monkeypatch.setattr(ik_runtime, "_write_bone_curves", half)
+        monkeypatch.setattr(bake, "write_channel", half)
     with pytest.raises(RuntimeError, match="solver exploded"):
-        ik_runtime.bake_target(ob, target, solver, 1, 10, scene=scene, tree_name="Arm3")
+        bake.bake_target(ob, target, solver, 1, 10, scene=scene, tree_name="Arm3")
     assert scene.frame_current == 3
     assert set(bpy.data.actions.keys()) == actions_before  # no half-written action left
     assert ob.animation_data.action is user and _keys(user) == user_keys and not user.use_fake_user
@@ -204,7 +208,7 @@ def test_ik_bake_error_restores_frame_pose_and_action(arm3, monkeypatch, where):
 
     # through the operator: reported, not raised
     if where == "solver":
-        monkeypatch.setattr(operators, "_ik_parts", lambda sc, tree: (_compiled, ob, target, solver))
+        monkeypatch.setattr(ik_runs, "parts", lambda sc, tree: (_compiled, ob, target, solver))
         with pytest.raises(RuntimeError, match="solver exploded"):  # bpy.ops turns a reported ERROR into this
             bpy.ops.drla.bake()
         assert "solver exploded" in scene.drla.error
@@ -215,10 +219,12 @@ def test_ik_bake_error_restores_frame_pose_and_action(arm3, monkeypatch, where):
 @pytest.mark.parametrize("error", ["session", "other"])
 def test_esc_when_stopping_fails_reports_and_ends_the_modal(arm3, error):
     """The operator's modal hands real event values to ``modal_step``; no stand-in event or operator."""
-    from drla_ext.addon import operators, session
+    from drla_ext.addon.ui import operators
+    from drla_ext.addon.runs import sessions
+    from drla_ext.addon.runs import train as train_session
 
     scene, _ob, _target = arm3
-    sess = session.make_train_session(scene, scene.drla.tree, total_steps=100_000).start()
+    sess = train_session.TrainSession(scene, scene.drla.tree, total_steps=100_000).start()
     sess.tick(0.01)
 
     def failing_stop():
@@ -229,5 +235,5 @@ def test_esc_when_stopping_fails_reports_and_ends_the_modal(arm3, error):
     sess.stop = failing_stop
     outcome, message = operators.modal_step(sess, 'ESC', 'PRESS', False)  # no traceback
     assert outcome == operators.STOPPED_BY_ESC and "renamed" in message
-    assert sess.state != session.RUNNING and session.active(scene) is None
+    assert sess.state != sessions.RUNNING and sessions.active(scene) is None
     assert "renamed" in scene.drla.error

@@ -54,7 +54,7 @@ def ik_tree(scene, arm=None, target=None, with_trainer=True, name="IK"):
 
 @pytest.fixture
 def compile_mod(ext):
-    return importlib.import_module(f"{ext.__name__}.addon.compile")
+    return importlib.import_module(f"{ext.__name__}.addon.tree.compiler")
 
 
 def _errors(compile_mod, tree, scene):
@@ -162,33 +162,38 @@ def _transforms(scene):
 def test_train_ik_tree_from_the_panel_follow_and_bake(arm3_scene, tmp_path):
     from unittest.mock import MagicMock
 
-    from drla_ext.addon import ik_runtime, model_store, panels, session
+    from drla_ext.addon.runs import ik_follow
+    from drla_ext.addon.scene import armature
+    from drla_ext.addon.runs import model_store
+    from drla_ext.addon.ui import panels
+    from drla_ext.addon.runs import sessions
+    from drla_ext.addon.runs import train as train_session
 
     scene = arm3_scene
     tree = scene.drla.tree
     before = _transforms(scene)
     assert bpy.ops.drla.train(steps=400) == {'FINISHED'}
     assert _transforms(scene) == before  # restored exactly
-    sess = session.get(scene)
-    assert isinstance(sess, session.IKTrainSession) and sess.state == session.DONE and sess.steps == 400
+    sess = sessions.get(scene)
+    assert isinstance(sess, train_session.TrainSession) and sess.state == sessions.DONE and sess.steps == 400
     model = model_store.load_stored_model(tree)
     assert model.kind == "ik" and model.extra["arm"]["bones"] == ["Base", "Upper", "Fore"]
     data = json.loads((tmp_path / "arm3.json").read_text())
     assert data["kind"] == "ik" and "arm" in data["extra"]
     assert (tmp_path / "Arm3_report.png").is_file()
-    assert "under 1 mm" in scene.drla.message and session.ui_state(scene) == "TRAINED"
+    assert "under 1 mm" in scene.drla.message and sessions.ui_state(scene) == "TRAINED"
     assert not bpy.ops.drla.play.poll()  # IK trees follow instead of playing
 
     # Learned IK follow mode: the tip reaches the moved target after an update
     ob, target = bpy.data.objects["Arm3"], bpy.data.objects["Arm3Target"]
-    arm = ik_runtime.arm_description(ob)
+    arm = armature.arm_description(ob)
     view_layer = bpy.context.view_layer
-    assert bpy.ops.drla.ik_follow() == {'FINISHED'} and ik_runtime.follow_active(ob)
+    assert bpy.ops.drla.ik_follow() == {'FINISHED'} and ik_follow.follow_active(ob)
     for p in _world_points(arm, 3, 7):
         target.location = p.tolist()
         view_layer.update()  # the handler solves and sets the bones
         view_layer.update()  # evaluate the new pose
-        assert np.linalg.norm(ik_runtime.tip_world(ob, arm) - p) < 1e-3
+        assert np.linalg.norm(armature.tip_world(ob, arm) - p) < 1e-3
 
     layout = MagicMock()
     panels.draw_model(layout, bpy.context)
@@ -196,8 +201,8 @@ def test_train_ik_tree_from_the_panel_follow_and_bake(arm3_scene, tmp_path):
     assert "drla.ik_follow" in ops and "drla.bake" in ops and "drla.play" not in ops
     follow = next(c for c in layout.mock_calls if c[0].endswith("operator") and c.args[0] == "drla.ik_follow")
     assert follow.kwargs["depress"] is True
-    assert bpy.ops.drla.ik_follow() == {'FINISHED'} and not ik_runtime.follow_active(ob)
-    assert ik_runtime._on_depsgraph_update not in bpy.app.handlers.depsgraph_update_post
+    assert bpy.ops.drla.ik_follow() == {'FINISHED'} and not ik_follow.follow_active(ob)
+    assert ik_follow._on_depsgraph_update not in bpy.app.handlers.depsgraph_update_post
     panels.draw_main(MagicMock(), bpy.context)
 
     # bake: the target's animation over the scene's frame range -> joint keyframes
@@ -212,31 +217,33 @@ def test_train_ik_tree_from_the_panel_follow_and_bake(arm3_scene, tmp_path):
     for frame in (1, 4, 10):
         scene.frame_set(frame)
         want = np.array(target.matrix_world.translation)
-        assert np.linalg.norm(ik_runtime.tip_world(ob, arm) - want) < 1e-3
+        assert np.linalg.norm(armature.tip_world(ob, arm) - want) < 1e-3
 
 
 @pytest.mark.parametrize("ticks", [0, 1])
 def test_ik_session_ticks_stop_and_resume(arm3_scene, ticks):
     """Stop right after Train (no step yet) or after a tick: Resume continues the same run to its end."""
-    from drla_ext.addon import model_store, session
+    from drla_ext.addon.runs import model_store
+    from drla_ext.addon.runs import sessions
+    from drla_ext.addon.runs import train as train_session
 
     scene = arm3_scene
-    sess = session.make_train_session(scene, scene.drla.tree, total_steps=300).start()
-    assert isinstance(sess, session.IKTrainSession) and sess.state == session.RUNNING
+    sess = train_session.TrainSession(scene, scene.drla.tree, total_steps=300).start()
+    assert isinstance(sess, train_session.TrainSession) and sess.state == sessions.RUNNING
     for _ in range(ticks):
         assert sess.tick(0.0) is True  # an empty time box: exactly one step, on any machine
     assert sess.steps == ticks
     assert bpy.ops.drla.stop() == {'FINISHED'}
-    assert sess.state == session.STOPPED and model_store.has_model(scene.drla.tree)
-    assert session.ui_state(scene) == "STOPPED" and scene.drla.error == ""
-    solver = sess.solver
+    assert sess.state == sessions.STOPPED and model_store.has_model(scene.drla.tree)
+    assert sessions.ui_state(scene) == "STOPPED" and scene.drla.error == ""
+    solver = sess.job.solver
     assert bpy.ops.drla.resume() == {'FINISHED'}
-    assert sess.state == session.DONE and sess.steps == 300 and sess.solver is solver
+    assert sess.state == sessions.DONE and sess.steps == 300 and sess.job.solver is solver
     assert scene.drla.steps_done == 300
 
 
 def test_ik_buttons_need_a_model(arm3_scene):
-    from drla_ext.addon import model_store
+    from drla_ext.addon.runs import model_store
 
     model_store.remove_model(arm3_scene.drla.tree)
     assert not bpy.ops.drla.ik_follow.poll() and not bpy.ops.drla.bake.poll()

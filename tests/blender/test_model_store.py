@@ -34,7 +34,7 @@ OBS = np.linspace(-1, 1, 20, dtype=np.float32).reshape(5, 4)
 
 
 def test_store_and_load_round_trip(ext, core, tree):
-    from drla_ext.addon import model_store
+    from drla_ext.addon.runs import model_store
 
     assert not model_store.has_model(tree)
     model = make_model(core)
@@ -47,7 +47,7 @@ def test_store_and_load_round_trip(ext, core, tree):
 
 
 def test_model_survives_save_and_reopen(ext, core, tree, tmp_path):
-    from drla_ext.addon import model_store
+    from drla_ext.addon.runs import model_store
 
     model = make_model(core, seed=3)
     model_store.store_model(tree, model)
@@ -65,7 +65,7 @@ def test_model_survives_save_and_reopen(ext, core, tree, tmp_path):
 
 def test_export_operator_writes_the_v1_file(ext, core, tree, tmp_path):
     _, model_io, _ = core
-    from drla_ext.addon import model_store
+    from drla_ext.addon.runs import model_store
 
     assert not bpy.ops.drla.export_model.poll()
     model = make_model(core)
@@ -80,7 +80,7 @@ def test_export_operator_writes_the_v1_file(ext, core, tree, tmp_path):
 
 def test_import_operator_stores_a_valid_file(ext, core, tree, tmp_path):
     _, model_io, _ = core
-    from drla_ext.addon import model_store
+    from drla_ext.addon.runs import model_store
 
     model = make_model(core, seed=7)
     path = tmp_path / "in.json"
@@ -96,7 +96,7 @@ def test_import_operator_stores_a_valid_file(ext, core, tree, tmp_path):
     ("", "not a JSON model file"),
 ])
 def test_import_rejects_a_corrupt_file_and_changes_nothing(ext, core, tree, tmp_path, content, expected):
-    from drla_ext.addon import model_store
+    from drla_ext.addon.runs import model_store
 
     model = make_model(core, seed=1)
     model_store.store_model(tree, model)
@@ -117,7 +117,7 @@ def test_import_rejects_a_corrupt_file_and_changes_nothing(ext, core, tree, tmp_
 
 def test_damaged_stored_text_gives_a_readable_error(ext, core, tree):
     _, model_io, _ = core
-    from drla_ext.addon import model_store
+    from drla_ext.addon.runs import model_store
 
     model_store.store_json(tree, '{"format": "drla-model"')
     with pytest.raises(model_io.ModelFormatError, match="damaged"):

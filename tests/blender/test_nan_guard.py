@@ -8,7 +8,7 @@ import pytest
 
 @pytest.fixture
 def reach(ext, empty_scene, tmp_path):
-    from drla_ext.addon import examples
+    from drla_ext.addon.ui import examples
 
     examples.build_transform_scene(empty_scene)
     tree = examples.build_transform_tree(empty_scene)
@@ -22,9 +22,9 @@ def reach(ext, empty_scene, tmp_path):
     empty_scene.drla.tree = tree
     empty_scene.drla.output_dir = str(tmp_path)
     yield tree
-    from drla_ext.addon import session
+    from drla_ext.addon.runs import sessions
 
-    session.discard_all()
+    sessions.discard_all()
 
 
 def _state(scene):
@@ -32,11 +32,13 @@ def _state(scene):
 
 
 def test_non_finite_sensor_names_the_node(reach, empty_scene):
-    from drla_ext.addon import compile as compile_mod, sensors
+    from drla_ext.addon.runs import build
+    from drla_ext.addon.tree import compiler
+    from drla_ext.addon.scene import sensors
 
     empty_scene.objects["Agent"]["fuel"] = math.nan
-    compiled = compile_mod.compile_tree(reach, empty_scene)
-    env = compile_mod.build_env(compiled, empty_scene)
+    compiled = compiler.compile_tree(reach, empty_scene)
+    env = build.build_env(compiled, empty_scene)
     try:
         with pytest.raises(sensors.NonFiniteError, match=r"Sensor 'Fuel' read nan \(not a finite number\)"):
             env.reset(seed=0)
@@ -45,7 +47,7 @@ def test_non_finite_sensor_names_the_node(reach, empty_scene):
 
 
 def test_train_button_reports_nan_in_the_panel_and_changes_nothing(reach, empty_scene):
-    from drla_ext.addon import model_store
+    from drla_ext.addon.runs import model_store
 
     empty_scene.objects["Agent"]["fuel"] = math.nan
     before = _state(empty_scene)

@@ -16,9 +16,9 @@ def mover(empty_scene, tmp_path):
     tree = build_mover_tree(empty_scene, total_steps=4000)
     empty_scene.drla.output_dir = str(tmp_path)
     yield tree
-    from drla_ext.addon import session
+    from drla_ext.addon.runs import sessions
 
-    session.discard_all()
+    sessions.discard_all()
 
 
 # --------------------------------------------------------------------------- time left
@@ -34,9 +34,10 @@ def _seconds_left_and_its_bounds(sess, steps_since, left):
 
 def test_time_left_counts_the_wall_clock_not_only_the_training(ext, mover, empty_scene):
     """In the GUI Blender redraws between ticks; the time left must include that time."""
-    from drla_ext.addon import session
+    from drla_ext.addon.runs import train as train_session
+    from drla_ext.addon import words
 
-    sess = session.make_train_session(empty_scene, mover).start()
+    sess = train_session.TrainSession(empty_scene, mover).start()
     for _ in range(3):
         sess.tick(0.0)  # one step each
     assert sess.steps == 3
@@ -47,7 +48,7 @@ def test_time_left_counts_the_wall_clock_not_only_the_training(ext, mover, empty
     assert low <= value <= high
     compute_only = left * sess.train_seconds / sess.steps
     assert sess.train_seconds < 10.0 and value > 10 * compute_only
-    assert session.format_duration(sess.seconds_left) in sess.status_line()
+    assert words.format_duration(sess.seconds_left) in sess.status_line()
     # Resume starts a new clock: the pause does not count
     sess.stop()
     steps = sess.steps
@@ -63,7 +64,7 @@ def test_time_left_counts_the_wall_clock_not_only_the_training(ext, mover, empty
 
 
 def test_duration_reads_as_minutes_and_hours(ext):
-    from drla_ext.addon.session import format_duration
+    from drla_ext.addon.words import format_duration
 
     assert format_duration(38.4) == "0:38"
     assert format_duration(6 * 60 + 5) == "6:05"
@@ -73,7 +74,7 @@ def test_duration_reads_as_minutes_and_hours(ext):
 
 # --------------------------------------------------------------------------- wrapped text
 def test_long_messages_wrap_to_the_sidebar_width(ext):
-    from drla_ext.addon import panels
+    from drla_ext.addon.ui import panels
 
     measure = panels.text_measure(bpy.context)
     message = "Stopped at step 7000 of 60000: Resume continues, Play uses the model so far"
@@ -91,7 +92,7 @@ def test_long_messages_wrap_to_the_sidebar_width(ext):
 
 
 def test_text_space_follows_the_real_region_width(ext, empty_scene):
-    from drla_ext.addon import panels
+    from drla_ext.addon.ui import panels
 
     bpy.ops.wm.read_homefile(use_empty=False, use_factory_startup=True)
     window = bpy.context.window_manager.windows[0]
@@ -123,7 +124,7 @@ def _ink(img, colour, rows=slice(None), cols=slice(None)):
 
 
 def test_curve_picture_has_a_title_axes_and_the_curve(ext):
-    from drla_ext.addon import live_curve as lc
+    from drla_ext.addon.ui import live_curve as lc
 
     h = _history()
     assert lc.title(h, 'RETURN') == "Return per episode" and lc.title(h, 'LOSS') == "Loss per update"
@@ -154,7 +155,7 @@ def test_curve_picture_has_a_title_axes_and_the_curve(ext):
 
 
 def test_curve_picture_is_as_wide_as_the_sidebar(ext, empty_scene):
-    from drla_ext.addon import live_curve as lc
+    from drla_ext.addon.ui import live_curve as lc
 
     bpy.ops.wm.read_homefile(use_empty=False, use_factory_startup=True)
     window = bpy.context.window_manager.windows[0]
@@ -180,11 +181,11 @@ def test_curve_picture_is_as_wide_as_the_sidebar(ext, empty_scene):
 
 
 def test_learned_ik_time_left_stops_at_its_train_seconds(ext, arm3_scene):
-    from drla_ext.addon import session
+    from drla_ext.addon.runs import train as train_session
 
     tree = arm3_scene.drla.tree
     next(n for n in tree.nodes if n.bl_idname == "DRLA_IKAgentNode").train_seconds = 30.0
-    sess = session.make_train_session(arm3_scene, tree, total_steps=10_000_000).start()
+    sess = train_session.TrainSession(arm3_scene, tree, total_steps=10_000_000).start()
     sess.tick(0.0)
     sess.tick(0.0)
     assert sess.steps == 2 and sess.history["loss_name"] and len(sess.history["loss_steps"]) == len(
@@ -205,7 +206,9 @@ def test_learned_ik_time_left_stops_at_its_train_seconds(ext, arm3_scene):
 
 # --------------------------------------------------------------------------- node looks
 def test_nodes_are_coloured_by_category_and_wide_enough_for_their_labels(ext, empty_scene):
-    from drla_ext.addon import node_tree, nodes, panels
+    from drla_ext.addon.tree import node_tree
+    from drla_ext.addon import nodes
+    from drla_ext.addon.ui import panels
     from drla_ext.addon.nodes._common import CATEGORIES
 
     icons = bpy.types.Node.bl_rna.properties["bl_icon"].enum_items.keys()
@@ -255,7 +258,7 @@ def test_number_fields_refuse_nonsense(ext, empty_scene):
 
 def test_out_of_range_values_from_an_older_file_are_node_errors(ext, mover, empty_scene):
     """The fields refuse such values, but a file saved before the limits existed may hold them."""
-    from drla_ext.addon import compile as compile_mod
+    from drla_ext.addon.tree import compiler
 
     nodes = {n.bl_idname: n for n in mover.nodes}
     agent, env, trainer = nodes["DRLA_DQNAgentNode"], nodes["DRLA_EnvironmentNode"], nodes["DRLA_TrainerNode"]
@@ -267,8 +270,8 @@ def test_out_of_range_values_from_an_older_file_are_node_errors(ext, mover, empt
     stored(agent)["max_grad_norm"] = 0.0
     stored(env)["max_steps"] = 0
     stored(trainer)["total_steps"] = -5
-    with pytest.raises(compile_mod.CompileError) as info:
-        compile_mod.compile_tree(mover, empty_scene)
+    with pytest.raises(compiler.CompileError) as info:
+        compiler.compile_tree(mover, empty_scene)
     messages = [m for _, m in info.value.errors]
     assert "Learning Rate is -1; it must be above 0 and at most 1" in messages
     assert "Max Grad Norm is 0; it must be at least 0.001" in messages
@@ -277,16 +280,16 @@ def test_out_of_range_values_from_an_older_file_are_node_errors(ext, mover, empt
     assert "Learning Rate is -1" in agent.drla_error and "Max Steps is 0" in env.drla_error
     assert {n for n, _ in info.value.errors} == {agent.name, env.name, trainer.name}
     # the panel's one line names the node and says what to type
-    from drla_ext.addon import session
+    from drla_ext.addon import words
 
-    assert "DQN Agent: Learning Rate is -1; it must be above 0" in session.describe_error(info.value)
+    assert "DQN Agent: Learning Rate is -1; it must be above 0" in words.describe_error(info.value)
 
 
 def test_min_above_max_is_a_node_error(ext, mover, empty_scene):
-    from drla_ext.addon import compile as compile_mod
+    from drla_ext.addon.tree import compiler
 
     action = next(n for n in mover.nodes if n.bl_idname == "DRLA_ActionNode" and n.action_name == "left")
     action.limit_min = (5.0, -1.0, -1.0)
-    with pytest.raises(compile_mod.CompileError):
-        compile_mod.compile_tree(mover, empty_scene)
+    with pytest.raises(compiler.CompileError):
+        compiler.compile_tree(mover, empty_scene)
     assert action.drla_error == "Min X (5) is above Max X (3)"

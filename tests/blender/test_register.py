@@ -7,7 +7,8 @@ import pytest
 
 
 def test_register_unregister_register(ext):
-    from drla_ext.addon import nodes, node_tree
+    from drla_ext.addon import nodes
+    from drla_ext.addon.tree import node_tree
 
     assert node_tree.DRLA_NodeTree.is_registered
     ext.unregister()
@@ -67,12 +68,14 @@ def test_add_menu_lists_categories_with_labels(ext, empty_scene):
 
     The menu as drawn in a real window (where 5.2 once showed "DRLA_CameraSensorNode") is
     checked by make test-gui, which reads the Add menu's pixels."""
-    from drla_ext.addon import node_menu, nodes
+    from drla_ext.addon.ui import node_menu
+    from drla_ext.addon import nodes
 
-    listed = {i for ids in node_menu.CATEGORIES.values() for i in ids}
+    categories = [menu.bl_label for menu in node_menu.MENUS]
+    listed = {i for category in categories for i in node_menu.node_ids(category)}
     assert {c.bl_idname for c in nodes.classes} <= listed
-    assert {"Sensors", "Actions", "Rewards", "Agent", "Network", "Output"} <= set(node_menu.CATEGORIES)
-    assert not node_menu._other()
+    assert {"Sensors", "Actions", "Rewards", "Agent", "Network", "Output"} <= set(categories)
+    assert not node_menu.node_ids("Other")
     for idname in listed:
         label = node_menu.label_of(idname)
         assert label == bpy.types.Node.bl_rna_get_subclass_py(idname).bl_label

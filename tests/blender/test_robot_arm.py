@@ -1,6 +1,7 @@
 """scenes/robot_arm/robot_arm.blend: rebuilt from its script it equals the committed file."""
 
 import importlib
+from types import SimpleNamespace
 import importlib.util
 from pathlib import Path
 
@@ -45,10 +46,11 @@ def test_targets_are_reachable_and_blender_ik_is_muted(ext):
 
 @pytest.fixture(scope="module")
 def runtime_and_solver(ext):
-    runtime = importlib.import_module(f"{ext.__name__}.addon.ik_runtime")
-    ik = importlib.import_module(f"{ext.__name__}.drla_core.ik")
+    runtime = SimpleNamespace(**{name: importlib.import_module(f"{ext.__name__}.addon.{name.replace('_', '.', 1)}")
+                                 for name in ("scene_armature", "runs_ik_follow", "runs_bake")})
+    ik = importlib.import_module(f"{ext.__name__}.drla_core.agents.ik")
     bpy.ops.wm.open_mainfile(filepath=str(SCENE_DIR / "robot_arm.blend"))
-    arm = runtime.arm_description(bpy.data.objects["Arm3"])
+    arm = runtime.scene_armature.arm_description(bpy.data.objects["Arm3"])
     solver = ik.IKSolver(arm, hidden=((64, "tanh"), (64, "tanh")), seed=0)
     solver.train_self_supervised(steps=1500, batch_size=256, eval_every=0)
     return runtime, solver
@@ -64,18 +66,18 @@ def test_learned_ik_follow_mode(runtime_and_solver):
     bpy.ops.wm.open_mainfile(filepath=str(SCENE_DIR / "robot_arm.blend"))
     ob, target = bpy.data.objects["Arm3"], bpy.data.objects["Arm3Target"]
     view_layer = bpy.context.view_layer
-    runtime.enable_follow(ob, target, solver)
+    runtime.runs_ik_follow.enable_follow(ob, target, solver)
     try:
-        assert runtime.follow_active(ob)
+        assert runtime.runs_ik_follow.follow_active(ob)
         for p in _reachable_world_points(solver.arm, 5, 31):
             target.location = p.tolist()
             view_layer.update()  # handler: solve + set the bones
             view_layer.update()  # evaluate the new pose
-            assert np.linalg.norm(runtime.tip_world(ob, solver.arm) - p) < 1e-3
+            assert np.linalg.norm(runtime.scene_armature.tip_world(ob, solver.arm) - p) < 1e-3
     finally:
-        runtime.disable_follow(ob)
-    assert not runtime.follow_active(ob)
-    assert runtime._on_depsgraph_update not in bpy.app.handlers.depsgraph_update_post
+        runtime.runs_ik_follow.disable_follow(ob)
+    assert not runtime.runs_ik_follow.follow_active(ob)
+    assert runtime.runs_ik_follow._on_depsgraph_update not in bpy.app.handlers.depsgraph_update_post
 
 
 def test_bake_target_animation_to_keyframes(runtime_and_solver):
@@ -87,15 +89,15 @@ def test_bake_target_animation_to_keyframes(runtime_and_solver):
     for frame, p in ((1, a), (12, b)):
         target.location = p.tolist()
         target.keyframe_insert("location", frame=frame)
-    assert runtime.bake_target(ob, target, solver, 1, 12) == 12
+    assert runtime.runs_bake.bake_target(ob, target, solver, 1, 12) == 12
     for frame in (1, 5, 12):
         scene.frame_set(frame)
         want = np.array(target.matrix_world.translation)
-        assert np.linalg.norm(runtime.tip_world(ob, solver.arm) - want) < 1e-3
+        assert np.linalg.norm(runtime.scene_armature.tip_world(ob, solver.arm) - want) < 1e-3
 
 
 def test_committed_ik_model_loads_for_the_scene_armature(ext):
-    runtime = importlib.import_module(f"{ext.__name__}.addon.ik_runtime")
+    runtime = importlib.import_module(f"{ext.__name__}.addon.runs.ik")
     bpy.ops.wm.open_mainfile(filepath=str(SCENE_DIR / "robot_arm.blend"))
     for name in ("Arm6", "Arm3"):
         ob = bpy.data.objects[name]

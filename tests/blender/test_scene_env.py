@@ -13,13 +13,15 @@ TANK_BLEND = Path(__file__).resolve().parents[2] / "scenes" / "tank" / "tank.ble
 
 
 def reach_env(scene, **env_props):
-    from drla_ext.addon import compile as C, examples
+    from drla_ext.addon.runs import build
+    from drla_ext.addon.tree import compiler
+    from drla_ext.addon.ui import examples
 
     tree = examples.build_transform_tree(scene)
     for key, value in env_props.items():
         setattr(tree.nodes["Environment"], key, value)
-    compiled = C.compile_tree(tree, scene)
-    return C.build_env(compiled, scene), compiled
+    compiled = compiler.compile_tree(tree, scene)
+    return build.build_env(compiled, scene), compiled
 
 
 def test_check_env_transform_scene(empty_scene):
@@ -50,7 +52,7 @@ def test_reset_restores_start_and_seeds_randomisation(empty_scene):
 
 
 def test_rewards_and_endings(empty_scene):
-    from drla_ext.addon import examples
+    from drla_ext.addon.ui import examples
 
     agent, goal = examples.build_transform_scene(empty_scene)
     agent.location, goal.location = (0, 0, 0), (2, 0, 0)
@@ -75,7 +77,8 @@ def test_rewards_and_endings(empty_scene):
 
 def test_rigid_body_physics_steps_and_resets(empty_scene):
     """Frames advance the simulation past the default 250-frame cache, and reset replays it."""
-    from drla_ext.addon import compile as C
+    from drla_ext.addon.runs import build
+    from drla_ext.addon.tree import compiler
 
     scene = empty_scene
     bpy.ops.rigidbody.world_add()
@@ -94,7 +97,7 @@ def test_rigid_body_physics_steps_and_resets(empty_scene):
     tree.links.new(wait.outputs[0], actions.inputs[0])
     tree.links.new(state.outputs[0], env_node.inputs["State"])
     tree.links.new(actions.outputs[0], env_node.inputs["Actions"])
-    env = C.build_env(C.compile_tree(tree, scene), scene)
+    env = build.build_env(compiler.compile_tree(tree, scene), scene)
     assert scene.rigidbody_world.point_cache.frame_end >= 1000
     obs0, _ = env.reset(seed=0)
     zs = [env.step(0)[0][2] for _ in range(30)]  # 300 frames: past the default cache end of 250
@@ -107,14 +110,16 @@ def test_rigid_body_physics_steps_and_resets(empty_scene):
 
 @pytest.mark.skipif(not TANK_BLEND.exists(), reason="scenes/tank/tank.blend not built yet")
 def test_tank_scene_env(ext):
-    from drla_ext.addon import compile as C, examples
+    from drla_ext.addon.runs import build
+    from drla_ext.addon.tree import compiler
+    from drla_ext.addon.ui import examples
     from drla_ext.drla_core.env import check_env
 
     bpy.ops.wm.open_mainfile(filepath=str(TANK_BLEND))
     scene = bpy.context.scene
     tree = bpy.data.node_groups.get("Tank") or examples.build_tank_tree(scene)
-    compiled = C.compile_tree(tree, scene)
-    env = C.build_env(compiled, scene)
+    compiled = compiler.compile_tree(tree, scene)
+    env = build.build_env(compiled, scene)
     assert env.action_space.names == list(examples.TANK_ACTIONS)
     assert env.task_metric == "hit"
     check_env(env, steps=100)
@@ -140,15 +145,15 @@ def test_tank_scene_env(ext):
 
 
 def test_short_dqn_run_beats_random(empty_scene):
-    from drla_ext.addon import compile as C
+    from drla_ext.addon.runs import build
     from drla_ext.drla_core.train import evaluate
 
     env, compiled = reach_env(empty_scene)
     random_policy = np.random.default_rng(0)
     baseline = evaluate(env, lambda obs: int(random_policy.integers(5)), episodes=20, seed=123).mean_return
-    agent = C.build_agent(compiled, env, total_steps=6000)
+    agent = build.build_agent(compiled, env, total_steps=6000)
     start = time.perf_counter()
-    run = C.build_run(compiled, env, agent, total_steps=6000).run()
+    run = build.build_run(compiled, env, agent, total_steps=6000).run()
     print(f"reach: 6000 steps in {time.perf_counter() - start:.1f} s")
     assert run.steps == 6000
     trained = evaluate(env, agent, episodes=20, seed=123).mean_return

@@ -8,7 +8,7 @@ import pytest
 @pytest.fixture
 def reach(empty_scene, monkeypatch, tmp_path):
     """The Reach example tree on the empty scene (exports go to a temporary folder)."""
-    from drla_ext.addon import examples
+    from drla_ext.addon.ui import examples
 
     monkeypatch.chdir(tmp_path)
     tree = examples.build_transform_tree(empty_scene, total_steps=300)
@@ -66,10 +66,10 @@ def test_baked_caches_stay_baked(ext, baked, empty_scene, op):
 
 
 def test_prepare_and_restore_never_touch_a_baked_rigid_body_cache(ext, baked, empty_scene):
-    from drla_ext.addon import snapshot
+    from drla_ext.addon.scene import snapshot
 
     before = _cache_state(baked)
-    with snapshot.scene_session(empty_scene):
+    with snapshot.restored_scene(empty_scene):
         assert _cache_state(baked) == before  # prepare_for_training left the bake alone
         snapshot.free_rigid_body_cache(empty_scene)
         assert _cache_state(baked) == before
@@ -77,12 +77,12 @@ def test_prepare_and_restore_never_touch_a_baked_rigid_body_cache(ext, baked, em
 
 
 def test_unbaked_rigid_body_cache_range_is_restored_exactly(ext, reach, empty_scene):
-    from drla_ext.addon import snapshot
+    from drla_ext.addon.scene import snapshot
 
     bpy.ops.rigidbody.world_add()
     cache = empty_scene.rigidbody_world.point_cache
     cache.frame_start, cache.frame_end = 3, 77
-    with snapshot.scene_session(empty_scene):
+    with snapshot.restored_scene(empty_scene):
         assert cache.frame_end > 77  # long episodes may simulate past the user's range
     assert (cache.frame_start, cache.frame_end) == (3, 77)
 
@@ -126,14 +126,15 @@ def test_training_restores_rna_properties_the_actions_write(ext, rna_actions, em
 
 
 def test_every_episode_starts_from_the_same_rna_values(ext, rna_actions, empty_scene):
-    from drla_ext.addon import compile as compile_mod
-    from drla_ext.addon import snapshot
+    from drla_ext.addon.runs import build
+    from drla_ext.addon.tree import compiler
+    from drla_ext.addon.scene import snapshot
 
     agent, lamp = rna_actions
     before = (lamp.data.energy, tuple(agent.color))
-    compiled = compile_mod.compile_tree(empty_scene.drla.tree, empty_scene)
-    with snapshot.scene_session(empty_scene):
-        env = compile_mod.build_env(compiled, empty_scene)
+    compiled = compiler.compile_tree(empty_scene.drla.tree, empty_scene)
+    with snapshot.restored_scene(empty_scene):
+        env = build.build_env(compiled, empty_scene)
         names = env.action_space.names
         for _ in range(2):
             env.reset(seed=0)
@@ -147,13 +148,14 @@ def test_every_episode_starts_from_the_same_rna_values(ext, rna_actions, empty_s
 
 
 def test_snapshot_restores_tracked_paths_and_property_setter_paths(ext, empty_scene):
-    from drla_ext.addon import actuators, snapshot
+    from drla_ext.addon.scene import actuators
+    from drla_ext.addon.scene import snapshot
 
     ld = bpy.data.lights.new("L", 'POINT')
     lamp = bpy.data.objects.new("Lamp", ld)
     empty_scene.collection.objects.link(lamp)
     ld.energy, ld["gain"] = 5.0, 2
-    with snapshot.scene_session(empty_scene) as snap:
+    with snapshot.restored_scene(empty_scene) as snap:
         assert snapshot.active_snapshots(empty_scene) == [snap]
         for path in ("data.energy", 'data["gain"]', "location.z", "location[1]"):
             snap.track("Lamp", path, snapshot.capture_path(lamp, path))
@@ -178,7 +180,7 @@ class _FakeOwner(dict):
 
 
 def test_registered_rna_properties_are_never_captured_or_deleted():
-    from drla_ext.addon import snapshot
+    from drla_ext.addon.scene import snapshot
 
     owner = _FakeOwner(drla={"message": "keep"}, cycles={"samples": 64}, mine=1)
     assert snapshot._get_props(owner) == {"mine": 1}
@@ -189,12 +191,12 @@ def test_registered_rna_properties_are_never_captured_or_deleted():
 @pytest.mark.skipif(bpy.app.version < (5, 0, 0), reason="before Blender 5.0 a registered property IS the ID "
                     "property of its name: scene['drla'] = 5 cannot coexist with scene.drla")
 def test_scene_keys_named_like_registered_properties_survive_restore(ext, empty_scene):
-    from drla_ext.addon import snapshot
+    from drla_ext.addon.scene import snapshot
 
     empty_scene.drla.message = "keep me"
     empty_scene["drla"] = 5  # an ID property with a registered property's name (Blender 5 keeps both)
     assert "drla" in empty_scene.bl_rna.properties
-    with snapshot.scene_session(empty_scene) as snap:
+    with snapshot.restored_scene(empty_scene) as snap:
         assert "drla" not in snap.scene_props
         empty_scene["extra"] = 1
     assert "extra" not in empty_scene.keys()
@@ -203,7 +205,7 @@ def test_scene_keys_named_like_registered_properties_survive_restore(ext, empty_
 
 # --------------------------------------------------------------------------- the scene by name
 def test_restore_finds_the_scene_by_name_or_address(ext, empty_scene):
-    from drla_ext.addon import snapshot
+    from drla_ext.addon.scene import snapshot
 
     ob = bpy.data.objects.new("E", None)
     empty_scene.collection.objects.link(ob)

@@ -53,7 +53,7 @@ class Tree:
     """Sensors -> State -> Environment <- Action Set (or Bone Rotation Actions), plus Done nodes."""
 
     def __init__(self, scene, max_steps: int = 100):
-        from drla_ext.addon.examples import _Builder
+        from drla_ext.addon.ui.examples import _Builder
 
         self.scene = scene
         self.b = _Builder("T")
@@ -87,10 +87,11 @@ class Tree:
         return node
 
     def env(self):
-        from drla_ext.addon import compile as C
+        from drla_ext.addon.runs import build
+        from drla_ext.addon.tree import compiler
 
-        compiled = C.compile_tree(self.b.tree, self.scene)
-        return C.build_env(compiled, self.scene)
+        compiled = compiler.compile_tree(self.b.tree, self.scene)
+        return build.build_env(compiled, self.scene)
 
 
 def with_wait(t: Tree) -> Tree:

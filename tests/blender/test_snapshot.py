@@ -1,4 +1,4 @@
-"""scene_session: the user's scene comes back bit for bit after training, a stop, or a crash."""
+"""restored_scene: the user's scene comes back bit for bit after training, a stop, or a crash."""
 
 import math
 
@@ -46,7 +46,7 @@ def busy_scene(empty_scene):
     """Objects in every rotation mode, a parent, an armature pose, custom properties, selection,
     hidden objects, a rigid body, and a frame other than the start; plus a tree acting on them."""
     scene = empty_scene
-    from drla_ext.addon import examples
+    from drla_ext.addon.ui import examples
 
     agent, goal = examples.build_transform_scene(scene)
     agent.rotation_mode = 'QUATERNION'
@@ -101,7 +101,7 @@ def busy_scene(empty_scene):
 
 
 def test_restored_bit_exact_after_training(busy_scene):
-    from drla_ext.addon.compile import train_tree
+    from drla_ext.addon.runs.build import train_tree
 
     scene, tree = busy_scene
     before = full_dump(scene)
@@ -112,14 +112,15 @@ def test_restored_bit_exact_after_training(busy_scene):
 
 
 def test_restored_bit_exact_after_error_mid_episode(busy_scene):
-    from drla_ext.addon.compile import build_env, compile_tree
-    from drla_ext.addon.snapshot import scene_session
+    from drla_ext.addon.runs.build import build_env
+    from drla_ext.addon.tree.compiler import compile_tree
+    from drla_ext.addon.scene.snapshot import restored_scene
 
     scene, tree = busy_scene
     before = full_dump(scene)
     compiled = compile_tree(tree, scene)
     with pytest.raises(RuntimeError, match="boom"):
-        with scene_session(scene):
+        with restored_scene(scene):
             env = build_env(compiled, scene)
             env.reset(seed=0)
             for action in range(env.action_space.n):
@@ -130,7 +131,7 @@ def test_restored_bit_exact_after_error_mid_episode(busy_scene):
 
 
 def test_snapshot_restores_rotation_modes_and_props(busy_scene):
-    from drla_ext.addon.snapshot import SceneSnapshot
+    from drla_ext.addon.scene.snapshot import SceneSnapshot
 
     scene, _ = busy_scene
     before = full_dump(scene)

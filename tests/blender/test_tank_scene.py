@@ -79,7 +79,7 @@ def test_cannon_pitches_about_local_x_with_barrel_along_local_y(tank):
 
 def test_node_tree_when_available(tank, build_tank):
     try:
-        from drla_ext.addon import examples  # noqa: F401
+        from drla_ext.addon.ui import examples  # noqa: F401
     except ImportError:
         pytest.skip("addon.examples.build_tank_tree has not landed yet")
     tree = bpy.data.node_groups.get(build_tank.TREE_NAME)
@@ -88,7 +88,7 @@ def test_node_tree_when_available(tank, build_tank):
 
 @pytest.mark.parametrize("pitch", [0.0, 30.0])
 def test_gpu_and_workbench_agree_on_tank_scene(tank, pitch):
-    from drla_ext.addon.camera import CameraRenderer
+    from drla_ext.addon.scene.camera import CameraRenderer
 
     tank.objects["Cannon"].rotation_euler.x = math.radians(pitch)
     bpy.context.view_layer.update()
@@ -105,7 +105,7 @@ def test_gpu_and_workbench_agree_on_tank_scene(tank, pitch):
 
 
 def test_bw_camera_sees_both_tanks(tank):
-    from drla_ext.addon.camera import CameraRenderer
+    from drla_ext.addon.scene.camera import CameraRenderer
 
     cam = tank.objects["Camera"]
     with CameraRenderer(tank, cam, 64, 64, 'BW') as r:

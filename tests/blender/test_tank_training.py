@@ -30,22 +30,23 @@ def shots(env, policy, n_shots, max_episodes, seed):
 @pytest.mark.slow
 @pytest.mark.skipif(not TANK_BLEND.exists(), reason="scenes/tank/tank.blend not built yet")
 def test_short_training_hits_more_often_than_random(ext):
-    from drla_ext.addon import compile as C
-    from drla_ext.addon.snapshot import scene_session
+    from drla_ext.addon.runs import build
+    from drla_ext.addon.tree import compiler
+    from drla_ext.addon.scene.snapshot import restored_scene
 
     bpy.ops.wm.open_mainfile(filepath=str(TANK_BLEND))
     scene = bpy.context.scene
-    compiled = C.compile_tree(bpy.data.node_groups["Tank"], scene)
-    with scene_session(scene):
-        env = C.build_env(compiled, scene)
+    compiled = compiler.compile_tree(bpy.data.node_groups["Tank"], scene)
+    with restored_scene(scene):
+        env = build.build_env(compiled, scene)
         try:
             rng = np.random.default_rng(0)
             r_hits, r_shots = shots(env, lambda obs: int(rng.integers(env.action_space.n)), 200, 40, seed=123)
             random_rate = r_hits / r_shots
 
-            agent = C.build_agent(compiled, env, seed=0, total_steps=TRAIN_STEPS)
+            agent = build.build_agent(compiled, env, seed=0, total_steps=TRAIN_STEPS)
             # learning alone: no Trainer evaluations (at this short budget keep-best would choose among 3 noisy ones)
-            run = C.build_run(compiled, env, agent, TRAIN_STEPS, seed=0, eval_interval=0)
+            run = build.build_run(compiled, env, agent, TRAIN_STEPS, seed=0, eval_interval=0)
             start = time.perf_counter()
             run.run()
             g_hits, g_shots = shots(env, agent.predict, 100, 20, seed=456)

@@ -31,7 +31,10 @@ def draw(panel_cls, context=None):
 
 @pytest.fixture
 def ui(ext):
-    from drla_ext.addon import live_curve, model_store, panels, session
+    from drla_ext.addon.ui import live_curve
+    from drla_ext.addon.runs import model_store
+    from drla_ext.addon.ui import panels
+    from drla_ext.addon.runs import sessions as session
 
     return SimpleNamespace(panels=panels, session=session, model_store=model_store, live_curve=live_curve)
 
@@ -52,13 +55,13 @@ def fake_session(ui, scene, tree, kind="TRAIN", state="RUNNING"):
 @pytest.fixture(autouse=True)
 def _no_sessions_left(ext):
     yield
-    from drla_ext.addon import session
+    from drla_ext.addon.runs import sessions
 
-    session._sessions.clear()
+    sessions._sessions.clear()
 
 
 def store_some_model(tree):
-    from drla_ext.addon import model_store
+    from drla_ext.addon.runs import model_store
     from drla_ext.drla_core import mlp, model_io, spaces
 
     model = model_io.Model(mlp.MLP(2, [(4, "relu")], 2, rng=0), spaces.Box(-1, 1, (2,)), spaces.Discrete(2))
@@ -97,7 +100,7 @@ def test_idle_state_offers_train_and_greys_the_rest(ui, tree, empty_scene):
     assert bpy.ops.drla.train.poll() and bpy.ops.drla.import_model.poll()
     assert not bpy.ops.drla.resume.poll() and not bpy.ops.drla.play.poll() and not bpy.ops.drla.bake.poll()
     assert not bpy.ops.drla.export_model.poll() and not bpy.ops.drla.stop.poll()
-    from drla_ext.addon import operators as ops
+    from drla_ext.addon.ui import operators as ops
 
     for cls, words in ((ops.DRLA_OT_play, "No trained model"), (ops.DRLA_OT_resume, "No stopped run"),
                        (ops.DRLA_OT_stop, "Nothing is running")):
@@ -107,7 +110,7 @@ def test_idle_state_offers_train_and_greys_the_rest(ui, tree, empty_scene):
 
 
 def test_no_tree_reason_on_train(ui, empty_scene):
-    from drla_ext.addon import operators as ops
+    from drla_ext.addon.ui import operators as ops
 
     with patch.object(ops.DRLA_OT_train, "poll_message_set") as message:
         assert not ops.DRLA_OT_train.poll(bpy.context)
@@ -117,7 +120,7 @@ def test_no_tree_reason_on_train(ui, empty_scene):
 def test_training_state_shows_progress_and_stop(ui, tree, empty_scene):
     s = empty_scene.drla
     s.tree = tree
-    s.steps_done, s.steps_total, s.progress, s.episodes, s.epsilon = 500, 2000, 0.25, 7, 0.6
+    s.steps_done, s.steps_total, s.progress, s.status = 500, 2000, 0.25, "Episodes\t7\nEpsilon\t0.60"
     fake_session(ui, empty_scene, tree)
     assert ui.session.ui_state(empty_scene) == "TRAINING"
     main = draw(ui.panels.DRLA_PT_view3d)
@@ -129,7 +132,7 @@ def test_training_state_shows_progress_and_stop(ui, tree, empty_scene):
     # nothing else can start while training; the reason says so
     assert not bpy.ops.drla.train.poll() and not bpy.ops.drla.import_model.poll()
     assert bpy.ops.drla.stop.poll()
-    from drla_ext.addon import operators as ops
+    from drla_ext.addon.ui import operators as ops
 
     with patch.object(ops.DRLA_OT_train, "poll_message_set") as message:
         ops.DRLA_OT_train.poll(bpy.context)
@@ -193,7 +196,7 @@ def test_node_editor_panels_draw_the_same(ui, tree, empty_scene):
 
 # --------------------------------------------------------------------------- live curve
 def test_curve_rasteriser_draws_the_line():
-    from drla_ext.addon import live_curve
+    from drla_ext.addon.ui import live_curve
 
     values = np.linspace(0.0, 1.0, 50)
     img = live_curve.rasterise(values, None, width=100, height=40, colour=(1, 0, 0, 1))
@@ -210,7 +213,7 @@ def test_curve_rasteriser_draws_the_line():
 
 
 def test_curve_update_is_throttled_and_follows_the_metric(ext):
-    from drla_ext.addon import live_curve
+    from drla_ext.addon.ui import live_curve
 
     history = {"episode_returns": [0.0, 1.0, 3.0], "losses": [1.0, 0.5], "epsilons": [1.0, 0.5, 0.1],
                "episode_metrics": [0.0, 0.5, None]}
@@ -260,7 +263,7 @@ def test_preferences_default_folder_is_outside_the_extension(ext, tmp_path):
 
 
 def test_examples_menu_lists_the_examples(ext):
-    from drla_ext.addon import examples_menu
+    from drla_ext.addon.ui import examples_menu
 
     layout = MagicMock()
     examples_menu.DRLA_MT_examples.draw(SimpleNamespace(layout=layout), bpy.context)

@@ -185,7 +185,7 @@ def drla():
 
 
 def ui_state():
-    return mod("session").ui_state(bpy.context.scene)
+    return mod("runs.sessions").ui_state(bpy.context.scene)
 
 
 def state_line(tag):
@@ -195,7 +195,7 @@ def state_line(tag):
 
 
 def curve_count():
-    lc = mod("live_curve")
+    lc = mod("ui.live_curve")
     info = lc.info(bpy.context.scene.name) if lc else {}
     history = info.get("history")
     returns = getattr(history, "episode_returns", None)
@@ -329,7 +329,7 @@ def stage_train_and_esc():
     state_line("after Esc")
     check("a real Esc key press stops training", ui_state() == "STOPPED", f"ui_state={ui_state()}")
     check("the model so far is kept after Esc",
-          mod("model_store").has_model(Ctx.tree) and drla().steps_done >= steps, drla().message)
+          mod("runs.model_store").has_model(Ctx.tree) and drla().steps_done >= steps, drla().message)
     check("the scene is exactly as before after Esc", scene_fingerprint() == Ctx.before,
           diff(Ctx.before, scene_fingerprint()))
     yield 1.0
@@ -365,7 +365,7 @@ def stage_play():
         check("Play starts a modal run", result == {'RUNNING_MODAL'}, result)
     except Exception:
         failed_stage("play")
-    sess = mod("session").get(bpy.context.scene)
+    sess = mod("runs.sessions").get(bpy.context.scene)
     yield from wait_until(lambda: sess.steps >= 5, 20)
     check("Play steps the agent on its timer", Ctx.waited, f"{sess.steps} steps")
     check("the agent moves things while playing", scene_fingerprint()["objects"] != Ctx.before["objects"])
@@ -611,7 +611,7 @@ def stage_ik():
     check("the scene is exactly as before after IK training", scene_fingerprint() == Ctx.before,
           diff(Ctx.before, scene_fingerprint()))
     shot("14_ik_trained", area=Ctx.v3d)
-    ops = mod("operators")
+    ops = mod("ui.operators")
     try:
         with override(Ctx.v3d, 'UI'):
             result = bpy.ops.drla.ik_follow('INVOKE_DEFAULT')

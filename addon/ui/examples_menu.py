@@ -12,14 +12,12 @@ import re
 import bpy
 from bpy.props import StringProperty
 
-from .properties import TREE_IDNAME
+from ..properties import TREE_IDNAME
+from ..runs import sessions
+from .examples import EXAMPLES
 
 
 def _examples() -> dict:
-    try:
-        from .examples import EXAMPLES
-    except ImportError:  # examples.py not shipped: an empty menu, never an error
-        return {}
     return EXAMPLES
 
 
@@ -29,7 +27,7 @@ EXAMPLE_SCENES: dict[str, str] = {
     "Robot Arm 6 (Learned IK)": os.path.join("scenes", "robot_arm", "robot_arm.blend"),
     "Robot Arm 3 (Learned IK)": os.path.join("scenes", "robot_arm", "robot_arm.blend"),
 }
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the extension root
 
 
 def append_example_objects(scene, name: str) -> list[str]:
@@ -73,9 +71,7 @@ class DRLA_OT_add_example(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        from . import session
-
-        if context.scene is not None and session.active(context.scene) is not None:
+        if context.scene is not None and sessions.active(context.scene) is not None:
             cls.poll_message_set("DRLA is running in this scene: stop it first")
             return False
         return context.scene is not None

@@ -19,8 +19,12 @@ import bpy
 from bpy.props import EnumProperty, IntProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
-from . import model_store, session
-from .properties import settings
+from ...drla_core.model_io import ModelFormatError
+from ..properties import settings
+from ..runs import kinds, model_store, outputs, sessions
+from ..runs.play import PlaySession
+from ..runs.train import TrainSession
+from ..words import describe_error
 
 MODES = (
     ('AUTO', "Auto", "Modal (Blender stays responsive) from the UI; blocking from scripts and headless"),
@@ -38,7 +42,7 @@ def _why_not_idle(context) -> str:
     s = settings(scene)
     if s.tree is None:
         return "Pick an RL tree in the DRLA panel first"
-    running = session.active(scene)
+    running = sessions.active(scene)
     if running is not None:
         return "Training is running: stop it first" if running.kind == "TRAIN" else "Playing: stop it first"
     return ""
@@ -62,11 +66,22 @@ def _poll(cls, reason: str) -> bool:
 
 
 def _report_failure(op, context, exc: Exception) -> set[str]:
-    message = session.describe_error(exc)
+    message = describe_error(exc)
     settings(context.scene).error = message
     op.report({'ERROR'}, message)
-    session.redraw_ui()  # the other sidebar (3D viewport / node editor) shows it too, not only this one
+    redraw_ui()  # the other sidebar (3D viewport / node editor) shows it too, not only this one
     return {'CANCELLED'}
+
+
+def redraw_ui() -> None:
+    """Ask every sidebar and node editor to redraw (no-op headless)."""
+    wm = bpy.context.window_manager
+    if wm is None:
+        return
+    for window in wm.windows:
+        for area in window.screen.areas:
+            if area.type in {'VIEW_3D', 'NODE_EDITOR'}:
+                area.tag_redraw()
 
 
 def _use_modal(op, context) -> bool:
@@ -102,7 +117,7 @@ def tick_budget(idle_s: float) -> float:
     is slow (software GL, a huge window), matching the tick to it keeps training at about half the
     wall time instead of starving it, while the UI still answers within a few frames.
     """
-    return min(max(idle_s - session.TIMER_INTERVAL_S, session.TICK_BUDGET_S), MAX_TICK_BUDGET_S)
+    return min(max(idle_s - sessions.TIMER_INTERVAL_S, sessions.TICK_BUDGET_S), MAX_TICK_BUDGET_S)
 
 
 #: The longest tick the adaptive budget allows (the UI answers within this).
@@ -110,7 +125,7 @@ MAX_TICK_BUDGET_S = 0.2
 
 
 def modal_step(sess, event_type: str, event_value: str, ctrl: bool,
-               budget_s: float = session.TICK_BUDGET_S) -> tuple[str, str]:
+               budget_s: float = sessions.TICK_BUDGET_S) -> tuple[str, str]:
     """Act on one modal event given as plain values; returns ``(outcome, message to report)``.
 
     The operator's ``modal`` reads only ``event.type``, ``event.value``, ``event.ctrl`` and
@@ -123,22 +138,22 @@ def modal_step(sess, event_type: str, event_value: str, ctrl: bool,
         try:
             sess.stop()
         except Exception as exc:  # e.g. the tree was renamed mid-run: report, never a traceback
-            if not isinstance(exc, session.SessionError) and sess.state == session.RUNNING:
+            if not isinstance(exc, sessions.SessionError) and sess.state == sessions.RUNNING:
                 with contextlib.suppress(Exception):
                     exc = sess._fail(exc)  # restore the scene, store the message, state ERROR
-            if sess.state == session.RUNNING:
+            if sess.state == sessions.RUNNING:
                 with contextlib.suppress(Exception):
                     sess.close()
-            return STOPPED_BY_ESC, str(exc) or session.describe_error(exc)
+            return STOPPED_BY_ESC, str(exc) or describe_error(exc)
         return STOPPED_BY_ESC, ""
-    if sess.state != session.RUNNING:
+    if sess.state != sessions.RUNNING:
         return PASS, ""
     if event_type in {'Z', 'Y'} and ctrl:
         return UNDO_BLOCKED, "Undo is off while DRLA runs: stop it first"
     if event_type == 'TIMER':
         try:
             sess.tick(budget_s)
-        except session.SessionError as exc:
+        except sessions.SessionError as exc:
             return TICKED, str(exc)
         return TICKED, ""
     return PASS, ""
@@ -155,10 +170,10 @@ class _ModalSession:
         self._session = sess
         self._last_tick_end = time.perf_counter()
         wm = context.window_manager
-        self._timer = wm.event_timer_add(session.TIMER_INTERVAL_S, window=context.window)
+        self._timer = wm.event_timer_add(sessions.TIMER_INTERVAL_S, window=context.window)
         wm.modal_handler_add(self)
         context.workspace.status_text_set(sess.status_line())
-        session.redraw_ui()
+        redraw_ui()
         return {'RUNNING_MODAL'}
 
     def _end_modal(self, context) -> None:
@@ -166,7 +181,7 @@ class _ModalSession:
             context.window_manager.event_timer_remove(self._timer)
             self._timer = None
         _clear_status(context)
-        session.redraw_ui()
+        redraw_ui()
 
     def modal(self, context, event):
         sess = self._session
@@ -178,13 +193,13 @@ class _ModalSession:
             self.report({'ERROR'} if outcome != UNDO_BLOCKED else {'WARNING'}, message)
         if outcome == UNDO_BLOCKED:
             return {'RUNNING_MODAL'}
-        if sess.state != session.RUNNING:
+        if sess.state != sessions.RUNNING:
             self._end_modal(context)
             self._finished(context, sess)
-            return {'CANCELLED'} if sess.state == session.ERROR else {'FINISHED'}
+            return {'CANCELLED'} if sess.state == sessions.ERROR else {'FINISHED'}
         if outcome == TICKED:
             context.workspace.status_text_set(sess.status_line())
-            session.redraw_ui()
+            redraw_ui()
         return {'PASS_THROUGH'}
 
     def _finished(self, context, sess) -> None:
@@ -200,7 +215,7 @@ class _TrainBase(_ModalSession):
                        description="Training steps; 0 uses the scene setting, then the tree's")
 
     def _finished(self, context, sess) -> None:
-        if sess.state in (session.DONE, session.STOPPED):
+        if sess.state in (sessions.DONE, sessions.STOPPED):
             self.report({'INFO'}, sess.message)
             _undo_push("DRLA Training")
 
@@ -212,7 +227,7 @@ class _TrainBase(_ModalSession):
         try:
             sess = self._running_session(context)
             sess.run_blocking()
-        except session.SessionError as exc:
+        except sessions.SessionError as exc:
             return _report_failure(self, context, exc)
         self._finished(context, sess)
         return {'FINISHED'}
@@ -222,7 +237,7 @@ class _TrainBase(_ModalSession):
             return self.execute(context)
         try:
             sess = self._running_session(context)
-        except session.SessionError as exc:
+        except sessions.SessionError as exc:
             return _report_failure(self, context, exc)
         return self._begin_modal(context, sess)
 
@@ -239,8 +254,8 @@ class DRLA_OT_train(_TrainBase, bpy.types.Operator):
 
     def _running_session(self, context):
         s = settings(context.scene)
-        return session.make_train_session(context.scene, s.tree, total_steps=self.steps or s.total_steps,
-                                          output_dir=s.output_dir).start()
+        return TrainSession(context.scene, s.tree, total_steps=self.steps or s.total_steps,
+                            output_dir=s.output_dir).start()
 
 
 class DRLA_OT_resume(_TrainBase, bpy.types.Operator):
@@ -253,14 +268,14 @@ class DRLA_OT_resume(_TrainBase, bpy.types.Operator):
     def poll(cls, context):
         reason = _why_not_idle(context)
         if not reason:
-            sess = session.get(context.scene)
+            sess = sessions.get(context.scene)
             tree = settings(context.scene).tree
-            if sess is None or sess.kind != "TRAIN" or sess.state != session.STOPPED or sess.tree_name != tree.name:
+            if sess is None or sess.kind != "TRAIN" or sess.state != sessions.STOPPED or sess.tree_name != tree.name:
                 reason = "No stopped run to resume in this Blender session: press Train"
         return _poll(cls, reason)
 
     def _running_session(self, context):
-        sess = session.get(context.scene)
+        sess = sessions.get(context.scene)
         if self.steps:
             sess.total_steps = sess.steps + self.steps
         return sess.resume()
@@ -276,14 +291,14 @@ class DRLA_OT_stop(bpy.types.Operator):
     @classmethod
     def poll(cls, context):
         scene = context.scene
-        return _poll(cls, "" if scene is not None and session.active(scene) else "Nothing is running")
+        return _poll(cls, "" if scene is not None and sessions.active(scene) else "Nothing is running")
 
     def execute(self, context):
         try:
-            session.stop(context.scene)
-        except session.SessionError as exc:
+            sessions.stop(context.scene)
+        except sessions.SessionError as exc:
             return _report_failure(self, context, exc)
-        session.redraw_ui()
+        redraw_ui()
         return {'FINISHED'}
 
 
@@ -302,13 +317,14 @@ class DRLA_OT_play(_ModalSession, bpy.types.Operator):
     @classmethod
     def poll(cls, context):
         reason = _why_no_model(context)
-        if not reason and session.is_ik_tree(settings(context.scene).tree):
-            reason = "A Learned IK tree has no episodes to play: use the Learned IK toggle to follow the target"
+        kind = kinds.of_tree(settings(context.scene).tree) if not reason else None
+        if kind is not None and not kind.can_play:
+            reason = kind.no_play_reason
         return _poll(cls, reason)
 
     def _make_session(self, context):
         s = settings(context.scene)
-        return session.PlaySession(context.scene, s.tree, fps=s.play_fps)
+        return PlaySession(context.scene, s.tree, fps=s.play_fps)
 
     def execute(self, context):
         try:
@@ -318,7 +334,7 @@ class DRLA_OT_play(_ModalSession, bpy.types.Operator):
             else:
                 sess.run_episode()
             sess.stop()
-        except session.SessionError as exc:
+        except sessions.SessionError as exc:
             return _report_failure(self, context, exc)
         self.report({'INFO'}, settings(context.scene).message)
         return {'FINISHED'}
@@ -328,7 +344,7 @@ class DRLA_OT_play(_ModalSession, bpy.types.Operator):
             return self.execute(context)
         try:
             sess = self._make_session(context).start()
-        except session.SessionError as exc:
+        except sessions.SessionError as exc:
             return _report_failure(self, context, exc)
         return self._begin_modal(context, sess)
 
@@ -357,12 +373,10 @@ class DRLA_OT_export_model(bpy.types.Operator, ExportHelper):
     def invoke(self, context, event):
         tree = settings(context.scene).tree
         if not self.filepath:
-            self.filepath = session.safe_name(tree.name) + self.filename_ext
+            self.filepath = outputs.safe_name(tree.name) + self.filename_ext
         return ExportHelper.invoke(self, context, event)
 
     def execute(self, context):
-        from ..drla_core.model_io import ModelFormatError
-
         tree = settings(context.scene).tree
         try:
             model_store.export_model(tree, self.filepath)
@@ -388,8 +402,6 @@ class DRLA_OT_import_model(bpy.types.Operator, ImportHelper):
         return _poll(cls, _why_not_idle(context))
 
     def execute(self, context):
-        from ..drla_core.model_io import ModelFormatError
-
         s = settings(context.scene)
         path = bpy.path.abspath(self.filepath)
         if not os.path.isfile(path):
@@ -420,63 +432,14 @@ class DRLA_OT_bake(bpy.types.Operator):
         return _poll(cls, _why_no_model(context))
 
     def execute(self, context):
-        from . import bake
-
         s = settings(context.scene)
-        if session.is_ik_tree(s.tree):
-            return self._bake_ik(context, s)
-        try:
-            result = bake.bake(context.scene, s.tree, max_steps=self.steps or s.bake_steps,
-                               frame_step=s.bake_frame_step)
-        except Exception as exc:  # bake restores the scene itself before raising
+        try:  # a bake restores the scene (frame, pose, actions) itself before raising
+            s.message = kinds.of_tree(s.tree).bake(context.scene, s.tree, s, self.steps)
+        except Exception as exc:
             return _report_failure(self, context, exc)
         s.error = ""
-        s.message = result.summary()
         self.report({'INFO'}, s.message)
         return {'FINISHED'}
-
-
-    def _bake_ik(self, context, s):
-        """Learned IK: key the joints so the tip follows the target's animation over the scene's frame range."""
-        from . import ik_runtime
-
-        scene = context.scene
-        try:
-            compiled, ob, target, solver = _ik_parts(scene, s.tree)
-            kept = ob.animation_data.action.name if ob.animation_data and ob.animation_data.action else ""
-            frames = ik_runtime.bake_target(ob, target, solver, scene.frame_start, scene.frame_end,
-                                            compiled.agent.config["refine_iters"], scene=scene,
-                                            tree_name=s.tree.name)
-        except Exception as exc:  # bake_target restores the frame and pose and removes its action first
-            return _report_failure(self, context, exc)
-        s.error = ""
-        s.message = (f"Baked {frames} frames ({scene.frame_start}-{scene.frame_end}) of '{target.name}' into "
-                     f"'{ob.name}' joint keyframes (new action '{ob.animation_data.action.name}'"
-                     + (f"; previous action '{kept}' kept)" if kept else ")"))
-        self.report({'INFO'}, s.message)
-        return {'FINISHED'}
-
-
-def _ik_parts(scene, tree):
-    """``(compiled, armature, target, solver)`` of a Learned IK tree with a stored model."""
-    from . import ik_runtime
-    from .compile import compile_tree
-
-    compiled = compile_tree(tree, scene)
-    ob, target = ik_runtime.compiled_armature(compiled)
-    return compiled, ob, target, ik_runtime.solver_for(ob, model_store.load_stored_model(tree))
-
-
-def ik_follow_state(scene) -> tuple[bool, object]:
-    """``(follow on?, armature or None)`` for the scene's RL tree (a Learned IK tree)."""
-    from . import ik_runtime
-
-    tree = settings(scene).tree
-    if not session.is_ik_tree(tree):
-        return False, None
-    node = next((n for n in tree.nodes if n.bl_idname == "DRLA_IKAgentNode" and n.armature is not None), None)
-    ob = node.armature if node is not None else None
-    return (ob is not None and ik_runtime.follow_active(ob)), ob
 
 
 class DRLA_OT_ik_follow(bpy.types.Operator):
@@ -496,34 +459,24 @@ class DRLA_OT_ik_follow(bpy.types.Operator):
         scene = context.scene
         if scene is None or not hasattr(scene, "drla"):
             return _poll(cls, "No scene")
-        on, _ = ik_follow_state(scene)
+        tree = settings(scene).tree
+        on, _ = kinds.follow_state(tree)
         if on:
             return True
         reason = _why_no_model(context)
-        if not reason and not session.is_ik_tree(settings(scene).tree):
+        if not reason and not kinds.of_tree(tree).can_follow:
             reason = "The RL tree has no Learned IK Agent"
         return _poll(cls, reason)
 
     def execute(self, context):
-        from . import ik_runtime
-
-        scene = context.scene
-        s = settings(scene)
-        on, ob = ik_follow_state(scene)
-        if on:
-            ik_runtime.disable_follow(ob)
-            s.message = f"Learned IK follow off for '{ob.name}'"
-        else:
-            try:
-                compiled, ob, target, solver = _ik_parts(scene, s.tree)
-                ik_runtime.enable_follow(ob, target, solver, compiled.agent.config["refine_iters"])
-                ik_runtime._on_depsgraph_update(scene)  # reach for the target now
-            except Exception as exc:
-                return _report_failure(self, context, exc)
-            s.message = f"Learned IK: '{ob.name}' follows '{target.name}'"
+        s = settings(context.scene)
+        try:
+            s.message = kinds.toggle_follow(context.scene, s.tree)
+        except Exception as exc:
+            return _report_failure(self, context, exc)
         s.error = ""
         self.report({'INFO'}, s.message)
-        session.redraw_ui()
+        redraw_ui()
         return {'FINISHED'}
 
 

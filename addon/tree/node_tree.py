@@ -1,9 +1,11 @@
 """The DRLA node tree and the node base mixin every DRLA node uses.
 
-A node file declares its sockets and properties as class attributes and, at most, a short
-``draw``; the mixin turns them into Blender's ``init`` / ``draw_buttons`` callbacks (the
-Animation Nodes shape). Errors found by ``compile.compile_tree`` are stored in
-``node.drla_error`` and drawn in red on the node; nothing here ever raises into Blender.
+A node file declares its sockets and properties as class attributes, at most a short ``draw``,
+and ``compile(ctx)``, which turns the node into its plain-data spec (``addon.specs``); the mixin
+turns the declarations into Blender's ``init`` / ``draw_buttons`` callbacks (the Animation Nodes
+shape). ``menu_category`` places the node in the Add menu. Errors found by
+``tree.compiler.compile_tree`` are stored in ``node.drla_error`` and drawn in red on the node;
+nothing here ever raises into Blender.
 """
 
 from __future__ import annotations
@@ -29,10 +31,17 @@ class DRLANode:
         inputs_spec: ``(socket_idname, name)`` or ``(socket_idname, name, multi)`` tuples.
         outputs_spec: ``(socket_idname, name)`` tuples.
         draw_props: property names drawn on the node (and read by the compiler).
+        drla_category: its look (body tint, header icon): sensor, state, action, reward, ending,
+            network, agent or output (``nodes._common.CATEGORIES``).
+        role: what the compiler may link it as: sensor, action, action_set, reward, ending,
+            environment, agent, trainer, export ('' for parts another node reads itself).
+        menu_category: its submenu of the Add menu ("Sensors", "Actions", ...).
     """
 
     bl_width_default = 190
-    drla_category = ""  # sensor, state, action, reward, ending, network, agent or output
+    drla_category = ""
+    role = ""
+    menu_category = "Other"
     inputs_spec: tuple = ()
     outputs_spec: tuple = ()
     draw_props: tuple[str, ...] = ()
@@ -77,6 +86,12 @@ class DRLANode:
     def summary(self) -> str:
         """A one-line fact shown under the properties (e.g. an observation size)."""
         return ""
+
+    def compile(self, ctx):
+        """This node as plain data (a spec from ``addon.specs``), errors reported through ``ctx``
+        (``tree.compiler.CompileContext``). Nodes another node reads (a Hidden Layer, an Epsilon
+        Schedule) compile nothing of their own."""
+        return None
 
     def update(self):  # Blender calls this on link changes: nothing to do, never raise
         pass

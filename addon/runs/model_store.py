@@ -9,12 +9,11 @@ the stored model as it was.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
-
 import bpy
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ..drla_core.model_io import Model
+from ...drla_core import model_io
+from ...drla_core.model_io import Model
+from . import outputs
 
 PREFIX = "DRLA model: "
 
@@ -37,8 +36,6 @@ def has_model(tree) -> bool:
 
 
 def model_json(model: Model) -> str:
-    from ..drla_core import model_io
-
     # One value per line: Blender's text datablocks are quadratic in the length of a line (a 0.8 MB
     # single-line JSON takes 20+ s to store), and linear in the number of lines (30 ms).
     return json.dumps(model_io.model_to_dict(model), allow_nan=False, indent=0, separators=(",", ":"))
@@ -68,8 +65,6 @@ def store_json(tree, text_json: str):
 
 def load_stored_model(tree) -> Model:
     """The model stored for ``tree``; raises ``ModelFormatError`` (a readable message) when absent or corrupt."""
-    from ..drla_core import model_io
-
     text = find_text(tree)
     if text is None:
         raise model_io.ModelFormatError(f"No trained model stored for '{tree.name}' yet: train or import one")
@@ -81,9 +76,7 @@ def load_stored_model(tree) -> Model:
 
 def export_model(tree, filepath: str) -> None:
     """Write ``tree``'s stored model to ``filepath`` (validated: a corrupt stored text raises)."""
-    from ..drla_core import model_io
-
-    model_io.save_model(filepath, load_stored_model(tree))
+    outputs.write_model(filepath, load_stored_model(tree))
 
 
 def import_model(tree, filepath: str, check=None) -> Model:
@@ -91,8 +84,6 @@ def import_model(tree, filepath: str, check=None) -> Model:
 
     ``check(model)`` may raise ``ModelFormatError`` too (e.g. the spaces don't match the tree).
     """
-    from ..drla_core import model_io
-
     try:
         model = model_io.load_model(filepath)
     except model_io.ModelFormatError:

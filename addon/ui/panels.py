@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import bpy
 
-from . import live_curve, model_store, session
-from .properties import TREE_IDNAME, settings
+from ...drla_core.train import history_metric_text
+from ..properties import TREE_IDNAME, settings
+from ..runs import kinds, model_store, sessions
+from ..words import format_duration
+from . import live_curve
 
 
 # --------------------------------------------------------------------------- wrapped text
@@ -102,20 +105,20 @@ def draw_error(layout, s, context=None) -> None:
 
 
 def draw_progress(layout, s, state: str, context=None) -> None:
+    """The progress bar, then the run's own figures (``TrainingJob.status()``, mirrored in
+    ``scene.drla.status``) two to a row, the time left and the task's counts."""
     text = f"{s.steps_done} / {s.steps_total} steps"
     if state == "STOPPED":
         text += "  (stopped)"
     layout.progress(factor=s.progress, type='BAR', text=text)
-    left = f"Left {session.format_duration(s.seconds_left)}" if state == "TRAINING" else ""
-    if session.is_ik_tree(s.tree):
-        label_wrapped(layout, context, f"Median tip error {s.mean_return:.1f} mm"
-                                       + (f", {left.lower()}" if left else ""))
-        return
-    grid = layout.grid_flow(columns=2, align=True)
-    grid.label(text=f"Episodes {s.episodes}")
-    grid.label(text=f"Epsilon {s.epsilon:.2f}")
-    grid.label(text=f"Return {s.mean_return:.2f}")
-    grid.label(text=left)
+    figures = [line.split("\t", 1) for line in s.status.splitlines() if "\t" in line]
+    cells = [f"{label} {value}" for label, value in figures]
+    if state == "TRAINING":
+        cells.append(f"Left {format_duration(s.seconds_left)}")
+    if cells:
+        grid = layout.grid_flow(columns=2, align=True)
+        for cell in cells:
+            grid.label(text=cell)
     metric = task_metric_text(context.scene.name if context is not None else "")
     if metric:
         label_wrapped(layout, context, metric)
@@ -127,8 +130,6 @@ def task_metric_text(key: str) -> str:
     if history is None:
         return ""
     try:
-        from ..drla_core.train import history_metric_text
-
         return history_metric_text(history, 20, short=True) or ""
     except Exception:
         return ""
@@ -139,7 +140,7 @@ def draw_main(layout, context) -> None:
     s = settings(scene)
     layout.prop(s, "tree")
     draw_error(layout, s, context)
-    state = session.ui_state(scene)
+    state = sessions.ui_state(scene)
     if state == "NO_TREE":
         label_wrapped(layout, context, "Pick an RL tree above, or add an example tree and its scene with "
                                        "Add > DRLA Examples in the 3D viewport", 'INFO')
@@ -170,58 +171,52 @@ def draw_main(layout, context) -> None:
 def draw_model(layout, context) -> None:
     scene = context.scene
     s = settings(scene)
-    state = session.ui_state(scene)
+    state = sessions.ui_state(scene)
     tree = s.tree
     if tree is not None and model_store.has_model(tree):
         label_wrapped(layout, context, model_store.text_name(tree), 'TEXT')
     elif tree is not None:
         label_wrapped(layout, context, "No trained model yet", 'INFO')
 
-    if session.is_ik_tree(tree):
-        draw_ik_model(layout, context)
-        return
-
-    row = layout.row(align=True)
-    if state == "PLAYING":
-        row.operator("drla.stop", text="Stop", icon='SNAP_FACE')
-    else:
-        row.operator("drla.play", text="Play", icon='PLAY')
-    row.prop(s, "play_fps", text="Speed")
+    kind = kinds.of_tree(tree)
+    if kind.can_play:
+        row = layout.row(align=True)
+        if state == "PLAYING":
+            row.operator("drla.stop", text="Stop", icon='SNAP_FACE')
+        else:
+            row.operator("drla.play", text="Play", icon='PLAY')
+        row.prop(s, "play_fps", text="Speed")
+    if kind.can_follow:
+        on, _ = kinds.follow_state(tree)
+        row = layout.row(align=True)
+        row.scale_y = 1.2
+        row.operator("drla.ik_follow", text="Learned IK: On" if on else "Learned IK", icon='CON_KINEMATIC',
+                     depress=on)
 
     row = layout.row(align=True)
     row.operator("drla.export_model", text="Export JSON", icon='EXPORT')
     row.operator("drla.import_model", text="Import JSON", icon='IMPORT')
 
     col = layout.column(align=True)
-    col.operator("drla.bake", text="Bake to Keyframes", icon='KEYINGSET')
-    sub = col.row(align=True)
-    sub.prop(s, "bake_steps", text="Steps")
-    sub.prop(s, "bake_frame_step", text="Frames/Step")
-
-
-def draw_ik_model(layout, context) -> None:
-    """Learned IK trees: the follow toggle, export / import, and baking the target's animation."""
-    from .operators import ik_follow_state
-
-    scene = context.scene
-    on, ob = ik_follow_state(scene)
-    row = layout.row(align=True)
-    row.scale_y = 1.2
-    row.operator("drla.ik_follow", text="Learned IK: On" if on else "Learned IK", icon='CON_KINEMATIC',
-                 depress=on)
-    row = layout.row(align=True)
-    row.operator("drla.export_model", text="Export JSON", icon='EXPORT')
-    row.operator("drla.import_model", text="Import JSON", icon='IMPORT')
-    col = layout.column(align=True)
-    col.operator("drla.bake", text="Bake Target Animation", icon='KEYINGSET')
-    label_wrapped(col, context, f"Frames {scene.frame_start}-{scene.frame_end} (the scene's frame range)")
+    col.operator("drla.bake", text=kind.bake_label, icon='KEYINGSET')
+    if kind.bake_settings:
+        sub = col.row(align=True)
+        for name, label in kind.bake_settings:
+            sub.prop(s, name, text=label)
+    hint = kind.bake_hint(scene)
+    if hint:
+        label_wrapped(col, context, hint)
 
 
 def draw_curve(layout, context) -> None:
     scene = context.scene
-    live_curve.draw(layout, scene.name, settings(scene), context)
     s = settings(scene)
-    if s.report_path and session.ui_state(scene) != "TRAINING":
+    sess = sessions.get(scene)
+    history = getattr(sess, "history", None)
+    if history is not None:  # the curve follows the run as the panel redraws (the operator asks it to)
+        live_curve.follow(scene.name, history, s.curve, running=sess.state == sessions.RUNNING)
+    live_curve.draw(layout, scene.name, s, context)
+    if s.report_path and sessions.ui_state(scene) != "TRAINING":
         label_wrapped(layout, context, f"Report: {bpy.path.basename(s.report_path)}", 'IMAGE_DATA')
 
 
@@ -239,42 +234,60 @@ class _Sidebar:
         return True
 
 
-def _panels(space: str, prefix: str) -> tuple[type, ...]:
-    main_id = f"DRLA_PT_{prefix}"
+class _Main(_Sidebar):
+    bl_label = "DRLA Training"
 
-    class Main(_Sidebar, bpy.types.Panel):
-        bl_space_type = space
-        bl_idname = main_id
-        bl_label = "DRLA Training"
-
-        def draw(self, context):
-            draw_main(self.layout, context)
-
-    class Curve(_Sidebar, bpy.types.Panel):
-        bl_space_type = space
-        bl_idname = f"DRLA_PT_{prefix}_curve"
-        bl_label = "Learning Curve"
-        bl_parent_id = main_id
-
-        def draw(self, context):
-            draw_curve(self.layout, context)
-
-    class Model(_Sidebar, bpy.types.Panel):
-        bl_space_type = space
-        bl_idname = f"DRLA_PT_{prefix}_model"
-        bl_label = "Trained Model"
-        bl_parent_id = main_id
-
-        def draw(self, context):
-            draw_model(self.layout, context)
-
-    for cls, suffix in ((Main, ""), (Curve, "_curve"), (Model, "_model")):
-        cls.__name__ = cls.__qualname__ = f"DRLA_PT_{prefix}{suffix}"
-    return Main, Curve, Model
+    def draw(self, context):
+        draw_main(self.layout, context)
 
 
-DRLA_PT_view3d, DRLA_PT_view3d_curve, DRLA_PT_view3d_model = _panels('VIEW_3D', "view3d")
-DRLA_PT_node, DRLA_PT_node_curve, DRLA_PT_node_model = _panels('NODE_EDITOR', "node")
+class _Curve(_Sidebar):
+    bl_label = "Learning Curve"
+
+    def draw(self, context):
+        draw_curve(self.layout, context)
+
+
+class _Model(_Sidebar):
+    bl_label = "Trained Model"
+
+    def draw(self, context):
+        draw_model(self.layout, context)
+
+
+class DRLA_PT_view3d(_Main, bpy.types.Panel):
+    bl_space_type = 'VIEW_3D'
+    bl_idname = "DRLA_PT_view3d"
+
+
+class DRLA_PT_view3d_curve(_Curve, bpy.types.Panel):
+    bl_space_type = 'VIEW_3D'
+    bl_idname = "DRLA_PT_view3d_curve"
+    bl_parent_id = "DRLA_PT_view3d"
+
+
+class DRLA_PT_view3d_model(_Model, bpy.types.Panel):
+    bl_space_type = 'VIEW_3D'
+    bl_idname = "DRLA_PT_view3d_model"
+    bl_parent_id = "DRLA_PT_view3d"
+
+
+class DRLA_PT_node(_Main, bpy.types.Panel):
+    bl_space_type = 'NODE_EDITOR'
+    bl_idname = "DRLA_PT_node"
+
+
+class DRLA_PT_node_curve(_Curve, bpy.types.Panel):
+    bl_space_type = 'NODE_EDITOR'
+    bl_idname = "DRLA_PT_node_curve"
+    bl_parent_id = "DRLA_PT_node"
+
+
+class DRLA_PT_node_model(_Model, bpy.types.Panel):
+    bl_space_type = 'NODE_EDITOR'
+    bl_idname = "DRLA_PT_node_model"
+    bl_parent_id = "DRLA_PT_node"
+
 
 classes = (DRLA_PT_view3d, DRLA_PT_view3d_curve, DRLA_PT_view3d_model,
            DRLA_PT_node, DRLA_PT_node_curve, DRLA_PT_node_model)

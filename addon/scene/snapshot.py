@@ -9,7 +9,7 @@ custom properties and are never captured or deleted. RNA paths the environment w
 (``data.energy``, ``color[0]``) are added with ``track`` (``SceneEnv`` does it for every active
 snapshot of its scene). ``restore()`` writes them back, marks an unbaked rigid-body cache outdated
 (a baked cache, and every other cache, is left alone) and re-evaluates the frame, so
-``matrix_world`` is recomputed from the restored values. ``scene_session(scene)`` wraps a
+``matrix_world`` is recomputed from the restored values. ``restored_scene(scene)`` wraps a
 training run and restores on any exit: done, stopped, or an exception.
 
 ``ObjectState`` is also what ``SceneEnv`` uses to put the objects its actions touch back into
@@ -24,7 +24,7 @@ from typing import Any
 import bpy
 
 from .actuators import property_setter
-from .sensors import view_layer_of
+from .probes import view_layer_of
 
 _TRANSFORM = ("location", "rotation_euler", "rotation_quaternion", "rotation_axis_angle", "scale")
 _OBJECT_EXTRA = ("delta_location", "delta_rotation_euler", "delta_rotation_quaternion", "delta_scale")
@@ -231,12 +231,12 @@ _ACTIVE: list[SceneSnapshot] = []
 
 
 def active_snapshots(scene) -> list[SceneSnapshot]:
-    """The snapshots of open ``scene_session`` blocks on ``scene`` (innermost last)."""
+    """The snapshots of open ``restored_scene`` blocks on ``scene`` (innermost last)."""
     return [s for s in _ACTIVE if s.scene_name == scene.name]
 
 
 @contextlib.contextmanager
-def scene_session(scene):
+def restored_scene(scene):
     """Capture ``scene``, yield the snapshot, and restore the scene however the block ends."""
     snap = SceneSnapshot.capture(scene)
     _ACTIVE.append(snap)

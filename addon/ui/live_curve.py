@@ -16,9 +16,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import bpy.utils.previews
 import numpy as np
 
-from ..drla_core.plot import GLYPH_H, draw_text, moving_average, polyline, text_width
+from ...drla_core.plot import GLYPH_H, draw_text, moving_average, polyline, text_width
+from ...drla_core.train import METRIC_WORDS, ONCE_PER_EPISODE
+from ..runs import sessions
 
 SIZE = 240  # the picture's side in pixels until a sidebar asks for its own
 WIDTH, HEIGHT = SIZE, SIZE
@@ -60,8 +63,6 @@ def _metric_name(history: Any) -> str:
 
 def _metric_counts(history: Any) -> bool:
     """True when the task metric is better read as a count per episode (hits) than as a rate."""
-    from ..drla_core.train import ONCE_PER_EPISODE
-
     name = _metric_name(history)
     sums, returns = _field(history, "episode_metric_sums"), _field(history, "episode_returns")
     return bool(name) and name not in ONCE_PER_EPISODE and len(sums) == len(returns) and len(sums) > 0
@@ -109,8 +110,6 @@ def title(history: Any, metric: str) -> str:
     name = _metric_name(history)
     if not name:
         return "Task metric"
-    from ..drla_core.train import METRIC_WORDS
-
     (_, ones), _ = METRIC_WORDS.get(name, ((name, name), ("", "")))
     return f"{ones.capitalize()} per episode" if _metric_counts(history) else f"{name.capitalize()} rate"
 
@@ -284,8 +283,6 @@ def render(history: Any, metric: str = 'RETURN', size: int = SIZE, scale: int = 
 def _collection():
     global _previews
     if _previews is None:
-        import bpy.utils.previews
-
         _previews = bpy.utils.previews.new()
     return _previews
 
@@ -398,11 +395,27 @@ def remember_history(key: str, history: Any) -> None:
     _state.setdefault(key, {"t": -1e9})["history"] = history
 
 
+def register() -> None:
+    sessions.on_forget.append(forget_all)  # opening another file forgets every curve
+
+
 def unregister() -> None:
     global _previews
+    if forget_all in sessions.on_forget:
+        sessions.on_forget.remove(forget_all)
     if _previews is not None:
-        import bpy.utils.previews
-
         bpy.utils.previews.remove(_previews)
         _previews = None
     _state.clear()
+
+
+def follow(key: str, history: Any, metric: str, running: bool) -> None:
+    """Keep the curve of a run current: redrawn at most every THROTTLE_S while it runs, and exactly
+    once more when it has stopped or finished (the panel calls this as it draws)."""
+    remember_history(key, history)
+    if running:
+        update(key, history, metric)
+        return
+    state = _state.get(key, {})
+    if state.get("metric") != metric or state.get("count") != series(history, metric)[0].size:
+        update(key, history, metric, force=True)

@@ -1,100 +1,19 @@
 """Everything that reads the live scene into numbers (the ONLY bpy -> numpy code).
 
 ``StateReader(state_spec, scene)`` resolves every object, bone and property once and then
-``read()`` fills one float32 observation vector. The probe functions (``distance_probe``,
-``property_probe``, ...) are the scalar reads that rewards and endings use, and
-``cast_ray`` is the one ray query (used by the Ray sensor and the Fire action).
+``read()`` fills one float32 observation vector. The scalar reads it shares with rewards, endings
+and actions are ``scene.probes``.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
-from collections.abc import Callable
 
-import bpy
 import numpy as np
 from mathutils import Vector
 
-AXIS_VECTORS = {'POS_X': (1, 0, 0), 'NEG_X': (-1, 0, 0), 'POS_Y': (0, 1, 0), 'NEG_Y': (0, -1, 0),
-                'POS_Z': (0, 0, 1), 'NEG_Z': (0, 0, -1)}
-
-
-def depsgraph_of(scene):
-    ctx_scene = getattr(bpy.context, "scene", None)
-    if ctx_scene is not None and ctx_scene == scene:
-        return bpy.context.evaluated_depsgraph_get()
-    return scene.view_layers[0].depsgraph
-
-
-def view_layer_of(scene):
-    ctx_scene = getattr(bpy.context, "scene", None)
-    if ctx_scene is not None and ctx_scene == scene:
-        return bpy.context.view_layer
-    return scene.view_layers[0]
-
-
-def _top(ob):
-    while ob.parent is not None:
-        ob = ob.parent
-    return ob
-
-
-def cast_ray(scene, origin, direction, distance: float, ignore_root=None):
-    """First object hit along a world-space ray: ``(object, distance)`` or ``(None, distance)``.
-
-    Hits on ``ignore_root``'s hierarchy (the shooter's own body) are passed through.
-    """
-    dg = depsgraph_of(scene)
-    origin, direction = Vector(origin), Vector(direction).normalized()
-    travelled = 0.0
-    for _ in range(8):
-        hit, loc, _n, _i, ob, _m = scene.ray_cast(dg, origin, direction, distance=distance - travelled)
-        if not hit:
-            return None, distance
-        step = (loc - origin).length
-        travelled += step
-        if ignore_root is None or _top(ob.original if hasattr(ob, "original") else ob) != ignore_root:
-            return (ob.original if hasattr(ob, "original") else ob), travelled
-        origin = loc + direction * 1e-4
-        travelled += 1e-4
-    return None, distance
-
-
-def world_axis(ob, axis: str) -> Vector:
-    """``ob``'s local axis in world space (unit length)."""
-    return (ob.matrix_world.to_3x3() @ Vector(AXIS_VECTORS[axis])).normalized()
-
-
-def property_probe(owner, path: str) -> Callable[[], Any]:
-    """A fast getter for a custom property (``["score"]``) or any RNA path on ``owner``."""
-    if path.startswith('["') and path.endswith('"]') and path.count('"') == 2:
-        key = path[2:-2]
-        return lambda: owner[key]
-    return lambda: owner.path_resolve(path)
-
-
-def location_probe(ob) -> Callable[[], Vector]:
-    return lambda: ob.matrix_world.translation
-
-
-def distance_probe(a, b) -> Callable[[], float]:
-    return lambda: (a.matrix_world.translation - b.matrix_world.translation).length
-
-
-def xy_extent(ob) -> tuple[float, float, float, float]:
-    """World-space X/Y extent of an object's bounding box: (xmin, xmax, ymin, ymax)."""
-    mw = ob.matrix_world
-    pts = [mw @ Vector(c) for c in ob.bound_box]
-    xs, ys = [p.x for p in pts], [p.y for p in pts]
-    return min(xs), max(xs), min(ys), max(ys)
-
-
-def as_floats(value) -> list[float]:
-    if hasattr(value, "__len__") and not isinstance(value, str):
-        return [float(v) for v in value]
-    return [float(value)]
-
+from .camera import CameraRenderer
+from .probes import AXIS_VECTORS, top_parent, cast_ray, distance_probe, property_probe
 
 # --------------------------------------------------------------------------- sensor readers
 # Each reader: ``size`` and ``read(out)`` writing ``size`` float32 values into ``out``.
@@ -166,7 +85,7 @@ class RayReader:
         angles = [0.0] if n == 1 else np.linspace(-o["spread"] / 2, o["spread"] / 2, n)
         self.dirs = [axis * math.cos(a) + perp * math.sin(a) for a in angles]
         self.size = n
-        self.root = _top(self.ob)
+        self.root = top_parent(self.ob)
 
     def read(self, out):
         m3 = self.ob.matrix_world.to_3x3()
@@ -178,8 +97,6 @@ class RayReader:
 
 class CameraReader:
     def __init__(self, spec, scene):
-        from .camera import CameraRenderer
-
         o = spec.options
         self.depth = o["mode"] == 'DEPTH'
         self.max_depth = float(o["max_depth"])

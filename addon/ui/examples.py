@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import bpy
 
-from .node_tree import TREE_ID
+from ..tree.node_tree import TREE_ID
 
 
 #: Left to right by role: what the agent senses and does, the environment, the network, the agent,

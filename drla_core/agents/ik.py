@@ -35,10 +35,13 @@ from typing import Any
 
 import numpy as np
 
-from . import kinematics as kin
-from .mlp import MLP
-from .optim import Adam
-from .schedules import linear_schedule
+from .. import kinematics as kin
+from .. import plot
+from ..mlp import MLP
+from ..model_io import Model, load_model, save_model
+from ..optim import Adam
+from ..schedules import linear_schedule
+from ..spaces import Box
 
 __all__ = ["IKSolver", "IKTrainResult", "distance_reward"]
 
@@ -124,8 +127,6 @@ def save_report(path: str | Path, curve: list[tuple[int, float, float]], summary
                 title: str = "Learned IK") -> Path:
     """A training report PNG: the validation tip error (median and p90, mm, log scale) per step, and
     ``summary`` lines (e.g. the accuracy of the network alone and with refinement)."""
-    from . import plot
-
     c = np.asarray(curve, dtype=np.float64).reshape(-1, 3)
     series = [plot.Series(c[:, 0], 1000 * c[:, 2], (235, 150, 150), "p90", "line", 2),
               plot.Series(c[:, 0], 1000 * c[:, 1], (200, 40, 40), "median", "line", 2)] if len(c) else []
@@ -504,9 +505,6 @@ class IKSolver:
     def to_model(self, meta: dict[str, Any] | None = None) -> Any:
         """A ``model_io.Model`` of kind "ik": ``predict(target)`` gives the joint angles; ``extra["arm"]``
         holds the arm description."""
-        from .model_io import Model
-        from .spaces import Box
-
         arm = self.arm
         obs_space = Box(self.norm_mean - arm.reach, self.norm_mean + arm.reach, (3,))
         act_space = Box(arm.lower, arm.upper, (arm.n_dofs,))
@@ -533,12 +531,99 @@ class IKSolver:
         return solver
 
     def save(self, path: str | Path, meta: dict[str, Any] | None = None) -> Path:
-        from .model_io import save_model
-
         return save_model(path, self.to_model(meta))
 
     @classmethod
     def load(cls, path: str | Path) -> IKSolver:
-        from .model_io import load_model
-
         return cls.from_model(load_model(path))
+
+
+# ---- accuracy and report ---------------------------------------------------------------------------
+def accuracy(solver: IKSolver, n: int = 1000, seed: int = 0, iters: int = 3) -> dict[str, float]:
+    """Tip errors (mm) on ``n`` random reachable targets: network alone and network + refinement."""
+    targets, _ = solver.arm.sample_targets(n, seed)
+    out: dict[str, float] = {}
+    for key, angles in (("net", solver.solve(targets)), ("refined", solver.solve_refined(targets, iters=iters))):
+        err = solver.errors(targets, angles) * 1000.0
+        out[f"{key}_median_mm"] = float(np.median(err))
+        out[f"{key}_p90_mm"] = float(np.percentile(err, 90))
+        out[f"{key}_under_1mm"] = float(np.mean(err < 1.0))
+    return out
+
+
+def accuracy_text(acc: dict[str, float]) -> str:
+    return (f"network alone: median {acc['net_median_mm']:.1f} mm, p90 {acc['net_p90_mm']:.1f} mm, "
+            f"{acc['net_under_1mm']:.1%} under 1 mm; network + refinement: median {acc['refined_median_mm']:.4f} mm, "
+            f"p90 {acc['refined_p90_mm']:.4f} mm, {acc['refined_under_1mm']:.1%} under 1 mm")
+
+
+def save_ik_report(path: str | Path, solver: IKSolver, acc: dict[str, float], title: str,
+                   seconds: float = 0.0) -> Path:
+    """The training report PNG: validation error curve plus the accuracy summary."""
+    lines = [f"{solver.arm.name}: {solver.arm.n_dofs} joints, reach {solver.arm.reach:.3f} m",
+             f"trained {solver.train_steps} steps" + (f" in {seconds:.1f} s" if seconds else ""),
+             "1000 random reachable targets:",
+             f"network alone: median {acc['net_median_mm']:.1f} mm",
+             f"  p90 {acc['net_p90_mm']:.1f} mm, {acc['net_under_1mm']:.1%} < 1 mm",
+             f"+ refinement: median {acc['refined_median_mm']:.4f} mm",
+             f"  p90 {acc['refined_p90_mm']:.4f} mm, {acc['refined_under_1mm']:.1%} < 1 mm"]
+    return save_report(path, list(getattr(solver, "curve", []) or []), lines, title)
+
+
+# ---- the training job ------------------------------------------------------------------------------
+class IKTrainingJob:
+    """Learned IK training as a ``TrainingJob``: the solver's step generator (self-supervised or reward)
+    advanced in slices. Resuming is advancing again: the generator keeps the optimiser and the
+    schedule. ``evaluate`` measures the accuracy the model file and the report carry."""
+
+    def __init__(self, solver: IKSolver, method: str = "SELF_SUPERVISED", total_steps: int = 16000,
+                 max_seconds: float | None = None, refine_iters: int = 3) -> None:
+        self.solver, self.method, self.total_steps = solver, method, int(total_steps)
+        self.max_seconds, self.refine_iters = max_seconds, int(refine_iters)
+        every = max(50, self.total_steps // 50)  # validation every ~2 % of the steps
+        train = solver.iter_reward if method == "REWARD" else solver.iter_self_supervised
+        self._gen = train(steps=self.total_steps, max_seconds=max_seconds or None, eval_every=every)
+        self.steps = 0
+        self.done = False
+        self.accuracy: dict[str, float] = {}
+        self.history: dict[str, Any] = {"losses": [], "loss_steps": [], "episode_returns": [],
+                                        "loss_name": "Median tip error (mm)"}
+
+    def advance(self, max_steps: int | None = None, max_seconds: float | None = None) -> int:
+        """Train for at most ``max_steps`` steps or ``max_seconds`` seconds; returns the steps done."""
+        t_end = None if max_seconds is None else time.perf_counter() + max_seconds
+        start = self.steps
+        while not self.done:
+            try:
+                self.steps, _ = next(self._gen)
+            except StopIteration:
+                self.done = True
+                break
+            if max_steps is not None and self.steps - start >= max_steps:
+                break
+            if t_end is not None and time.perf_counter() >= t_end:
+                break
+        curve = getattr(self.solver, "curve", None) or []
+        self.history["losses"] = [1000.0 * m for _, m, _ in curve]
+        self.history["loss_steps"] = [step for step, _, _ in curve]
+        return self.steps - start
+
+    def resume(self, env: Any = None) -> None:
+        """Nothing to rebuild: the arm is read once, the generator goes on."""
+
+    def error_mm(self) -> float:
+        """The latest validation median tip error, network alone (mm)."""
+        curve = getattr(self.solver, "curve", None) or []
+        return 1000.0 * curve[-1][1] if curve else 0.0
+
+    def status(self) -> dict[str, str]:
+        return {"Median tip error": f"{self.error_mm():.1f} mm"}
+
+    def evaluate(self, n: int = 1000, seed: int = 12345) -> dict[str, float]:
+        """Accuracy on ``n`` random reachable targets, kept for ``to_model`` and the report."""
+        self.accuracy = accuracy(self.solver, n, seed=seed, iters=self.refine_iters)
+        return self.accuracy
+
+    def to_model(self, meta: dict[str, Any] | None = None) -> Model:
+        info = {**(meta or {}), "method": self.method, **{k: round(v, 6) for k, v in self.accuracy.items()}}
+        return self.solver.to_model(info)

@@ -11,133 +11,22 @@ Observation: ``Box(-inf, inf, (state size,))`` (or ``[-clip, clip]``); action: `
 names)`` or ``Box(-1, 1, (3 x bones,))`` for continuous bone rotations. With a Fire action,
 ``info["hit"]`` is 1/0 on every shot and ``task_metric == "hit"``.
 
-The env changes the scene while it runs; wrap it in ``snapshot.scene_session(scene)`` (as
-``compile.train_tree`` and the operators do) to get the user's scene back afterwards.
+The env changes the scene while it runs; wrap it in ``snapshot.restored_scene(scene)`` (as
+``runs`` do) to get the user's scene back afterwards.
 """
 
 from __future__ import annotations
 
 import math
-import operator
 from typing import Any
 
 import numpy as np
 
-from ..drla_core.env import Env
-from ..drla_core.spaces import Box, Discrete
+from ...drla_core.env import Env
+from ...drla_core.spaces import Box, Discrete
 from . import actuators, sensors
+from .rewards import DONES, REWARDS
 from .snapshot import ObjectState, active_snapshots, capture_path, prepare_for_training, restore_path
-
-
-# --------------------------------------------------------------------------- reward terms and endings
-
-class _DistanceReward:
-    def __init__(self, spec, scene):
-        self.get = sensors.distance_probe(scene.objects[spec.obj], scene.objects[spec.other])
-        self.progress = spec.options["mode"] == 'PROGRESS'
-        self.weight = float(spec.options["weight"])
-
-    def reset(self):
-        self.prev = self.get()
-
-    def __call__(self, events):
-        d = self.get()
-        r = self.weight * (self.prev - d) if self.progress else -self.weight * d
-        self.prev = d
-        return r
-
-
-class _PropertyChangeReward:
-    def __init__(self, spec, scene):
-        owner = scene if spec.options["source"] == 'SCENE' else scene.objects[spec.obj]
-        self.get = sensors.property_probe(owner, spec.path)
-        self.up, self.down = float(spec.options["increase"]), float(spec.options["decrease"])
-
-    def reset(self):
-        self.prev = float(self.get())
-
-    def __call__(self, events):
-        v = float(self.get())
-        r = self.up if v > self.prev else self.down if v < self.prev else 0.0
-        self.prev = v
-        return r
-
-
-class _HitReward:
-    def __init__(self, spec, scene):
-        self.hit, self.miss = float(spec.options["hit"]), float(spec.options["miss"])
-
-    def reset(self):
-        pass
-
-    def __call__(self, events):
-        if not events["fired"]:
-            return 0.0
-        return self.hit if events["hit"] else self.miss
-
-
-class _StepCost:
-    def __init__(self, spec, scene):
-        self.cost = float(spec.options["cost"])
-
-    def reset(self):
-        pass
-
-    def __call__(self, events):
-        return -self.cost
-
-
-REWARDS = {"distance": _DistanceReward, "property_change": _PropertyChangeReward, "hit": _HitReward,
-           "step_cost": _StepCost}
-
-
-class _OutOfBounds:
-    def __init__(self, spec, scene):
-        self.loc = sensors.location_probe(scene.objects[spec.obj])
-        self.bounds_ob = scene.objects[spec.other] if spec.other else None
-        self.box = (spec.options.get("min"), spec.options.get("max"))
-        self.reward = spec.reward
-
-    def reset(self):
-        if self.bounds_ob is not None:
-            x0, x1, y0, y1 = sensors.xy_extent(self.bounds_ob)
-            self.box = ((x0, y0, -np.inf), (x1, y1, np.inf))
-
-    def __call__(self):
-        p, (lo, hi) = self.loc(), self.box
-        return not (lo[0] <= p[0] <= hi[0] and lo[1] <= p[1] <= hi[1] and lo[2] <= p[2] <= hi[2])
-
-
-class _WithinDistance:
-    def __init__(self, spec, scene):
-        self.get = sensors.distance_probe(scene.objects[spec.obj], scene.objects[spec.other])
-        self.distance, self.reward = float(spec.options["distance"]), spec.reward
-
-    def reset(self):
-        pass
-
-    def __call__(self):
-        return self.get() <= self.distance
-
-
-_COMPARE = {'GE': operator.ge, 'LE': operator.le, 'GT': operator.gt, 'LT': operator.lt, 'EQ': operator.eq}
-
-
-class _PropertyCondition:
-    def __init__(self, spec, scene):
-        owner = scene if spec.options["source"] == 'SCENE' else scene.objects[spec.obj]
-        self.get = sensors.property_probe(owner, spec.path)
-        self.op, self.value = _COMPARE[spec.options["compare"]], float(spec.options["value"])
-        self.reward = spec.reward
-
-    def reset(self):
-        pass
-
-    def __call__(self):
-        return self.op(float(self.get()), self.value)
-
-
-DONES = {"out_of_bounds": _OutOfBounds, "within_distance": _WithinDistance, "property": _PropertyCondition}
 
 
 # --------------------------------------------------------------------------- the environment

@@ -17,12 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from .losses import clip_grad_norm, huber, mse
-from .mlp import MLP, LayerSpec, as_layer_specs
-from .optim import Adam
-from .replay_buffer import ReplayBuffer
-from .schedules import linear_schedule
-from .spaces import Box, Discrete, Space
+from ..losses import clip_grad_norm, huber, mse
+from ..mlp import MLP, LayerSpec, as_layer_specs
+from ..model_io import Model
+from ..optim import Adam
+from ..replay_buffer import ReplayBuffer
+from ..schedules import linear_schedule
+from ..spaces import Box, Discrete, Space
 
 __all__ = ["DQNConfig", "DQNAgent"]
 
@@ -277,8 +278,6 @@ class DQNAgent:
 
     def to_model(self, meta: dict[str, Any] | None = None) -> Any:
         """The trained Q-network as a ``model_io.Model`` (greedy policy), ready for ``save_model``."""
-        from .model_io import Model  # lazy: model_io is a separate module and optional for training
-
         return Model(network=self.q_network.copy(), observation_space=self.observation_space,
                      action_space=self.action_space, kind="dqn", meta=dict(meta or {}),
                      extra={"config": self.config.to_dict(), "num_timesteps": self.num_timesteps})

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from mathutils import Euler, Quaternion, Vector
 
-from . import sensors
+from . import probes
 
 NO_EVENT: dict[str, bool] = {"fired": False, "hit": False}
 
@@ -85,17 +85,17 @@ class _Item:
         if self.kind == 'BONE_ROTATE':
             self.owner = self.ob.pose.bones[spec.bone]
         if self.kind in {'SET_PROPERTY', 'ADD_PROPERTY'}:
-            self.get = sensors.property_probe(self.ob, spec.path)
+            self.get = probes.property_probe(self.ob, spec.path)
             self.set = property_setter(self.ob, spec.path)
         if self.kind == 'FIRE':
             o = spec.options
             self.scene = scene
             self.axis_ob = scene.objects[o["axis_obj"]] if o["axis_obj"] else self.ob
             self.target = scene.objects[o["target"]]
-            self.root = sensors._top(self.ob)
+            self.root = probes.top_parent(self.ob)
             score_ob = scene.objects[o["score_obj"]] if o["score_obj"] else None
             if score_ob is not None:
-                self.get_score = sensors.property_probe(score_ob, o["score_path"])
+                self.get_score = probes.property_probe(score_ob, o["score_path"])
                 self.set_score = property_setter(score_ob, o["score_path"])
             else:
                 self.get_score = None
@@ -126,9 +126,9 @@ class _Item:
     def fire(self, rng) -> dict[str, bool]:
         o = self.spec.options
         origin = self.ob.matrix_world.translation
-        hit_ob, _dist = sensors.cast_ray(self.scene, origin, sensors.world_axis(self.axis_ob, o["axis"]),
+        hit_ob, _dist = probes.cast_ray(self.scene, origin, probes.world_axis(self.axis_ob, o["axis"]),
                                          o["range"], self.root)
-        hit = hit_ob is not None and (hit_ob == self.target or sensors._top(hit_ob) == self.target
+        hit = hit_ob is not None and (hit_ob == self.target or probes.top_parent(hit_ob) == self.target
                                       or self.target in _ancestors(hit_ob))
         if hit:
             if self.get_score is not None:

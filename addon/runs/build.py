@@ -1,0 +1,135 @@
+"""The one assembler: a compiled tree becomes an environment, an agent and a training job.
+
+The panel's sessions, the CLI, the tests and the benchmarks all build through here, so a tree
+trains the same way wherever it is started. ``build_job`` returns a ``drla_core`` ``TrainingJob``
+(advance in slices, steps, history, status, to_model) whatever the agent kind; ``JOBS`` says how
+each kind is built.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ...drla_core import train
+from ...drla_core.agents import dqn
+from ...drla_core.agents.ik import IKTrainingJob
+from ..scene.scene_env import SceneEnv
+from ..scene.snapshot import restored_scene
+from ..tree.compiler import compile_tree
+from ..specs import AgentSpec, CompiledTree, TrainerSpec
+from . import ik, outputs
+
+#: Training steps when neither the caller, the agent node nor the Trainer node sets them.
+DEFAULT_TOTAL_STEPS = 20_000
+
+
+def build_env(compiled: CompiledTree, scene) -> SceneEnv:
+    """A ``SceneEnv`` over ``scene`` for the compiled tree (object lookups cached now)."""
+    return SceneEnv(compiled.env, scene)
+
+
+def total_steps_of(compiled: CompiledTree, requested: int = 0) -> int:
+    """Steps to train: the caller's, else the agent node's own (Learned IK's Train Steps), else the
+    Trainer's, else ``DEFAULT_TOTAL_STEPS``."""
+    own = compiled.agent.config.get("train_steps", 0) if compiled.agent is not None else 0
+    trainer = compiled.trainer.total_steps if compiled.trainer is not None else 0
+    return int(requested or own or trainer or DEFAULT_TOTAL_STEPS)
+
+
+# --------------------------------------------------------------------------- DQN
+# Our property names -> DQNConfig field names (the agent node mirrors DQNConfig by name).
+_ALIASES = {
+    "buffer_size": ("buffer_size",),
+    "epsilon_start": ("exploration_initial_eps",),
+    "epsilon_end": ("exploration_final_eps",),
+    "epsilon_fraction": ("exploration_fraction",),
+}
+
+
+def dqn_config(compiled: CompiledTree, total_steps: int | None = None) -> dqn.DQNConfig:
+    """The ``DQNConfig`` the agent node describes."""
+    spec = compiled.agent or AgentSpec("")
+    fields = {f.name for f in dataclasses.fields(dqn.DQNConfig)}
+    values: dict[str, Any] = {}
+    for ours, value in spec.config.items():
+        for name in _ALIASES.get(ours, (ours,)):
+            if name in fields:
+                values[name] = value
+                break
+    if isinstance(values.get("loss"), str):
+        values["loss"] = values["loss"].lower()
+    values["hidden"] = [tuple(h) for h in spec.hidden]
+    steps = total_steps or (compiled.trainer.total_steps if compiled.trainer else None)
+    if steps and "total_timesteps" in fields:
+        values["total_timesteps"] = int(steps)
+    return dqn.DQNConfig(**values)
+
+
+def build_agent(compiled: CompiledTree, env, seed: int | None = None, total_steps: int | None = None,
+                config: dqn.DQNConfig | None = None) -> dqn.DQNAgent:
+    """A ``DQNAgent`` with the tree's hyper-parameters (or ``config``) and network for ``env``'s spaces."""
+    if seed is None:
+        seed = compiled.trainer.seed if compiled.trainer else 0
+    config = config if config is not None else dqn_config(compiled, total_steps)
+    return dqn.DQNAgent(env.observation_space, env.action_space, config, seed)
+
+
+def build_run(compiled: CompiledTree, env, agent, total_steps: int | None = None, **kw) -> train.TrainingRun:
+    """A ``TrainingRun`` following the Trainer node (``kw`` overrides: seed, callbacks, checkpoints...)."""
+    t = compiled.trainer or TrainerSpec("")
+    steps = int(total_steps or t.total_steps)
+    kw.setdefault("seed", t.seed)
+    kw.setdefault("eval_interval", t.eval_interval)
+    kw.setdefault("eval_episodes", t.eval_episodes)
+    if t.checkpoint_interval and t.output_path:
+        kw.setdefault("checkpoint_interval", t.checkpoint_interval)
+        kw.setdefault("checkpoint_path", outputs.checkpoint_path(t.output_path, compiled.tree))
+    return train.TrainingRun(env, agent, steps, **kw)
+
+
+def build_dqn_job(compiled: CompiledTree, env, *, seed: int, total_steps: int, checkpoint_dir: str = "",
+                  config: dqn.DQNConfig | None = None, **run_kw) -> train.TrainingRun:
+    """DQN: the agent and its ``TrainingRun`` on ``env``. A Trainer with Checkpoint Every but no Output
+    folder checkpoints into ``checkpoint_dir``."""
+    trainer = compiled.trainer
+    if trainer is not None and trainer.checkpoint_interval and not trainer.output_path and checkpoint_dir:
+        run_kw.setdefault("checkpoint_interval", trainer.checkpoint_interval)
+        run_kw.setdefault("checkpoint_path", outputs.checkpoint_path(checkpoint_dir, compiled.tree))
+    agent = build_agent(compiled, env, seed=seed, total_steps=total_steps, config=config)
+    return build_run(compiled, env, agent, total_steps, seed=seed, **run_kw)
+
+
+# --------------------------------------------------------------------------- Learned IK
+def build_ik_job(compiled: CompiledTree, env=None, *, seed: int, total_steps: int, **_unused) -> IKTrainingJob:
+    """Learned IK: an ``IKSolver`` for the armature (from the node's Model file when set), trained by
+    the node's method for its Train Seconds at most."""
+    cfg = compiled.agent.config
+    return IKTrainingJob(ik.new_solver(compiled, seed), method=cfg.get("method", "SELF_SUPERVISED"),
+                         total_steps=total_steps,
+                         max_seconds=cfg.get("train_seconds") or None, refine_iters=cfg.get("refine_iters", 3))
+
+
+#: How each agent kind (``AgentSpec.kind``) is built into a training job.
+JOBS = {"dqn": build_dqn_job, "ik": build_ik_job}
+
+
+def build_job(compiled: CompiledTree, env=None, *, seed: int = 0, total_steps: int = 0, **kw):
+    """The tree's training job, whatever its agent kind (``env`` is None for kinds that need none)."""
+    return JOBS[compiled.agent.kind](compiled, env, seed=seed, total_steps=total_steps_of(compiled, total_steps),
+                                     **kw)
+
+
+def train_tree(tree, scene, total_steps: int | None = None, **kw):
+    """Compile, build and train a DQN ``tree`` in ``scene`` to the end, the scene restored afterwards
+    (scripts and tests). Returns ``(run, agent, compiled)``; the Export nodes' files are written."""
+    compiled = compile_tree(tree, scene)
+    with restored_scene(scene):
+        env = build_env(compiled, scene)
+        try:
+            agent = build_agent(compiled, env, total_steps=total_steps)
+            run = build_run(compiled, env, agent, total_steps, **kw).run()
+        finally:
+            env.close()
+    outputs.write_models(outputs.export_paths(compiled), run.to_model({"tree": compiled.tree}))
+    return run, agent, compiled

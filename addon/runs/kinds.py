@@ -1,0 +1,165 @@
+"""The agent kinds a tree can train, and what each can do: the only place that tells DQN from
+Learned IK (evolution is next). The panel, the operators and the CLI ask a kind for a capability
+(``can_play``, ``can_follow``, ``bake``), never for its name.
+
+A kind is found from a compiled tree (``of``) or, cheaply while the panel draws, from the node
+tree's agent node (``of_tree``: its class's ``agent_kind``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ...drla_core import plot
+from ...drla_core.agents import ik as ik_core
+from ..words import count
+from . import bake, ik, ik_follow, model_store
+
+
+@dataclass(frozen=True)
+class AgentKind:
+    """What one agent kind does beyond the common ``TrainingJob``."""
+
+    name: str
+    label: str
+    can_play: bool  # episodes to play live and to evaluate
+    can_follow: bool  # a live follow mode (Learned IK)
+    no_play_reason: str
+    bake_label: str
+    #: Scene settings (``scene.drla``) drawn under the Bake button: (property, label)
+    bake_settings: tuple[tuple[str, str], ...]
+    #: The live curve a run of this kind starts on ('' keeps the user's choice)
+    curve: str
+    finish: Callable[[Any], None]
+    trained_text: Callable[[Any], str]
+    write_report: Callable[[Any, str], None]
+    after_training: Callable[[Any], str]
+    bake: Callable[[Any, Any, Any, int], str]
+    bake_hint: Callable[[Any], str]
+
+
+# --------------------------------------------------------------------------- DQN
+def _dqn_trained_text(session) -> str:
+    rate = session.steps / session.train_seconds if session.train_seconds > 0 else 0.0
+    return (f"Trained {count(session.steps, 'step')}, {count(session.episodes, 'episode')} in "
+            f"{session.train_seconds:.1f} s ({rate:.0f} steps/s)")
+
+
+def _dqn_report(session, path: str) -> None:
+    history = session.history.to_dict() if hasattr(session.history, "to_dict") else session.history
+    plot.save_report(path, history, f"DRLA: {session.tree_name} ({session.steps} steps)")
+
+
+def _dqn_bake(scene, tree, s, steps: int) -> str:
+    return bake.bake(scene, tree, max_steps=steps or s.bake_steps, frame_step=s.bake_frame_step).summary()
+
+
+DQN = AgentKind(
+    name="dqn", label="DQN", can_play=True, can_follow=False, no_play_reason="",
+    bake_label="Bake to Keyframes", bake_settings=(("bake_steps", "Steps"), ("bake_frame_step", "Frames/Step")),
+    curve="", finish=lambda session: None, trained_text=_dqn_trained_text, write_report=_dqn_report,
+    after_training=lambda session: "", bake=_dqn_bake, bake_hint=lambda scene: "")
+
+
+# --------------------------------------------------------------------------- Learned IK
+def _ik_finish(session) -> None:
+    session.job.evaluate(n=1000, seed=12345)
+
+
+def _ik_trained_text(session) -> str:
+    acc = session.job.accuracy
+    return (f"Trained {session.steps} IK steps in {session.train_seconds:.1f} s: median error "
+            f"{acc['net_median_mm']:.1f} mm (network), {acc['refined_median_mm']:.3f} mm refined, "
+            f"{acc['refined_under_1mm']:.0%} under 1 mm")
+
+
+def _ik_report(session, path: str) -> None:
+    ik_core.save_ik_report(path, session.job.solver, session.job.accuracy, f"Learned IK: {session.tree_name}",
+                           session.train_seconds)
+
+
+def _ik_after_training(session) -> str:
+    """Follow mode on when the node asks for it."""
+    cfg = session.compiled.agent.config
+    if not cfg.get("follow"):
+        return ""
+    with contextlib.suppress(Exception):
+        ob, target = ik.compiled_armature(session.compiled)
+        ik_follow.enable_follow(ob, target, ik.solver_for(ob, model_store.load_stored_model(session.tree)),
+                                cfg["refine_iters"])
+        return "; Learned IK follow is on"
+    return ""
+
+
+def _ik_bake(scene, tree, s, steps: int) -> str:
+    """Key the joints so the tip follows the target's animation over the scene's frame range."""
+    compiled, ob, target, solver = ik.parts(scene, tree)
+    kept = ob.animation_data.action.name if ob.animation_data and ob.animation_data.action else ""
+    frames = bake.bake_target(ob, target, solver, scene.frame_start, scene.frame_end,
+                              compiled.agent.config["refine_iters"], scene=scene, tree_name=tree.name)
+    return (f"Baked {frames} frames ({scene.frame_start}-{scene.frame_end}) of '{target.name}' into "
+            f"'{ob.name}' joint keyframes (new action '{ob.animation_data.action.name}'"
+            + (f"; previous action '{kept}' kept)" if kept else ")"))
+
+
+IK = AgentKind(
+    name="ik", label="Learned IK", can_play=False, can_follow=True,
+    no_play_reason="A Learned IK tree has no episodes to play: use the Learned IK toggle to follow the target",
+    bake_label="Bake Target Animation", bake_settings=(), curve='LOSS', finish=_ik_finish,
+    trained_text=_ik_trained_text, write_report=_ik_report, after_training=_ik_after_training, bake=_ik_bake,
+    bake_hint=lambda scene: f"Frames {scene.frame_start}-{scene.frame_end} (the scene's frame range)")
+
+
+#: Every agent kind by ``AgentSpec.kind`` (the agent node's ``agent_kind``).
+KINDS: dict[str, AgentKind] = {kind.name: kind for kind in (DQN, IK)}
+
+
+def of(compiled) -> AgentKind:
+    """The kind of a compiled tree's agent (DQN for a tree without one: it can still be played)."""
+    return KINDS[compiled.agent.kind] if compiled.agent is not None else DQN
+
+
+def agent_node(tree):
+    """The agent node a tree trains: the one linked into its Trainer, else the only agent node."""
+    if tree is None:
+        return None
+    for node in tree.nodes:
+        if getattr(node, "role", "") == "trainer":
+            sock = node.inputs["Agent"]
+            linked = [lk.from_node for lk in sock.links if not lk.is_muted]
+            return linked[0] if linked else None
+    agents = [n for n in tree.nodes if getattr(n, "role", "") == "agent"]
+    alone = [n for n in agents if not getattr(n, "needs_environment", True)]
+    if alone and not any(getattr(n, "role", "") == "environment" for n in tree.nodes):
+        return alone[0]
+    with_env = [n for n in agents if getattr(n, "needs_environment", True)]
+    return with_env[0] if with_env else None
+
+
+def of_tree(tree) -> AgentKind:
+    """The kind of ``tree``'s agent without compiling it (what the panel asks while it draws)."""
+    node = agent_node(tree)
+    return KINDS.get(getattr(node, "agent_kind", ""), DQN)
+
+
+def follow_state(tree) -> tuple[bool, Any]:
+    """``(follow on?, armature or None)`` for a tree whose kind can follow (Learned IK)."""
+    if not of_tree(tree).can_follow:
+        return False, None
+    ob = getattr(agent_node(tree), "armature", None)
+    return (ob is not None and ik_follow.follow_active(ob)), ob
+
+
+def toggle_follow(scene, tree) -> str:
+    """Turn Learned IK follow on (reaching for the target at once) or off; returns what happened."""
+    on, ob = follow_state(tree)
+    if on:
+        ik_follow.disable_follow(ob)
+        return f"Learned IK follow off for '{ob.name}'"
+    compiled, ob, target, solver = ik.parts(scene, tree)
+    ik_follow.enable_follow(ob, target, solver, compiled.agent.config["refine_iters"])
+    ik_follow.follow_now(scene)
+    return f"Learned IK: '{ob.name}' follows '{target.name}'"

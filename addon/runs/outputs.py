@@ -1,0 +1,50 @@
+"""Every file a run writes goes through here: model files, checkpoints, reports, and their names.
+
+``write_model`` is the one way a model reaches a file (``drla_core.model_io.save_model`` picks the
+format by the file's suffix); the folders come from the scene setting, the preferences, or the
+Trainer node (``preferences.resolve_output_path``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ...drla_core import model_io
+from ..preferences import checkpoint_dir
+
+
+def safe_name(name: str) -> str:
+    """A tree's name as a file name: letters, digits, '.', '_' and '-' only."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "tree"
+
+
+def write_model(path: str, model) -> str:
+    """Write ``model`` to ``path`` (folders created); returns the path."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    model_io.save_model(path, model)
+    return path
+
+
+def write_models(paths: list[str], model) -> list[str]:
+    """``model`` to every path of ``paths``; returns the paths written."""
+    return [write_model(path, model) for path in paths]
+
+
+def export_paths(compiled) -> list[str]:
+    """Where a finished run exports its model: the Export nodes' files, then the agent's own Save To."""
+    paths = list(compiled.trainer.exports) if compiled.trainer else []
+    own = compiled.agent.config.get("output_path", "") if compiled.agent is not None else ""
+    if own:
+        paths.append(own)
+    return paths
+
+
+def report_path(tree_name: str, output_dir: str = "") -> str:
+    """The training report PNG of a tree, in the run's folder."""
+    return os.path.join(checkpoint_dir(override=output_dir), f"{safe_name(tree_name)}_report.png")
+
+
+def checkpoint_path(folder: str, tree_name: str) -> str:
+    """The checkpoint file a run overwrites every Checkpoint Every steps."""
+    return os.path.join(folder, f"{safe_name(tree_name)}_checkpoint.json")

@@ -1,0 +1,206 @@
+"""One training session over any agent kind: a ``drla_core`` ``TrainingJob`` advanced in time-boxed
+slices on a snapshot of the scene.
+
+``stop()`` restores the scene and stores the model so far, but keeps the job (network, optimiser,
+replay memory, schedules); ``resume()`` re-opens the scene and continues the same job up to its
+total steps. What differs between kinds (the final figures, the report, what happens after
+training) is in ``runs.kinds``; this file never asks which kind it runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from typing import Any
+
+from ..preferences import checkpoint_dir
+from ..properties import settings
+from ..words import format_duration
+from . import build, kinds, model_store, outputs
+from .sessions import DONE, RUNNING, STOPPED, TICK_BUDGET_S, Session, SessionError
+
+
+class TrainSession(Session):
+    """Train the scene's tree: compile, snapshot, build the job, advance it in slices, store the model."""
+
+    kind = "TRAIN"
+
+    def __init__(self, scene, tree, *, total_steps: int = 0, seed: int | None = None, output_dir: str = "") -> None:
+        super().__init__(scene, tree, seed=seed)
+        self.requested_steps = int(total_steps)
+        self.output_dir = output_dir
+        self.total_steps = 0
+        self.job: Any = None
+        self.agent_kind: kinds.AgentKind | None = None
+        self.report_path = ""
+        self.exported: list[str] = []
+        self.train_seconds = 0.0
+        self.message = ""
+        self._clock_start = 0.0  # wall clock (perf_counter) when the run started or was resumed
+        self._clock_steps = 0    # steps done at that moment
+        self._clock_train_seconds = 0.0
+
+    # -- life cycle --------------------------------------------------------
+    def start(self) -> TrainSession:
+        """Compile, open the scene and build the job; RUNNING afterwards (or raises SessionError)."""
+        s = settings(self.scene)
+        s.error = ""
+        s.message = ""
+        self._register()
+        self._guard(self._start)
+        self._start_clock()
+        return self
+
+    def _start(self) -> None:
+        compiled = self._compile()
+        self.agent_kind = kinds.of(compiled)
+        self.total_steps = build.total_steps_of(compiled, self.requested_steps)
+        self._open_scene()
+        folder = checkpoint_dir(override=self.output_dir, create=False)
+        self.job = build.build_job(compiled, self.env, seed=self.seed, total_steps=self.total_steps,
+                                   checkpoint_dir=folder)
+        if self.agent_kind.curve:
+            with contextlib.suppress(Exception):
+                settings(self.scene).curve = self.agent_kind.curve
+        self.state = RUNNING
+        self._mirror()
+
+    @property
+    def history(self) -> Any:
+        return self.job.history if self.job is not None else None
+
+    def tick(self, budget_s: float = TICK_BUDGET_S) -> bool:
+        """Advance training for at most ``budget_s`` seconds; False once the run is over."""
+        if self.state != RUNNING:
+            return False
+        t0 = time.perf_counter()
+        self._guard(self.job.advance, max_seconds=budget_s)
+        self.train_seconds += time.perf_counter() - t0
+        if self.job.done or self.steps >= self.total_steps:
+            self._guard(self._finish)
+        self.tick_seconds.append(time.perf_counter() - t0)
+        with contextlib.suppress(SessionError):
+            self._mirror()
+        return self.state == RUNNING
+
+    def stop(self) -> None:
+        """Pause: store the model so far, restore the scene, keep the job for ``resume``."""
+        if self.state != RUNNING:
+            return
+        self._guard(self._store_model)
+        self._close_scene()
+        self.state = STOPPED
+        self.message = (f"Stopped at step {self.steps} of {self.total_steps}: "
+                        "Resume continues, Play uses the model so far")
+        self._mirror()
+
+    def resume(self) -> TrainSession:
+        """Continue a stopped run on a freshly opened scene."""
+        if self.state != STOPPED:
+            raise SessionError("Nothing to resume: the run is not stopped")
+        settings(self.scene).error = ""
+        self._register()
+        self._guard(self._resume)
+        self._start_clock()
+        return self
+
+    def _resume(self) -> None:
+        self._open_scene()
+        self.job.resume(self.env)  # a DQN run drops the episode the pause cut and starts a new one
+        self.state = RUNNING
+        self._mirror()
+
+    def _start_clock(self) -> None:
+        """The time left is estimated from the wall clock from here on (see ``seconds_left``)."""
+        self._clock_start = time.perf_counter()
+        self._clock_steps = self.steps
+        self._clock_train_seconds = self.train_seconds
+
+    def _finish(self) -> None:
+        self.agent_kind.finish(self)
+        model = self._store_model()
+        self.exported = outputs.write_models(outputs.export_paths(self.compiled), model)
+        self.report_path = outputs.report_path(self.tree_name, self.output_dir)
+        self.agent_kind.write_report(self, self.report_path)
+        self._close_scene()
+        self.state = DONE
+        stored = model_store.text_name(self.tree_name)
+        self.message = f"{self.agent_kind.trained_text(self)}; model stored in '{stored}'"
+        if self.exported:
+            self.message += f"; exported to {', '.join(os.path.basename(p) for p in self.exported)}"
+        self.message += self.agent_kind.after_training(self)
+        self._mirror()
+
+    def model(self):
+        """The model as trained so far, with what the run knows about itself."""
+        return self.job.to_model({"tree": self.tree_name, "steps": int(self.steps), "seed": self.seed})
+
+    def _store_model(self):
+        model = self.model()
+        model_store.store_model(self.tree, model)
+        return model
+
+    # -- numbers -------------------------------------------------------------
+    @property
+    def steps(self) -> int:
+        return int(self.job.steps) if self.job is not None else 0
+
+    @property
+    def episodes(self) -> int:
+        return int(getattr(self.job, "episodes", 0) or 0) if self.job is not None else 0
+
+    @property
+    def progress(self) -> float:
+        return min(1.0, self.steps / self.total_steps) if self.total_steps else 0.0
+
+    @property
+    def seconds_left(self) -> float:
+        """Wall-clock seconds to the end at the pace since the run started (or resumed), or sooner
+        when the job has a training-time budget (Learned IK's Train Seconds) that ends it first.
+
+        The pace counts everything between two slices of training, not only the training itself:
+        in the GUI, Blender redraws the viewport and the sidebar between ticks, and on a slow
+        machine that can take most of the wall time. Before any step since (re)starting, the
+        training time alone gives a first estimate.
+        """
+        left = max(0, self.total_steps - self.steps)
+        done = self.steps - self._clock_steps
+        elapsed = time.perf_counter() - self._clock_start
+        running = self.state == RUNNING and self._clock_start > 0
+        if running and done > 0 and elapsed > 0:
+            estimate = left * elapsed / done
+        elif self.steps <= 0 or self.train_seconds <= 0:
+            estimate = 0.0
+        else:
+            estimate = left * self.train_seconds / self.steps
+        budget = float(getattr(self.job, "max_seconds", 0.0) or 0.0)
+        if budget <= 0:
+            return estimate
+        trained = self.train_seconds - self._clock_train_seconds
+        ratio = elapsed / trained if running and trained > 0 else 1.0
+        return min(estimate, max(0.0, budget - self.train_seconds) * max(1.0, ratio))
+
+    def status(self) -> dict[str, str]:
+        """What the panel shows under the progress bar (the job's own figures)."""
+        return dict(self.job.status()) if self.job is not None else {}
+
+    def status_line(self) -> str:
+        figures = ", ".join(f"{k.lower()} {v}" for k, v in self.status().items())
+        return (f"DRLA training '{self.tree_name}': step {self.steps}/{self.total_steps} "
+                f"({100 * self.progress:.0f}%){', ' + figures if figures else ''}, "
+                f"{format_duration(self.seconds_left)} left  (Esc: stop)")
+
+    def _mirror(self) -> None:
+        """Copy the numbers the panel shows onto ``scene.drla``."""
+        s = settings(self.scene)
+        s.progress = self.progress
+        s.steps_done = self.steps
+        s.steps_total = self.total_steps
+        s.episodes = self.episodes
+        s.status = "\n".join(f"{k}\t{v}" for k, v in self.status().items())
+        s.seconds_left = self.seconds_left
+        if self.message:
+            s.message = self.message
+        if self.report_path:
+            s.report_path = self.report_path

@@ -1,0 +1,162 @@
+"""The compiled tree as plain data: what a DRLA node tree means, with no Blender in it.
+
+``tree.compiler.compile_tree`` reads a node tree into these dataclasses (object *names*, never bpy
+pointers; str / int / float / tuples / lists only), so the runs, the CLI and the tests work on data
+that cannot dangle. Each node's ``compile(ctx)`` returns one of them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+
+
+@dataclass
+class SensorSpec:
+    """One sensor reading. ``kind``: camera, transform, bones, property, distance, ray."""
+    kind: str
+    node: str
+    size: int
+    obj: str = ""
+    other: str = ""
+    path: str = ""
+    bones: list[str] = field(default_factory=list)
+    scale: float = 1.0
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class StateSpec:
+    node: str
+    sensors: list[SensorSpec]
+    clip: float = 0.0
+
+    @property
+    def size(self) -> int:
+        return sum(s.size for s in self.sensors)
+
+
+@dataclass
+class ActionSpec:
+    """One discrete action. ``kind``: MOVE, ROTATE, BONE_ROTATE, SET_PROPERTY, ADD_PROPERTY, WAIT, FIRE."""
+    kind: str
+    name: str
+    node: str
+    obj: str = ""
+    bone: str = ""
+    vector: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    space: str = "WORLD"
+    path: str = ""
+    value: float = 0.0
+    limits: tuple[tuple[float, ...], tuple[float, ...]] | None = None
+    options: dict[str, Any] = field(default_factory=dict)  # FIRE: axis, axis_obj, target, range, score..., respawn
+
+
+@dataclass
+class ContinuousSpec:
+    """Continuous bone rotations: 3 values in [-1, 1] per bone."""
+    node: str
+    armature: str
+    bones: list[str]
+    mode: str = "ABSOLUTE"
+    max_angle: float = math.pi
+
+    @property
+    def size(self) -> int:
+        return 3 * len(self.bones)
+
+
+@dataclass
+class RewardSpec:
+    """``kind``: distance, property_change, hit, step_cost."""
+    kind: str
+    node: str
+    obj: str = ""
+    other: str = ""
+    path: str = ""
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class DoneSpec:
+    """``kind``: out_of_bounds, within_distance, property. ``reward`` is added when it fires."""
+    kind: str
+    node: str
+    obj: str = ""
+    other: str = ""
+    path: str = ""
+    reward: float = 0.0
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class EnvSpec:
+    node: str
+    state: StateSpec
+    actions: list[ActionSpec]
+    continuous: ContinuousSpec | None = None
+    rewards: list[RewardSpec] = field(default_factory=list)
+    dones: list[DoneSpec] = field(default_factory=list)
+    frames_per_step: int = 1
+    max_steps: int = 200
+    random_objects: list[str] = field(default_factory=list)
+    random_min: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    random_max: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    random_grid: float = 0.0
+
+    @property
+    def action_names(self) -> list[str]:
+        return [a.name for a in self.actions]
+
+    @property
+    def has_fire(self) -> bool:
+        return any(a.kind == "FIRE" for a in self.actions)
+
+
+@dataclass
+class AgentSpec:
+    node: str
+    kind: str = "dqn"
+    config: dict[str, Any] = field(default_factory=dict)  # DQNConfig-like values by our names
+    hidden: list[tuple[int, str]] = field(default_factory=lambda: [(64, "relu"), (64, "relu")])
+    output_activation: str = "linear"
+
+
+@dataclass
+class TrainerSpec:
+    node: str
+    total_steps: int = 20000
+    seed: int = 0
+    checkpoint_interval: int = 0
+    output_path: str = ""
+    exports: list[str] = field(default_factory=list)
+    eval_interval: int = 0
+    eval_episodes: int = 5
+
+
+@dataclass
+class CompiledTree:
+    """``env`` is None for a Learned IK tree (``agent.kind == "ik"``): it trains on the armature's
+    forward kinematics, not in an environment."""
+    tree: str
+    env: EnvSpec | None
+    agent: AgentSpec | None = None
+    trainer: TrainerSpec | None = None
+
+    @property
+    def is_ik(self) -> bool:
+        return self.agent is not None and self.agent.kind == "ik"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+class CompileError(Exception):
+    """The tree cannot run; ``errors`` lists ``(node_name, message)``."""
+
+    def __init__(self, errors: list[tuple[str, str]]):
+        self.errors = list(errors)
+        super().__init__("; ".join(f"{n}: {m}" if n else m for n, m in self.errors))
