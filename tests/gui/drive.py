@@ -611,11 +611,11 @@ def stage_ik():
     check("the scene is exactly as before after IK training", scene_fingerprint() == Ctx.before,
           diff(Ctx.before, scene_fingerprint()))
     shot("14_ik_trained", area=Ctx.v3d)
-    ops = mod("ui.operators")
+    kinds = mod("runs.kinds")
     try:
         with override(Ctx.v3d, 'UI'):
             result = bpy.ops.drla.ik_follow('INVOKE_DEFAULT')
-        on, arm = ops.ik_follow_state(bpy.context.scene)
+        on, arm = kinds.follow_state(bpy.context.scene.drla.tree)
         check("the Learned IK toggle turns follow on", result == {'FINISHED'} and on, f"{result} {drla().error}")
         target = next(n for n in Ctx.tree.nodes if n.bl_idname == "DRLA_IKAgentNode").target
         pose_before = [tuple(b.matrix.translation) for b in arm.pose.bones]
