@@ -22,18 +22,16 @@ from drla_core.agents.ik import accuracy_text, save_ik_report
 from drla_core.model_io import save_model
 from drla_core.train import TrainingRun, evaluate, metric_text
 
-from .cli import (
+from .common import (
     CLIError,
     CtrlC,
-    _load,
-    _out_paths,
     config_overrides,
-    drla_command,
     finish_training,
     interrupted_text,
+    load_model_file,
     make_config,
+    out_paths,
     report_title,
-    shown_path,
 )
 from .progress import ProgressBar
 
@@ -146,7 +144,7 @@ def train_scene(args: argparse.Namespace) -> int:
     steps = int(args.steps if args.steps is not None else (trainer.total_steps if trainer else 20_000))
     seed = args.seed if args.seed is not None else (trainer.seed if trainer else 0)
     config = make_config(build.dqn_config(compiled, steps), config_overrides(args), steps)
-    model_path, report_path = _out_paths(args.out, Path(args.target).stem)
+    model_path, report_path = out_paths(args.out, Path(args.target).stem)
     callbacks: list[Any] = [] if args.quiet else [ProgressBar(steps)]
 
     from drla_core.agents.dqn import DQNAgent
@@ -199,7 +197,7 @@ def train_ik_scene(args: argparse.Namespace, tree: Any, compiled: Any) -> int:
     cfg = compiled.agent.config
     steps = build.total_steps_of(compiled, args.steps or 0)
     seed = args.seed if args.seed is not None else (trainer.seed if trainer else 0)
-    model_path, report_path = _out_paths(args.out, f"{Path(args.target).stem}_{tree.name}")
+    model_path, report_path = out_paths(args.out, f"{Path(args.target).stem}_{tree.name}")
     job = build.build_job(compiled, None, seed=seed, total_steps=steps)
     solver = job.solver
     arm = solver.arm
@@ -307,7 +305,7 @@ class _Greedy:
 
 
 def play_scene(args: argparse.Namespace) -> int:
-    model = _load(args.model)
+    model = load_model_file(args.model)
     if model.kind == "ik":
         return play_ik_scene(args, model)
     bpy, ext, tree, scene = open_scene(args.scene, args.tree)
@@ -337,20 +335,3 @@ def play_scene(args: argparse.Namespace) -> int:
         print(f"frames: {frames} ({policy.frame} PNG files)")
     return 0
 
-
-def demo(args: argparse.Namespace) -> int:
-    """Train the tank example headless with progress; print where the model and the report are."""
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    print(f"DRLA demo: training the tank agent in {TANK_SCENE.relative_to(ROOT)} (headless Blender)")
-    from .cli import build_parser
-
-    train_args = build_parser().parse_args(
-        ["train", str(TANK_SCENE), "--tree", "Tank", "--seed", str(args.seed), "--out", str(out / "tank.json")]
-        + (["--steps", str(args.steps)] if args.steps else [])
-    )
-    status = train_scene(train_args)
-    if status in (0, 130):
-        print(f"\nopen {out / 'tank_report.png'} to see the learning curve and the hits per episode;")
-        print(f"replay the agent with: {drla_command()} play {shown_path(TANK_SCENE)} --model {out / 'tank.json'}")
-    return status

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from drla.cli import CLIError, build_parser, drla_command, main, parse_hidden
+from drla.cli import build_parser, main
+from drla.common import CLIError, drla_command, parse_hidden
 from drla_core.model_io import load_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -295,7 +296,7 @@ def test_ctrl_c_saves_what_was_learnt_and_says_where(tmp_path):
 
 def test_ctrl_c_presses(capsys):
     """First press: stop after this step; second: quit without saving; while writing results: wait."""
-    from drla.cli import CtrlC
+    from drla.common import CtrlC
 
     stops = []
     ctrl_c = CtrlC()

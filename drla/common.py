@@ -1,0 +1,216 @@
+"""What both halves of the CLI share (the pure-env commands in ``cli.py``, the Blender scenes in
+``scene_cli.py``): the user-facing error, DQN flags into a config, output paths, Ctrl-C handling and
+the end-of-training summary. Neither half imports the other's private names.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import shutil
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from drla_core.agents.dqn import DQNConfig
+from drla_core.mlp import ACTIVATIONS
+from drla_core.model_io import Model, ModelFormatError, load_model, save_model
+from drla_core.plot import save_report
+from drla_core.train import TrainingRun, history_metric_text, metric_text
+
+
+DEFAULT_OUT_DIR = Path("out")
+
+
+class CLIError(Exception):
+    """A problem the user can fix; printed as ``error: ...`` with exit status 2, no traceback."""
+
+
+def parse_hidden(text: str) -> list[tuple[int, str]]:
+    """``"64:relu,32:tanh"`` -> ``[(64, "relu"), (32, "tanh")]``; activation defaults to relu."""
+    layers = []
+    for part in text.split(","):
+        size, _, act = part.strip().partition(":")
+        if not size.isdigit() or int(size) <= 0:
+            raise CLIError(f"--hidden: {part!r} is not SIZE[:ACTIVATION] with a positive SIZE")
+        act = act.strip() or "relu"
+        if act not in ACTIVATIONS:
+            raise CLIError(f"--hidden: unknown activation {act!r} in {part.strip()!r}; use one of "
+                           + ", ".join(ACTIVATIONS))
+        layers.append((int(size), act))
+    return layers
+
+
+def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The DQNConfig fields given on the command line."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(DQNConfig):
+        value = getattr(args, f.name, None)
+        if value is not None:
+            out[f.name] = parse_hidden(value) if f.name == "hidden" else value
+    return out
+
+
+def make_config(base: DQNConfig | None, overrides: dict[str, Any], steps: int) -> DQNConfig:
+    fields = dataclasses.asdict(base) if base is not None else {}
+    fields.update(overrides)
+    fields["total_timesteps"] = steps
+    try:
+        return DQNConfig(**fields)
+    except (TypeError, ValueError) as exc:
+        raise CLIError(str(exc)) from exc
+
+
+def out_paths(out: str | None, default_stem: str) -> tuple[Path, Path]:
+    model_path = Path(out) if out else DEFAULT_OUT_DIR / f"{default_stem}.json"
+    if model_path.is_dir():
+        raise CLIError(f"--out {model_path} is a folder: give a file name ending in .json")
+    if model_path.suffix.lower() != ".json":
+        raise CLIError(f"--out must name a .json file, got {model_path}")
+    try:
+        model_path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CLIError(f"cannot create the folder {model_path.parent}: {exc.strerror}") from exc
+    if not os.access(model_path.parent, os.W_OK):
+        raise CLIError(f"cannot write to the folder {model_path.parent}: permission denied")
+    return model_path, model_path.with_name(model_path.stem + "_report.png")
+
+
+def summary_text(run: TrainingRun, model_path: Path, report_path: Path, wall: float) -> str:
+    h = run.history
+    last = h.episode_returns[-20:]
+    lines = [
+        "",
+        f"trained {run.steps} steps, {run.episodes} episodes in {wall:.1f} s "
+        f"({run.steps / max(run.train_seconds, 1e-9):,.0f} steps/s training)",
+        f"mean return of the last {len(last)} episodes: {np.mean(last):.2f}" if last else "no episode finished",
+    ]
+    metric = history_metric_text(h, 20)
+    if metric and last:
+        lines.append(f"last {len(last)} episodes: {metric}")
+    if h.final_eval is not None:
+        text = f"greedy evaluation: mean return {h.final_eval[1]:.2f}"
+        if h.final_eval_metric_totals is not None and h.task_metric:
+            _, total, count, episodes = h.final_eval_metric_totals
+            text += f" over {episodes} episodes; {metric_text(h.task_metric, total, count, episodes)}"
+        lines.append(text)
+    lines += [f"model:  {model_path}", f"report: {report_path}"]
+    return "\n".join(lines)
+
+
+def report_title(what: str, run: TrainingRun, seed: int) -> str:
+    """The report's title: what was trained, the seed and the steps actually trained."""
+    note = f"stopped at {run.steps} of {run.total_steps} steps" if run.history.interrupted else f"{run.steps} steps"
+    return f"{what} - seed {seed}, {note}"
+
+
+STOPPING = ("\nCtrl-C: stopping after this step and saving what was learnt "
+            "(press Ctrl-C again to quit without saving)")
+
+
+class CtrlC:
+    """What Ctrl-C does during ``drla train``: the first press stops the training run after its current
+    step, so that what was learnt is saved (``finish_training``); a second press quits at once, without
+    saving; a press while the results are being written waits for them. Before ``run`` is set (opening
+    a scene, compiling) Ctrl-C quits as usual: there is nothing to save yet.
+
+    ``stop`` is what the first press calls (default: ``run.stop`` without the final evaluation).
+    """
+
+    def __init__(self) -> None:
+        self.run: TrainingRun | None = None
+        self.stop: Callable[[], None] | None = None
+        self.pressed = False
+        self.saving = False
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        if self.saving:
+            print("\nCtrl-C: writing what was learnt, one moment", file=sys.stderr, flush=True)
+            return
+        if self.pressed or (self.run is None and self.stop is None):
+            raise KeyboardInterrupt
+        self.pressed = True
+        print(STOPPING, file=sys.stderr, flush=True)
+        if self.stop is not None:
+            self.stop()
+        elif self.run is not None:
+            self.run.stop(evaluate=False, interrupted=True)
+
+    @contextmanager
+    def installed(self) -> Iterator[CtrlC]:
+        """Handle SIGINT inside the block; outside the main thread (no signals there) nothing changes."""
+        if threading.current_thread() is not threading.main_thread():
+            yield self
+            return
+        old = signal.signal(signal.SIGINT, self)
+        try:
+            yield self
+        finally:
+            signal.signal(signal.SIGINT, old)
+
+
+def finish_training(run: TrainingRun, model: Model, model_path: Path, report_path: Path, title: str, wall: float,
+                    ctrl_c: CtrlC | None = None) -> int:
+    """Write the model and the report, print the summary; after Ctrl-C also a checkpoint, and say where.
+
+    Returns the exit status: 0, or 130 (the convention for Ctrl-C) when the run was interrupted.
+    """
+    if ctrl_c is not None:
+        ctrl_c.saving = True
+    save_model(model_path, model)
+    save_report(report_path, run.history, title)
+    checkpoint = model_path.with_name(f"{model_path.stem}_step{run.steps}.json")
+    if run.history.interrupted:
+        save_model(checkpoint, model)
+    print(summary_text(run, model_path, report_path, wall))
+    if not run.history.interrupted:
+        return 0
+    print(interrupted_text(run.steps, run.total_steps, checkpoint))
+    return 130
+
+
+def interrupted_text(steps: int, total: int, checkpoint: Path) -> str:
+    return (f"interrupted at step {steps} of {total}: saved what was learnt so far (the model, a checkpoint and "
+            f"the report)\ncheckpoint: {checkpoint}")
+
+
+def shown_path(path: str | os.PathLike[str]) -> str:
+    """``path`` as a user can type it here: relative to the current folder when inside it, else absolute."""
+    full = Path(path).resolve()
+    try:
+        return str(full.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(full)
+
+
+def drla_command() -> str:
+    """The way to run DRLA again from this shell: ``drla`` when that is the one on PATH, else the
+    console script's path (``.venv/bin/drla``), else ``<this python> -m drla``."""
+    script = Path(sys.executable).parent / ("drla.exe" if os.name == "nt" else "drla")
+    if script.exists():
+        found = shutil.which("drla")
+        if found and Path(found).resolve() == script.resolve():
+            return "drla"
+        return shown_path(script)
+    return f"{shown_path(sys.executable)} -m drla"
+
+
+def load_model_file(path: str) -> Any:
+    """The model file at ``path``, or a ``CLIError`` that says what is wrong with it."""
+    if Path(path).is_dir():
+        raise CLIError(f"{path} is a folder, not a model file: give the model's .json file")
+    try:
+        return load_model(path)
+    except FileNotFoundError as exc:
+        raise CLIError(f"no such model file: {path}") from exc
+    except ModelFormatError as exc:
+        raise CLIError(f"{path}: {exc}") from exc
+    except OSError as exc:
+        raise CLIError(f"cannot read {path}: {exc.strerror or exc}") from exc
