@@ -1,4 +1,4 @@
-"""plot: the PNG writer round-trips, the report renders for full, partial and empty histories."""
+"""plot and png: the PNG writer round-trips, the report renders for full, partial and empty histories."""
 
 from __future__ import annotations
 
@@ -13,13 +13,12 @@ from drla_core.plot import (
     draw_text,
     moving_average,
     normalise_history,
-    read_png,
     render_curve,
     render_report,
     save_report,
     text_width,
-    write_png,
 )
+from drla_core.png import read_png, write_png
 
 
 def full_history(n: int = 200) -> dict:

@@ -37,6 +37,7 @@ import numpy as np
 
 from .. import kinematics as kin
 from .. import plot
+from ..png import write_png
 from ..mlp import MLP
 from ..model_io import Model, load_model, save_model
 from ..optim import Adam
@@ -132,7 +133,7 @@ def save_report(path: str | Path, curve: list[tuple[int, float, float]], summary
               plot.Series(c[:, 0], 1000 * c[:, 1], (200, 40, 40), "median", "line", 2)] if len(c) else []
     panels = [plot.Panel("Network alone: tip error (mm)", series, log_y=True),
               plot.Panel("Summary", text_lines=summary or ["no data"])]
-    return plot.write_png(path, plot.render_panels(panels, title))
+    return write_png(path, plot.render_panels(panels, title))
 
 
 class IKSolver:

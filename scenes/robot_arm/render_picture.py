@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 from mathutils import Matrix, Vector  # noqa: E402
 
 from drla.extension import register_extension  # noqa: E402
-from drla_core import plot  # noqa: E402
+from drla_core import plot, png  # noqa: E402
 from drla_core.model_io import load_model  # noqa: E402
 
 #: Joint poses (degrees) whose tips place the three targets (reachable by construction).
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> Path:
             path = Path(tmp) / f"p{i}.png"
             scene.render.filepath = str(path)
             bpy.ops.render.render(write_still=True)
-            img = plot.read_png(path)[..., :3].copy()
+            img = png.read_png(path)[..., :3].copy()
             plot.draw_text(img, 8, 8, f"target {i + 1}: tip error {err_mm:.3f} mm", (40, 40, 40), 1)
             panels.append(img)
     gap = np.full((args.height, 4, 3), 255, np.uint8)
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> Path:
                    "network + 3 refinement steps", (30, 30, 30), 1)
     out = np.concatenate([head, strip], axis=0)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    plot.write_png(args.out, out)
+    png.write_png(args.out, out)
     print(f"render_picture: wrote {args.out} ({out.shape[1]}x{out.shape[0]})")
     return args.out
 
