@@ -16,7 +16,7 @@ from typing import Any
 
 @dataclass
 class SensorSpec:
-    """One sensor reading. ``kind``: camera, transform, bones, property, distance, ray."""
+    """One sensor reading. ``kind``: a key of ``scene.sensors.READERS`` (camera, transform, velocity, ...)."""
     kind: str
     node: str
     size: int

@@ -34,7 +34,7 @@ from drla_core.envs import ENV_NAMES, make
 from drla_core.mlp import ACTIVATIONS
 from drla_core.train import TrainingRun, evaluate, metric_text
 
-from . import scene_cli
+from . import scene
 from .common import (
     DEFAULT_OUT_DIR,
     CLIError,
@@ -225,7 +225,7 @@ def cmd_envs(args: argparse.Namespace) -> int:
 
 def cmd_train(args: argparse.Namespace) -> int:
     if args.target.lower().endswith(".blend"):
-        return scene_cli.train_scene(args)
+        return scene.train_scene(args)
     if args.target not in ENV_NAMES:
         raise CLIError(f"unknown environment {args.target!r}: give a .blend file or one of {', '.join(ENV_NAMES)}")
     steps = 50_000 if args.steps is None else args.steps
@@ -285,20 +285,20 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def cmd_play(args: argparse.Namespace) -> int:
-    return scene_cli.play_scene(args)
+    return scene.play_scene(args)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Train the tank example headless with progress; print where the model and the report are."""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    tank = scene_cli.TANK_SCENE
-    print(f"DRLA demo: training the tank agent in {tank.relative_to(scene_cli.ROOT)} (headless Blender)")
+    tank = scene.TANK_SCENE
+    print(f"DRLA demo: training the tank agent in {tank.relative_to(scene.ROOT)} (headless Blender)")
     train_args = build_parser().parse_args(
         ["train", str(tank), "--tree", "Tank", "--seed", str(args.seed), "--out", str(out / "tank.json")]
         + (["--steps", str(args.steps)] if args.steps else [])
     )
-    status = scene_cli.train_scene(train_args)
+    status = scene.train_scene(train_args)
     if status in (0, 130):
         print(f"\nopen {out / 'tank_report.png'} to see the learning curve and the hits per episode;")
         print(f"replay the agent with: {drla_command()} play {shown_path(tank)} --model {out / 'tank.json'}")

@@ -1,5 +1,5 @@
 """What both halves of the CLI share (the pure-env commands in ``cli.py``, the Blender scenes in
-``scene_cli.py``): the user-facing error, DQN flags into a config, output paths, Ctrl-C handling and
+``scene.py``): the user-facing error, DQN flags into a config, output paths, Ctrl-C handling and
 the end-of-training summary. Neither half imports the other's private names.
 """
 
@@ -17,13 +17,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from drla_core.agents.dqn import DQNConfig
 from drla_core.mlp import ACTIVATIONS
 from drla_core.model_io import Model, ModelFormatError, load_model, save_model
-from drla_core.plot import save_report
-from drla_core.train import TrainingRun, history_metric_text, metric_text
 
 
 DEFAULT_OUT_DIR = Path("out")
@@ -83,31 +79,9 @@ def out_paths(out: str | None, default_stem: str) -> tuple[Path, Path]:
     return model_path, model_path.with_name(model_path.stem + "_report.png")
 
 
-def summary_text(run: TrainingRun, model_path: Path, report_path: Path, wall: float) -> str:
-    h = run.history
-    last = h.episode_returns[-20:]
-    lines = [
-        "",
-        f"trained {run.steps} steps, {run.episodes} episodes in {wall:.1f} s "
-        f"({run.steps / max(run.train_seconds, 1e-9):,.0f} steps/s training)",
-        f"mean return of the last {len(last)} episodes: {np.mean(last):.2f}" if last else "no episode finished",
-    ]
-    metric = history_metric_text(h, 20)
-    if metric and last:
-        lines.append(f"last {len(last)} episodes: {metric}")
-    if h.final_eval is not None:
-        text = f"greedy evaluation: mean return {h.final_eval[1]:.2f}"
-        if h.final_eval_metric_totals is not None and h.task_metric:
-            _, total, count, episodes = h.final_eval_metric_totals
-            text += f" over {episodes} episodes; {metric_text(h.task_metric, total, count, episodes)}"
-        lines.append(text)
-    lines += [f"model:  {model_path}", f"report: {report_path}"]
-    return "\n".join(lines)
-
-
-def report_title(what: str, run: TrainingRun, seed: int) -> str:
+def report_title(what: str, job: Any, seed: int) -> str:
     """The report's title: what was trained, the seed and the steps actually trained."""
-    note = f"stopped at {run.steps} of {run.total_steps} steps" if run.history.interrupted else f"{run.steps} steps"
+    note = f"stopped at {job.steps} of {job.total_steps} steps" if job.interrupted else f"{job.steps} steps"
     return f"{what} - seed {seed}, {note}"
 
 
@@ -121,11 +95,11 @@ class CtrlC:
     saving; a press while the results are being written waits for them. Before ``run`` is set (opening
     a scene, compiling) Ctrl-C quits as usual: there is nothing to save yet.
 
-    ``stop`` is what the first press calls (default: ``run.stop`` without the final evaluation).
+    ``stop`` is what the first press calls (default: the job's ``stop`` without the final evaluation).
     """
 
     def __init__(self) -> None:
-        self.run: TrainingRun | None = None
+        self.run: Any = None  # the TrainingJob the first press stops
         self.stop: Callable[[], None] | None = None
         self.pressed = False
         self.saving = False
@@ -156,23 +130,24 @@ class CtrlC:
             signal.signal(signal.SIGINT, old)
 
 
-def finish_training(run: TrainingRun, model: Model, model_path: Path, report_path: Path, title: str, wall: float,
+def finish_training(job: Any, model: Model, model_path: Path, report_path: Path, title: str, wall: float,
                     ctrl_c: CtrlC | None = None) -> int:
-    """Write the model and the report, print the summary; after Ctrl-C also a checkpoint, and say where.
+    """Write the model and the report of any ``TrainingJob``, print its summary; after Ctrl-C also a
+    checkpoint, and say where.
 
     Returns the exit status: 0, or 130 (the convention for Ctrl-C) when the run was interrupted.
     """
     if ctrl_c is not None:
         ctrl_c.saving = True
     save_model(model_path, model)
-    save_report(report_path, run.history, title)
-    checkpoint = model_path.with_name(f"{model_path.stem}_step{run.steps}.json")
-    if run.history.interrupted:
+    job.save_report(report_path, title, wall)
+    checkpoint = model_path.with_name(f"{model_path.stem}_step{job.steps}.json")
+    if job.interrupted:
         save_model(checkpoint, model)
-    print(summary_text(run, model_path, report_path, wall))
-    if not run.history.interrupted:
+    print("\n".join(["", *job.summary(wall), f"model:  {model_path}", f"report: {report_path}"]))
+    if not job.interrupted:
         return 0
-    print(interrupted_text(run.steps, run.total_steps, checkpoint))
+    print(interrupted_text(job.steps, job.total_steps, checkpoint))
     return 130
 
 

@@ -1,4 +1,5 @@
-"""A dependency-free progress bar for training runs (a ``TrainingRun`` callback)."""
+"""A dependency-free progress bar for any training job: a ``TrainingRun`` callback, or called after
+each slice of another ``TrainingJob`` (``on_step(job)``)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-from drla_core.train import Callback
+from drla_core.train import METRIC_WORDS, ONCE_PER_EPISODE, Callback
 
 
 def _fmt_seconds(s: float) -> str:
@@ -15,7 +16,7 @@ def _fmt_seconds(s: float) -> str:
 
 
 class ProgressBar(Callback):
-    """Prints ``[####....] steps | episodes | mean return | epsilon | hits/ep of shots | steps/s | ETA``.
+    """Prints ``[####....] steps | the job's status figures | hits/ep of shots | steps/s | ETA``.
 
     On a terminal it redraws one line a few times a second; elsewhere (CI, a log file) it
     prints a line at every 10 % so logs stay short.
@@ -51,27 +52,20 @@ class ProgressBar(Callback):
 
     # -- drawing --------------------------------------------------------------------------
     def line(self, run: Any) -> str:
+        """The bar, then the job's own figures (``status()``, what the sidebar shows), the task's counts
+        when the job keeps them, the speed and the time left. ``run`` is any ``TrainingJob``."""
         steps = int(run.steps)
         frac = min(1.0, steps / self.total)
         filled = int(frac * self.width)
         elapsed = time.perf_counter() - self._t0
         rate = steps / elapsed if elapsed > 0 else 0.0
         eta = (self.total - steps) / rate if rate > 0 else 0.0
-        returns = run.history.episode_returns[-20:]
-        mean_return = f"{sum(returns) / len(returns):8.2f}" if returns else "       -"
-        parts = [
-            f"[{'#' * filled}{'.' * (self.width - filled)}] {steps:>{len(str(self.total))}}/{self.total}",
-            f"ep {run.episodes:>5}",
-            f"return(20) {mean_return}",
-        ]
-        eps = getattr(run.agent, "epsilon", None)
-        if eps is not None:
-            parts.append(f"eps {eps:.2f}")
-        metric = run.history.task_metric
-        sums, counts = run.history.episode_metric_sums[-20:], run.history.episode_metric_counts[-20:]
+        parts = [f"[{'#' * filled}{'.' * (self.width - filled)}] {steps:>{len(str(self.total))}}/{self.total}"]
+        parts += [f"{label.lower()} {value}" for label, value in run.status().items()]
+        metric = getattr(run.history, "task_metric", None)
+        sums = getattr(run.history, "episode_metric_sums", [])[-20:]
+        counts = getattr(run.history, "episode_metric_counts", [])[-20:]
         if metric and sums:  # counts per episode, then the rate: one lucky shot is not "100 %"
-            from drla_core.train import METRIC_WORDS, ONCE_PER_EPISODE
-
             (_, ones), (_, events) = METRIC_WORDS.get(metric, ((metric, metric), ("event", "events")))
             hits, shots = sum(sums), sum(counts)
             share = f" ({hits / shots:.0%})" if shots else ""

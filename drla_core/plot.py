@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from .metrics import METRIC_WORDS, ONCE_PER_EPISODE
 from .png import write_png
 
 __all__ = ["render_report", "save_report", "render_curve", "draw_text",
@@ -495,7 +496,6 @@ def normalise_history(history: Any) -> dict[str, Any]:
 
 def _metric_words(name: str) -> tuple[str, str, str]:
     """(the 1s, the events, the event singular) of a task metric: ("hits", "shots", "shot") for "hit"."""
-    from .train import METRIC_WORDS
 
     (_, ones), (event, events) = METRIC_WORDS.get(name, ((name, name), (f"{name} event", f"{name} events")))
     return ones, events, event
@@ -510,7 +510,6 @@ def _counts_panel(history: Mapping[str, Any], name: str, summary: list[str]) -> 
         return None
     ones, events, _ = _metric_words(name)
     panel = Panel(f"{ones.capitalize()} per episode")
-    from .train import ONCE_PER_EPISODE
 
     once_each = name in ONCE_PER_EPISODE  # one report per episode: its count says nothing
     if len(sums):
@@ -536,7 +535,6 @@ def _counts_line(name: str, hit: float, shot: float, episodes: int) -> str:
     """``0.1 of 1.1 shots (9.1 %)``: the metric per episode, its events per episode and the rate."""
     _, events, _ = _metric_words(name)
     rate = f"{hit / shot:.1%}".replace("%", " %") if shot else f"no {events}"
-    from .train import ONCE_PER_EPISODE
 
     if name in ONCE_PER_EPISODE:  # reported once per episode: the rate is the count per episode
         return f"{rate} of {episodes} episodes"

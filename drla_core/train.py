@@ -26,6 +26,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .env import Env
+from .metrics import METRIC_WORDS, ONCE_PER_EPISODE, history_metric_text, metric_text, short_metric_text
+from .plot import save_report
 
 __all__ = ["Callback", "EvalResult", "History", "PrintProgress", "TrainingError", "TrainingRun", "evaluate", "train",
            "metric_text", "short_metric_text", "history_metric_text", "METRIC_WORDS", "ONCE_PER_EPISODE"]
@@ -73,68 +75,6 @@ def evaluate(env: Env, policy: Callable[[Any], Any] | Any, episodes: int = 10, s
         returns.append(total)
     metric = metric_sum / metric_count if metric_count else None
     return EvalResult(float(np.mean(returns)) if returns else 0.0, returns, metric, metric_sum, metric_count)
-
-
-#: How to speak of a task metric's counts: (its 1s, every event that reports it), singular and plural.
-METRIC_WORDS: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {
-    "hit": (("hit", "hits"), ("shot", "shots")),
-    "correct": (("correct answer", "correct answers"), ("answer", "answers")),
-    "escaped": (("escape", "escapes"), ("episode end", "episode ends")),
-}
-#: Metrics reported once per episode, at its end: their rate is already a count per episode.
-ONCE_PER_EPISODE = frozenset({"escaped"})
-
-
-def _count(n: float, words: tuple[str, str]) -> str:
-    return f"{n:g} {words[0] if n == 1 else words[1]}"
-
-
-def metric_text(name: str, total: float, count: int, episodes: int) -> str:
-    """The task metric as counts per episode beside the rate, e.g.
-    ``hits 0.05/episode, shots 0.05/episode, hit rate 100.0 % (1 hit of 1 shot in 20 episodes)``.
-
-    ``total`` is the sum of the metric's 0/1 values (hits), ``count`` how many steps reported it (shots).
-    """
-    (one, ones), (event, events) = METRIC_WORDS.get(name, ((name, name), (f"{name} event", f"{name} events")))
-    rate = f"{name} rate {total / count:.1%}".replace("%", " %") if count else f"{name} rate -"
-    in_episodes = _count(episodes, ("episode", "episodes"))
-    if episodes and name in ONCE_PER_EPISODE:  # an escape rate: the rate is the count per episode
-        return f"{rate} ({_count(total, (one, ones))} in {in_episodes})"
-    if not episodes:
-        return f"{rate} (no episode finished)"
-    return (f"{ones} {total / episodes:.2f}/episode, {events} {count / episodes:.2f}/episode, {rate} "
-            f"({_count(total, (one, ones))} of {_count(count, (event, events))} in {in_episodes})")
-
-
-def _get(history: Any, key: str, default: Any = None) -> Any:
-    value = history.get(key, default) if isinstance(history, dict) else getattr(history, key, default)
-    return default if value is None else value
-
-
-def short_metric_text(name: str, total: float, count: int, episodes: int) -> str:
-    """``metric_text`` in a sidebar's width: ``Hits 0.05/ep, shots 0.05/ep (100 %)``."""
-    (_, ones), (_, events) = METRIC_WORDS.get(name, ((name, name), (f"{name} event", f"{name} events")))
-    rate = f"{total / count:.0%}".replace("%", " %") if count else f"no {events}"
-    if not episodes:
-        return f"{ones.capitalize()}: no episode finished"
-    if name in ONCE_PER_EPISODE:
-        return f"{name.capitalize()} {rate} of {_count(episodes, ('episode', 'episodes'))}"
-    return f"{ones.capitalize()} {total / episodes:.2f}/ep, {events} {count / episodes:.2f}/ep ({rate})"
-
-
-def history_metric_text(history: Any, last: int | None = 20, short: bool = False) -> str | None:
-    """``metric_text`` over the last ``last`` finished episodes (all when None) of a ``History`` or its dict;
-    ``short``: ``short_metric_text``, for the sidebar.
-
-    None when the task has no metric or the history predates the per-episode counts.
-    """
-    name = _get(history, "task_metric")
-    sums, counts = list(_get(history, "episode_metric_sums", [])), list(_get(history, "episode_metric_counts", []))
-    if not isinstance(name, str) or len(sums) != len(counts):
-        return None
-    if last is not None:
-        sums, counts = sums[-last:], counts[-last:]
-    return (short_metric_text if short else metric_text)(name, float(sum(sums)), int(sum(counts)), len(sums))
 
 
 @dataclass
@@ -331,6 +271,37 @@ class TrainingRun:
         mean = sum(returns) / len(returns) if returns else 0.0
         return {"Episodes": str(self.episodes), "Epsilon": f"{float(getattr(self.agent, 'epsilon', 0.0)):.2f}",
                 "Return": f"{mean:.2f}"}
+
+    @property
+    def interrupted(self) -> bool:
+        return bool(self.history.interrupted)
+
+    def finish(self) -> None:
+        """Nothing left to measure: the final evaluation ran as the last step ended (``_finish``)."""
+
+    def summary(self, wall_seconds: float) -> list[str]:
+        """Steps, episodes and speed, the mean return of the last 20 episodes, the task's counts and the
+        final greedy evaluation: what the CLI prints at the end."""
+        h = self.history
+        last = h.episode_returns[-20:]
+        lines = [f"trained {self.steps} steps, {self.episodes} episodes in {wall_seconds:.1f} s "
+                 f"({self.steps / max(self.train_seconds, 1e-9):,.0f} steps/s training)",
+                 f"mean return of the last {len(last)} episodes: {np.mean(last):.2f}" if last
+                 else "no episode finished"]
+        metric = history_metric_text(h, 20)
+        if metric and last:
+            lines.append(f"last {len(last)} episodes: {metric}")
+        if h.final_eval is not None:
+            text = f"greedy evaluation: mean return {h.final_eval[1]:.2f}"
+            if h.final_eval_metric_totals is not None and h.task_metric:
+                _, total, count, episodes = h.final_eval_metric_totals
+                text += f" over {episodes} episodes; {metric_text(h.task_metric, total, count, episodes)}"
+            lines.append(text)
+        return lines
+
+    def save_report(self, path: Any, title: str, wall_seconds: float = 0.0) -> Any:
+        """The report picture: returns and losses by step, evaluations, the task's counts."""
+        return save_report(path, self.history, title)
 
     def to_model(self, meta: dict[str, Any] | None = None) -> Any:
         """The agent's model, its meta with the episodes and the action names of the environment."""

@@ -80,3 +80,35 @@ def test_no_import_circles():
     out = subprocess.run([sys.executable, str(tool), "addon", "drla", "drla_core"], cwd=ROOT, capture_output=True,
                          text=True, timeout=120)
     assert out.stdout.strip().startswith("0 import circle"), out.stdout + out.stderr
+
+
+# ---- no agent-kind branches above runs/ -----------------------------------------------------------
+
+KIND_NAMES = {"dqn", "ik", "DQN", "IK"}
+KIND_FREE = sorted([*(ADDON / "ui").rglob("*.py"), ROOT / "drla" / "scene.py"])
+
+
+def _kind_branches(path: Path) -> list[str]:
+    """Comparisons with an agent kind's name and imports of one kind's agent module in ``path``."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            for side in [node.left, *node.comparators]:
+                if isinstance(side, ast.Constant) and side.value in KIND_NAMES:
+                    found.append(f"line {node.lineno}: compares with {side.value!r}")
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[-1] in {"dqn", "ik"}:
+            found.append(f"line {node.lineno}: imports {node.module}")
+    return found
+
+
+@pytest.mark.parametrize("path", KIND_FREE, ids=lambda p: str(p.relative_to(ROOT)))
+def test_ui_and_the_scene_cli_never_branch_on_the_agent_kind(path):
+    """What differs between agent kinds is asked of ``runs.kinds`` or of the job, never by name."""
+    assert _kind_branches(path) == []
+
+
+def test_the_kind_scan_sees_a_branch(tmp_path):
+    sample = tmp_path / "x.py"
+    sample.write_text("from ..drla_core.agents.ik import IKSolver\nif kind.name == 'ik':\n    pass\n")
+    assert len(_kind_branches(sample)) == 2

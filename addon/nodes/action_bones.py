@@ -14,6 +14,7 @@ class DRLA_BoneActionsNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_BoneActionsNode"
     bl_label = "Bone Rotation Actions"
+    menu_order = 120  # its place in its Add submenu (lower first)
     drla_category = "action"
     role = "action_set"
     menu_category = "Actions"

@@ -16,6 +16,7 @@ class DRLA_FireActionNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_FireActionNode"
     bl_label = "Fire Action"
+    menu_order = 110  # its place in its Add submenu (lower first)
     drla_category = "action"
     role = "action"
     menu_category = "Actions"

@@ -24,6 +24,7 @@ class DRLA_ActionNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_ActionNode"
     bl_label = "Action"
+    menu_order = 100  # its place in its Add submenu (lower first)
     drla_category = "action"
     role = "action"
     menu_category = "Actions"

@@ -9,6 +9,7 @@ class DRLA_ActionSetNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_ActionSetNode"
     bl_label = "Action Set"
+    menu_order = 90  # its place in its Add submenu (lower first)
     drla_category = "action"
     role = "action_set"
     menu_category = "Actions"

@@ -14,6 +14,7 @@ class DRLA_DQNAgentNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_DQNAgentNode"
     bl_label = "DQN Agent"
+    menu_order = 200  # its place in its Add submenu (lower first)
     drla_category = "agent"
     role = "agent"
     menu_category = "Agent"

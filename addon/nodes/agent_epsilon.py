@@ -11,6 +11,7 @@ class DRLA_EpsilonNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_EpsilonNode"
     bl_label = "Epsilon Schedule"
+    menu_order = 210  # its place in its Add submenu (lower first)
     drla_category = "agent"
     menu_category = "Agent"
     outputs_spec = (("DRLA_EpsilonSocket", "Epsilon"),)

@@ -22,6 +22,7 @@ class DRLA_IKAgentNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_IKAgentNode"
     bl_label = "Learned IK Agent"
+    menu_order = 230  # its place in its Add submenu (lower first)
     drla_category = "agent"
     role = "agent"
     menu_category = "Agent"

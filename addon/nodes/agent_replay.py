@@ -11,6 +11,7 @@ class DRLA_ReplayMemoryNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_ReplayMemoryNode"
     bl_label = "Replay Memory"
+    menu_order = 220  # its place in its Add submenu (lower first)
     drla_category = "agent"
     menu_category = "Agent"
     bl_width_default = 200

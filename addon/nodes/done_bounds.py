@@ -14,6 +14,7 @@ class DRLA_OutOfBoundsNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_OutOfBoundsNode"
     bl_label = "Out of Bounds"
+    menu_order = 170  # its place in its Add submenu (lower first)
     drla_category = "ending"
     role = "ending"
     menu_category = "Rewards"

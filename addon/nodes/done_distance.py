@@ -12,6 +12,7 @@ class DRLA_WithinDistanceNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_WithinDistanceNode"
     bl_label = "Within Distance"
+    menu_order = 180  # its place in its Add submenu (lower first)
     drla_category = "ending"
     role = "ending"
     menu_category = "Rewards"

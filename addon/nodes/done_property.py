@@ -12,6 +12,7 @@ class DRLA_PropertyConditionNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_PropertyConditionNode"
     bl_label = "Property Condition"
+    menu_order = 190  # its place in its Add submenu (lower first)
     drla_category = "ending"
     role = "ending"
     menu_category = "Rewards"

@@ -15,6 +15,7 @@ class DRLA_EnvironmentNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_EnvironmentNode"
     bl_label = "Environment"
+    menu_order = 10  # its place in its Add submenu (lower first)
     drla_category = "state"
     role = "environment"
     menu_category = "Environment"

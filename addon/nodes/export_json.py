@@ -10,6 +10,7 @@ class DRLA_ExportJSONNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_ExportJSONNode"
     bl_label = "Export JSON"
+    menu_order = 270  # its place in its Add submenu (lower first)
     drla_category = "output"
     role = "export"
     menu_category = "Output"

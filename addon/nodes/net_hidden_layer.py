@@ -14,6 +14,7 @@ class DRLA_HiddenLayerNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_HiddenLayerNode"
     bl_label = "Hidden Layer"
+    menu_order = 250  # its place in its Add submenu (lower first)
     drla_category = "network"
     menu_category = "Network"
     bl_width_default = 200

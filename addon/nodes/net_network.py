@@ -12,6 +12,7 @@ class DRLA_NetworkNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_NetworkNode"
     bl_label = "Network"
+    menu_order = 240  # its place in its Add submenu (lower first)
     drla_category = "network"
     menu_category = "Network"
     inputs_spec = (("DRLA_LayerSocket", "Layers"),)

@@ -14,6 +14,7 @@ class DRLA_DistanceRewardNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_DistanceRewardNode"
     bl_label = "Distance Reward"
+    menu_order = 130  # its place in its Add submenu (lower first)
     drla_category = "reward"
     role = "reward"
     menu_category = "Rewards"

@@ -11,6 +11,7 @@ class DRLA_HitRewardNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_HitRewardNode"
     bl_label = "Hit / Miss Reward"
+    menu_order = 150  # its place in its Add submenu (lower first)
     drla_category = "reward"
     role = "reward"
     menu_category = "Rewards"

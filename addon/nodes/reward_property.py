@@ -13,6 +13,7 @@ class DRLA_PropertyChangeRewardNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_PropertyChangeRewardNode"
     bl_label = "Property Change Reward"
+    menu_order = 140  # its place in its Add submenu (lower first)
     drla_category = "reward"
     role = "reward"
     menu_category = "Rewards"

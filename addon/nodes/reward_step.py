@@ -11,6 +11,7 @@ class DRLA_StepCostNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_StepCostNode"
     bl_label = "Step Cost"
+    menu_order = 160  # its place in its Add submenu (lower first)
     drla_category = "reward"
     role = "reward"
     menu_category = "Rewards"

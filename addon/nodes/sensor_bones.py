@@ -17,6 +17,7 @@ class DRLA_BoneRotationsSensorNode(SensorNode, bpy.types.Node):
 
     bl_idname = "DRLA_BoneRotationsSensorNode"
     bl_label = "Bone Rotations Sensor"
+    menu_order = 50  # its place in its Add submenu (lower first)
     drla_category = "sensor"
 
     armature: object_pointer("Armature", kind='ARMATURE')

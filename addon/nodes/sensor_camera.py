@@ -14,6 +14,7 @@ class DRLA_CameraSensorNode(SensorNode, bpy.types.Node):
 
     bl_idname = "DRLA_CameraSensorNode"
     bl_label = "Camera Sensor"
+    menu_order = 30  # its place in its Add submenu (lower first)
     drla_category = "sensor"
 
     camera: object_pointer("Camera", "The camera to read", kind='CAMERA')

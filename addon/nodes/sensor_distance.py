@@ -11,6 +11,7 @@ class DRLA_DistanceSensorNode(SensorNode, bpy.types.Node):
 
     bl_idname = "DRLA_DistanceSensorNode"
     bl_label = "Distance Sensor"
+    menu_order = 70  # its place in its Add submenu (lower first)
     drla_category = "sensor"
 
     object_a: object_pointer("From")

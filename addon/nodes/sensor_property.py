@@ -14,6 +14,7 @@ class DRLA_PropertySensorNode(SensorNode, bpy.types.Node):
 
     bl_idname = "DRLA_PropertySensorNode"
     bl_label = "Property Sensor"
+    menu_order = 60  # its place in its Add submenu (lower first)
     drla_category = "sensor"
 
     source: EnumProperty(name="Source", default='OBJECT', items=[('OBJECT', "Object", ""), ('SCENE', "Scene", "")])

@@ -13,6 +13,7 @@ class DRLA_RaySensorNode(SensorNode, bpy.types.Node):
 
     bl_idname = "DRLA_RaySensorNode"
     bl_label = "Ray Sensor"
+    menu_order = 80  # its place in its Add submenu (lower first)
     drla_category = "sensor"
 
     object: object_pointer("Object", "Rays start at this object's origin")

@@ -13,6 +13,7 @@ class DRLA_TransformSensorNode(SensorNode, bpy.types.Node):
 
     bl_idname = "DRLA_TransformSensorNode"
     bl_label = "Transform Sensor"
+    menu_order = 40  # its place in its Add submenu (lower first)
     drla_category = "sensor"
     bl_width_default = 220
 

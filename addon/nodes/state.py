@@ -12,6 +12,7 @@ class DRLA_StateNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_StateNode"
     bl_label = "State"
+    menu_order = 20  # its place in its Add submenu (lower first)
     drla_category = "state"
     role = "state"
     menu_category = "Environment"

@@ -14,6 +14,7 @@ class DRLA_TrainerNode(DRLANode, bpy.types.Node):
 
     bl_idname = "DRLA_TrainerNode"
     bl_label = "Trainer"
+    menu_order = 260  # its place in its Add submenu (lower first)
     drla_category = "output"
     role = "trainer"
     menu_category = "Output"

@@ -24,6 +24,10 @@ from . import ik, outputs
 DEFAULT_TOTAL_STEPS = 20_000
 
 
+class BuildError(ValueError):
+    """A request the tree's agent kind cannot honour (e.g. DQN settings for a Learned IK tree)."""
+
+
 def build_env(compiled: CompiledTree, scene) -> SceneEnv:
     """A ``SceneEnv`` over ``scene`` for the compiled tree (object lookups cached now)."""
     return SceneEnv(compiled.env, scene)
@@ -89,9 +93,18 @@ def build_run(compiled: CompiledTree, env, agent, total_steps: int | None = None
 
 
 def build_dqn_job(compiled: CompiledTree, env, *, seed: int, total_steps: int, checkpoint_dir: str = "",
-                  config: dqn.DQNConfig | None = None, **run_kw) -> train.TrainingRun:
+                  config: dqn.DQNConfig | None = None, overrides: dict[str, Any] | None = None,
+                  **run_kw) -> train.TrainingRun:
     """DQN: the agent and its ``TrainingRun`` on ``env``. A Trainer with Checkpoint Every but no Output
-    folder checkpoints into ``checkpoint_dir``."""
+    folder checkpoints into ``checkpoint_dir``; ``overrides`` replace ``DQNConfig`` fields of the node's
+    (the CLI's flags)."""
+    if overrides:
+        fields = dataclasses.asdict(config if config is not None else dqn_config(compiled, total_steps))
+        fields.update(overrides, total_timesteps=int(total_steps))
+        try:
+            config = dqn.DQNConfig(**fields)
+        except (TypeError, ValueError) as exc:
+            raise BuildError(str(exc)) from exc
     trainer = compiled.trainer
     if trainer is not None and trainer.checkpoint_interval and not trainer.output_path and checkpoint_dir:
         run_kw.setdefault("checkpoint_interval", trainer.checkpoint_interval)
@@ -101,9 +114,23 @@ def build_dqn_job(compiled: CompiledTree, env, *, seed: int, total_steps: int, c
 
 
 # --------------------------------------------------------------------------- Learned IK
-def build_ik_job(compiled: CompiledTree, env=None, *, seed: int, total_steps: int, **_unused) -> IKTrainingJob:
+#: Run options the panel and the CLI may pass to any kind; a kind without episodes ignores them.
+_RUN_OPTIONS = ("callbacks", "checkpoint_dir", "checkpoint_interval", "checkpoint_path", "eval_interval",
+                "eval_episodes")
+
+
+def build_ik_job(compiled: CompiledTree, env=None, *, seed: int, total_steps: int,
+                 overrides: dict[str, Any] | None = None, **options) -> IKTrainingJob:
     """Learned IK: an ``IKSolver`` for the armature (from the node's Model file when set), trained by
     the node's method for its Train Seconds at most."""
+    if overrides:
+        names = ", ".join("--" + name.replace("_", "-") for name in overrides)
+        what = "is a DQN setting" if len(overrides) == 1 else "are DQN settings"
+        raise BuildError(f"{names} {what}, but tree '{compiled.tree}' trains a Learned IK Agent "
+                         "(its settings are on the Learned IK Agent node)")
+    unknown = set(options) - set(_RUN_OPTIONS)
+    if unknown:
+        raise TypeError(f"build_ik_job: unknown options {sorted(unknown)}")
     cfg = compiled.agent.config
     return IKTrainingJob(ik.new_solver(compiled, seed), method=cfg.get("method", "SELF_SUPERVISED"),
                          total_steps=total_steps,

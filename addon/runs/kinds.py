@@ -13,10 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ...drla_core import plot
-from ...drla_core.agents import ik as ik_core
 from ..words import count
-from . import bake, ik, ik_follow, model_store
+from . import bake, ik, ik_follow, model_store, play
 
 
 @dataclass(frozen=True)
@@ -33,10 +31,11 @@ class AgentKind:
     bake_settings: tuple[tuple[str, str], ...]
     #: The live curve a run of this kind starts on ('' keeps the user's choice)
     curve: str
-    finish: Callable[[Any], None]
     trained_text: Callable[[Any], str]
-    write_report: Callable[[Any, str], None]
     after_training: Callable[[Any], str]
+    #: A trained model tried in the scene, the result in words: ``(scene, compiled, model, n, seed, frames_dir)``
+    #: (greedy episodes for DQN, random reachable targets for Learned IK); the CLI's ``play``
+    evaluate: Callable[..., str]
     bake: Callable[[Any, Any, Any, int], str]
     bake_hint: Callable[[Any], str]
 
@@ -48,11 +47,6 @@ def _dqn_trained_text(session) -> str:
             f"{session.train_seconds:.1f} s ({rate:.0f} steps/s)")
 
 
-def _dqn_report(session, path: str) -> None:
-    history = session.history.to_dict() if hasattr(session.history, "to_dict") else session.history
-    plot.save_report(path, history, f"DRLA: {session.tree_name} ({session.steps} steps)")
-
-
 def _dqn_bake(scene, tree, s, steps: int) -> str:
     return bake.bake(scene, tree, max_steps=steps or s.bake_steps, frame_step=s.bake_frame_step).summary()
 
@@ -60,25 +54,16 @@ def _dqn_bake(scene, tree, s, steps: int) -> str:
 DQN = AgentKind(
     name="dqn", label="DQN", can_play=True, can_follow=False, no_play_reason="",
     bake_label="Bake to Keyframes", bake_settings=(("bake_steps", "Steps"), ("bake_frame_step", "Frames/Step")),
-    curve="", finish=lambda session: None, trained_text=_dqn_trained_text, write_report=_dqn_report,
-    after_training=lambda session: "", bake=_dqn_bake, bake_hint=lambda scene: "")
+    curve="", trained_text=_dqn_trained_text, after_training=lambda session: "", evaluate=play.evaluate_episodes,
+    bake=_dqn_bake, bake_hint=lambda scene: "")
 
 
 # --------------------------------------------------------------------------- Learned IK
-def _ik_finish(session) -> None:
-    session.job.evaluate(n=1000, seed=12345)
-
-
 def _ik_trained_text(session) -> str:
     acc = session.job.accuracy
     return (f"Trained {session.steps} IK steps in {session.train_seconds:.1f} s: median error "
             f"{acc['net_median_mm']:.1f} mm (network), {acc['refined_median_mm']:.3f} mm refined, "
             f"{acc['refined_under_1mm']:.0%} under 1 mm")
-
-
-def _ik_report(session, path: str) -> None:
-    ik_core.save_ik_report(path, session.job.solver, session.job.accuracy, f"Learned IK: {session.tree_name}",
-                           session.train_seconds)
 
 
 def _ik_after_training(session) -> str:
@@ -108,8 +93,8 @@ def _ik_bake(scene, tree, s, steps: int) -> str:
 IK = AgentKind(
     name="ik", label="Learned IK", can_play=False, can_follow=True,
     no_play_reason="A Learned IK tree has no episodes to play: use the Learned IK toggle to follow the target",
-    bake_label="Bake Target Animation", bake_settings=(), curve='LOSS', finish=_ik_finish,
-    trained_text=_ik_trained_text, write_report=_ik_report, after_training=_ik_after_training, bake=_ik_bake,
+    bake_label="Bake Target Animation", bake_settings=(), curve='LOSS', trained_text=_ik_trained_text,
+    after_training=_ik_after_training, evaluate=ik.evaluate_targets, bake=_ik_bake,
     bake_hint=lambda scene: f"Frames {scene.frame_start}-{scene.frame_end} (the scene's frame range)")
 
 

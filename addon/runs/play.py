@@ -1,14 +1,20 @@
-"""Play: the trained model acting greedily on the live scene at a steady pace; Stop restores the scene."""
+"""Play: the trained model acting greedily on the live scene at a steady pace; Stop restores the scene.
+``evaluate_episodes`` is the same greedy policy for whole episodes at once (the CLI's ``play``)."""
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
+import bpy
+
 from ...drla_core.model_io import check_fits
+from ...drla_core.train import evaluate, metric_text
 from ..properties import settings
+from ..scene.snapshot import restored_scene
 from ..words import count
-from . import model_store
+from . import build, model_store
 from .sessions import DONE, RUNNING, TICK_BUDGET_S, Session
 
 
@@ -89,3 +95,46 @@ class PlaySession(Session):
 
     def status_line(self) -> str:
         return f"DRLA playing '{self.tree_name}': step {self.steps}, episode {self.episodes + 1}  (Esc: stop)"
+
+
+class _GreedyFilmed:
+    """A model as a policy for ``evaluate``; with ``frames_dir`` it also renders the first episode.
+
+    Each frame is the scene's own render (active camera, the file's render settings) of the state
+    the agent acts on, saved from "Render Result" so no scene setting is touched.
+    """
+
+    def __init__(self, model: Any, env: Any, frames_dir: Path | None) -> None:
+        self.model, self.frames_dir, self.frames = model, frames_dir, 0
+        self.max_frames = int(getattr(env, "max_steps", 1000))
+
+    def predict(self, obs: Any) -> Any:
+        if self.frames_dir is not None and self.frames < self.max_frames:
+            bpy.ops.render.render()
+            bpy.data.images["Render Result"].save_render(str(self.frames_dir / f"frame_{self.frames:04d}.png"))
+            self.frames += 1
+        return self.model.act(obs)
+
+
+def evaluate_episodes(scene, compiled, model, episodes: int, seed: int, frames_dir: Path | None = None) -> str:
+    """Play ``episodes`` greedy episodes of ``model`` in ``scene`` (restored afterwards); the result in words.
+    With ``frames_dir`` the first episode is rendered there, one PNG per step."""
+    if frames_dir is not None and scene.camera is None:
+        raise ValueError("rendering frames needs a scene camera to render from")
+    with restored_scene(scene):
+        env = build.build_env(compiled, scene)
+        try:
+            check_fits(model, env.observation_space, env.action_space)
+            policy = _GreedyFilmed(model, env, frames_dir)
+            result = evaluate(env, policy, episodes, seed)
+        finally:
+            env.close()
+    text = f"{compiled.tree}: mean return {result.mean_return:.2f} over {count(episodes, 'episode')}"
+    if env.task_metric:
+        text += f"; {metric_text(env.task_metric, result.metric_sum, result.metric_count, len(result.returns))}"
+    if frames_dir is not None:
+        removed = bpy.data.images.get("Render Result")
+        if removed is not None:
+            bpy.data.images.remove(removed)
+        text += f"\nframes: {frames_dir} ({policy.frames} PNG files)"
+    return text

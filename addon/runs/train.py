@@ -118,11 +118,11 @@ class TrainSession(Session):
         self._clock_train_seconds = self.train_seconds
 
     def _finish(self) -> None:
-        self.agent_kind.finish(self)
+        self.job.finish()
         model = self._store_model()
         self.exported = outputs.write_models(outputs.export_paths(self.compiled), model)
         self.report_path = outputs.report_path(self.tree_name, self.output_dir)
-        self.agent_kind.write_report(self, self.report_path)
+        self.job.save_report(self.report_path, f"DRLA: {self.tree_name} ({self.steps} steps)", self.train_seconds)
         self._close_scene()
         self.state = DONE
         stored = model_store.text_name(self.tree_name)

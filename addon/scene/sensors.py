@@ -43,6 +43,44 @@ class TransformReader:
                 out[i:i + 3] = mw.to_euler()
 
 
+class VelocityReader:
+    """Velocity by finite difference of the object's world transform between two reads, over the
+    frames between them at the scene's frame rate. A read at an earlier frame than the last one is
+    a new episode (the env reset the scene): it reads zero. A read at the same frame repeats."""
+
+    def __init__(self, spec, scene):
+        self.scene, self.ob = scene, scene.objects[spec.obj]
+        self.linear, self.angular = spec.options["linear"], spec.options["angular"]
+        self.local = spec.options["space"] == 'LOCAL'
+        self.size = spec.size
+        self.frame_seconds = scene.render.fps_base / scene.render.fps
+        self._frame: int | None = None
+        self._loc = self._rot = None
+        self._last = np.zeros(self.size, np.float32)
+
+    def read(self, out):
+        frame = self.scene.frame_current
+        mw = self.ob.matrix_world
+        loc, rot = mw.translation.copy(), mw.to_quaternion()
+        if self._frame is None or frame < self._frame:
+            self._last[:] = 0.0
+        elif frame > self._frame:
+            dt = (frame - self._frame) * self.frame_seconds
+            to_local = rot.to_matrix().transposed() if self.local else None
+            i = 0
+            if self.linear:
+                v = (loc - self._loc) / dt
+                self._last[0:3] = to_local @ v if to_local is not None else v
+                i = 3
+            if self.angular:
+                axis, angle = (rot @ self._rot.conjugated()).to_axis_angle()
+                angle = math.remainder(angle, math.tau)  # the short way round
+                w = axis * (angle / dt)
+                self._last[i:i + 3] = to_local @ w if to_local is not None else w
+        self._frame, self._loc, self._rot = frame, loc, rot
+        out[:] = self._last
+
+
 class BonesReader:
     def __init__(self, spec, scene):
         arm = scene.objects[spec.obj]
@@ -114,8 +152,9 @@ class CameraReader:
         self.renderer.close()
 
 
-READERS: dict[str, type] = {"transform": TransformReader, "bones": BonesReader, "property": PropertyReader,
-                            "distance": DistanceReader, "ray": RayReader, "camera": CameraReader}
+READERS: dict[str, type] = {"transform": TransformReader, "velocity": VelocityReader, "bones": BonesReader,
+                            "property": PropertyReader, "distance": DistanceReader, "ray": RayReader,
+                            "camera": CameraReader}
 
 
 class NonFiniteError(ValueError):

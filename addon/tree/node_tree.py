@@ -36,12 +36,14 @@ class DRLANode:
         role: what the compiler may link it as: sensor, action, action_set, reward, ending,
             environment, agent, trainer, export ('' for parts another node reads itself).
         menu_category: its submenu of the Add menu ("Sensors", "Actions", ...).
+        menu_order: its place in that submenu (lower first; ties by label).
     """
 
     bl_width_default = 190
     drla_category = ""
     role = ""
     menu_category = "Other"
+    menu_order = 1000
     inputs_spec: tuple = ()
     outputs_spec: tuple = ()
     draw_props: tuple[str, ...] = ()

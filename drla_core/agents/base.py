@@ -33,6 +33,9 @@ class TrainingJob(Protocol):
 
     ``history`` is a ``train.History`` or a dict with the same keys (what ``plot`` and the live curve
     read); ``status()`` is the figures shown under the progress bar, label -> text, in order.
+    ``stop`` ends the job early (Ctrl-C in the CLI: ``interrupted`` says so afterwards); ``finish``
+    does the end-of-run measuring (after the last slice, before ``to_model``); ``summary`` and
+    ``save_report`` are the words and the picture a person gets at the end.
     """
 
     done: bool
@@ -44,6 +47,17 @@ class TrainingJob(Protocol):
 
     def resume(self, env: Any = None) -> None: ...
 
+    def stop(self, evaluate: bool = True, interrupted: bool = False) -> None: ...
+
+    @property
+    def interrupted(self) -> bool: ...
+
+    def finish(self) -> None: ...
+
     def status(self) -> dict[str, str]: ...
+
+    def summary(self, wall_seconds: float) -> list[str]: ...
+
+    def save_report(self, path: Any, title: str, wall_seconds: float = 0.0) -> Any: ...
 
     def to_model(self, meta: dict[str, Any] | None = None) -> Model: ...

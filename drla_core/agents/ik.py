@@ -586,13 +586,16 @@ class IKTrainingJob:
         self._gen = train(steps=self.total_steps, max_seconds=max_seconds or None, eval_every=every)
         self.steps = 0
         self.done = False
+        self._interrupted = False
+        self.train_seconds = 0.0  # wall seconds inside advance()
         self.accuracy: dict[str, float] = {}
         self.history: dict[str, Any] = {"losses": [], "loss_steps": [], "episode_returns": [],
                                         "loss_name": "Median tip error (mm)"}
 
     def advance(self, max_steps: int | None = None, max_seconds: float | None = None) -> int:
         """Train for at most ``max_steps`` steps or ``max_seconds`` seconds; returns the steps done."""
-        t_end = None if max_seconds is None else time.perf_counter() + max_seconds
+        t0 = time.perf_counter()
+        t_end = None if max_seconds is None else t0 + max_seconds
         start = self.steps
         while not self.done:
             try:
@@ -607,10 +610,40 @@ class IKTrainingJob:
         curve = getattr(self.solver, "curve", None) or []
         self.history["losses"] = [1000.0 * m for _, m, _ in curve]
         self.history["loss_steps"] = [step for step, _, _ in curve]
+        self.train_seconds += time.perf_counter() - t0
         return self.steps - start
 
     def resume(self, env: Any = None) -> None:
         """Nothing to rebuild: the arm is read once, the generator goes on."""
+        self.done = self.steps >= self.total_steps
+        self._interrupted = False
+
+    def stop(self, evaluate: bool = True, interrupted: bool = False) -> None:
+        """End the job now (the accuracy is still measured by ``finish``)."""
+        self.done = True
+        self._interrupted = self._interrupted or interrupted
+
+    @property
+    def interrupted(self) -> bool:
+        return self._interrupted
+
+    def finish(self) -> None:
+        """Measure the accuracy on 1000 random reachable targets (the model file and the report carry it)."""
+        self.evaluate(n=1000, seed=12345)
+
+    def summary(self, wall_seconds: float) -> list[str]:
+        """Steps and speed, then the accuracy of the network alone and with refinement."""
+        seconds = self.solver.train_seconds if self.done and not self._interrupted else wall_seconds
+        lines = [f"trained {self.steps} steps in {wall_seconds:.1f} s ({self.steps / max(seconds, 1e-9):,.0f} steps/s)"]
+        if self.accuracy:
+            lines.append(f"on 1000 random reachable targets: {accuracy_text(self.accuracy)}")
+        return lines
+
+    def save_report(self, path: Any, title: str, wall_seconds: float = 0.0) -> Path:
+        """The validation error curve and the accuracy summary (``finish`` measures it first)."""
+        if not self.accuracy:
+            self.finish()
+        return save_ik_report(path, self.solver, self.accuracy, title, wall_seconds)
 
     def error_mm(self) -> float:
         """The latest validation median tip error, network alone (mm)."""
@@ -626,5 +659,6 @@ class IKTrainingJob:
         return self.accuracy
 
     def to_model(self, meta: dict[str, Any] | None = None) -> Model:
-        info = {**(meta or {}), "method": self.method, **{k: round(v, 6) for k, v in self.accuracy.items()}}
+        info = {**(meta or {}), "method": self.method, "refine_iters": self.refine_iters,
+                **{k: round(v, 6) for k, v in self.accuracy.items()}}
         return self.solver.to_model(info)

@@ -1,0 +1,200 @@
+"""The CLI's Blender half: train, play and demo on a ``.blend`` scene's DRLA node tree, headless.
+
+Needs ``bpy`` (the PyPI wheel ``bpy==5.0.1``, Python 3.11). The scene file on disk is never
+written; the in-memory scene is restored after training and playing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from .common import CLIError, CtrlC, config_overrides, finish_training, load_model_file, out_paths, report_title
+from .progress import ProgressBar
+
+ROOT = Path(__file__).resolve().parent.parent
+TANK_SCENE = ROOT / "scenes" / "tank" / "tank.blend"
+TREE_IDNAME = "DRLA_NodeTree"
+
+
+#: What Mesa's EGL prints (three times) when Blender makes its offscreen GPU context without a window.
+#: The context works (the camera sensor renders); the lines only alarm, so the CLI drops them.
+EGL_NOISE = b"EGL Error (0x3009): EGL_BAD_MATCH"
+
+
+@contextlib.contextmanager
+def quiet_egl() -> Iterator[None]:
+    """Drop the harmless ``EGL_BAD_MATCH`` lines the GPU context prints while Blender sets it up.
+
+    They are written by C code straight to file descriptor 2, so ``sys.stderr`` cannot filter them:
+    for the duration of the block fd 2 goes to a temporary file, which is then copied back to the
+    real stderr without those lines (anything else, a Python warning included, still shows, in order).
+    """
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no usable fd 2 (an embedding host): leave it alone
+        yield
+        return
+    with tempfile.TemporaryFile() as capture:
+        os.dup2(capture.fileno(), 2)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError, ValueError):
+                sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            capture.seek(0)
+            kept = b"".join(line for line in capture.read().splitlines(keepends=True) if EGL_NOISE not in line)
+            if kept:
+                os.write(2, kept)
+
+
+def _import_bpy() -> Any:
+    try:
+        import bpy
+    except ImportError as exc:
+        raise CLIError("Blender scenes need the bpy module: use Python 3.11 and `pip install bpy==5.0.1` "
+                       "(make setup does this in .venv)") from exc
+    return bpy
+
+
+def open_scene(path: str | Path, tree_name: str | None) -> tuple[Any, Any, Any, Any]:
+    """Open ``path`` with bpy and return ``(bpy, ext, tree, scene)``; clear errors otherwise."""
+    path = Path(path)
+    if path.is_dir():
+        raise CLIError(f"{path} is a folder, not a .blend file")
+    if not path.is_file():
+        raise CLIError(f"no such .blend file: {path}")
+    bpy = _import_bpy()
+    from .extension import register_extension
+
+    ext = register_extension()
+    # A .blend can carry Python scripts that run on load when auto-run is on: never from the CLI.
+    bpy.context.preferences.filepaths.use_scripts_auto_execute = False
+    try:
+        bpy.ops.wm.open_mainfile(filepath=str(path.resolve()), load_ui=False)
+    except RuntimeError as exc:
+        reason = str(exc).strip().splitlines()[-1].removeprefix("Error: ") if str(exc).strip() else "unknown error"
+        raise CLIError(f"Blender could not open {path}: {reason}") from exc
+    trees = [t for t in bpy.data.node_groups if t.bl_idname == TREE_IDNAME]
+    if not trees:
+        raise CLIError(f"{path} has no DRLA node tree: open it in Blender and add one (Add > DRLA Examples in "
+                       "the 3D viewport, or a new tree in the DRLA node editor), or give another .blend")
+    if tree_name is None:
+        if len(trees) > 1:
+            raise CLIError(f"{path} has several DRLA trees; pick one with --tree: {', '.join(t.name for t in trees)}")
+        tree = trees[0]
+    else:
+        matches = [t for t in trees if t.name == tree_name]
+        if not matches:
+            raise CLIError(f"no DRLA tree named {tree_name!r} in {path}; it has: {', '.join(t.name for t in trees)}")
+        tree = matches[0]
+    return bpy, ext, tree, bpy.context.scene
+
+
+def addon_module(name: str) -> Any:
+    """``drla_ext.addon.<name>`` (imported on demand; the extension must be loaded)."""
+    import importlib
+
+    return importlib.import_module(f"drla_ext.addon.{name}")
+
+
+def compile_or_explain(ext: Any, tree: Any, scene: Any) -> Any:
+    compiler = addon_module("tree.compiler")
+    try:
+        return compiler.compile_tree(tree, scene)
+    except addon_module("specs").CompileError as exc:
+        lines = [f"the node tree {tree.name!r} has problems:"]
+        lines += [f"  node {node!r}: {message}" for node, message in exc.errors]
+        raise CLIError("\n".join(lines)) from exc
+
+
+def _default_stem(target: str, tree: Any, trees: int) -> str:
+    """``tank`` for a file with one DRLA tree, ``robot_arm_Arm3`` when the file holds several."""
+    stem = Path(target).stem
+    return f"{stem}_{tree.name}" if trees > 1 else stem
+
+
+def train_scene(args: argparse.Namespace) -> int:
+    """Train the tree's agent, whatever its kind, through the add-on's one assembler (``runs.build``)."""
+    bpy, ext, tree, scene = open_scene(args.target, args.tree)
+    compiled = compile_or_explain(ext, tree, scene)
+    build, kinds = addon_module("runs.build"), addon_module("runs.kinds")
+    kind = kinds.of(compiled)
+    trainer = compiled.trainer
+    steps = build.total_steps_of(compiled, args.steps or 0)
+    seed = args.seed if args.seed is not None else (trainer.seed if trainer else 0)
+    trees = sum(1 for t in bpy.data.node_groups if t.bl_idname == TREE_IDNAME)
+    model_path, report_path = out_paths(args.out, _default_stem(args.target, tree, trees))
+    options: dict[str, Any] = {"overrides": config_overrides(args), "callbacks": [],
+                               "checkpoint_interval": args.checkpoint_interval,
+                               "checkpoint_path": str(model_path.with_name(model_path.stem + "_step{step}.json"))}
+    if args.eval_interval is not None:
+        options["eval_interval"] = args.eval_interval
+    if args.eval_episodes is not None:
+        options["eval_episodes"] = args.eval_episodes
+    bar = None if args.quiet else ProgressBar(steps)
+    print(f"{kind.label} on {tree.name} ({Path(args.target).name}): {steps} steps, seed {seed}", file=sys.stderr)
+    env = None
+    with CtrlC().installed() as ctrl_c, addon_module("scene.snapshot").restored_scene(scene):
+        try:
+            if compiled.env is not None:
+                with quiet_egl():
+                    env = build.build_env(compiled, scene)
+            try:
+                job = build.build_job(compiled, env, seed=seed, total_steps=steps, **options)
+            except build.BuildError as exc:
+                raise CLIError(str(exc)) from exc
+            ctrl_c.run = job
+            t0 = time.perf_counter()
+            if bar is not None:
+                bar.on_start(job)
+            while not job.done:
+                job.advance(max_seconds=0.1)
+                if bar is not None:
+                    bar.on_step(job)
+            if bar is not None:
+                bar.on_end(job)
+            wall = time.perf_counter() - t0
+        finally:
+            ctrl_c.saving = True  # the scene is being restored: a Ctrl-C now waits for the results
+            if env is not None:
+                env.close()
+    with ctrl_c.installed():
+        job.finish()
+        meta = {"scene": Path(args.target).name, "tree": tree.name, "seed": seed, "training_steps": job.steps}
+        if job.interrupted:
+            meta["interrupted"] = True
+        title = report_title(f"{kind.label} on {tree.name} ({Path(args.target).name})", job, seed)
+        return finish_training(job, job.to_model(meta), model_path, report_path, title, wall, ctrl_c)
+
+
+def play_scene(args: argparse.Namespace) -> int:
+    """Try a trained model in the scene: greedy episodes (DQN) or random reachable targets (Learned IK)."""
+    model = load_model_file(args.model)
+    bpy, ext, tree, scene = open_scene(args.scene, args.tree)
+    compiled = compile_or_explain(ext, tree, scene)
+    kinds = addon_module("runs.kinds")
+    kind = kinds.of(compiled)
+    if model.kind != kind.name:
+        made_by = kinds.KINDS[model.kind].label if model.kind in kinds.KINDS else repr(model.kind)
+        raise CLIError(f"{args.model} is a {made_by} model but tree {tree.name!r} trains {kind.label}")
+    frames = Path(args.frames) if args.frames else None
+    if frames is not None:
+        frames.mkdir(parents=True, exist_ok=True)
+    try:
+        with quiet_egl():
+            text = kind.evaluate(scene, compiled, model, args.episodes, args.seed, frames)
+    except ValueError as exc:  # the model does not fit the tree (ModelFormatError is a ValueError too)
+        raise CLIError(f"cannot play {args.model} on tree {tree.name!r}: {exc}") from exc
+    print(text)
+    return 0
