@@ -106,6 +106,11 @@ class EnvSpec:
     random_min: tuple[float, float, float] = (0.0, 0.0, 0.0)
     random_max: tuple[float, float, float] = (0.0, 0.0, 0.0)
     random_grid: float = 0.0
+    #: Scene copies trained at once (1: the scene itself), their spacing (0: found from the objects) and
+    #: the collection that is the environment ('' : the objects the tree names, with their families)
+    copies: int = 1
+    copy_spacing: float = 0.0
+    copy_collection: str = ""
 
     @property
     def action_names(self) -> list[str]:
@@ -114,6 +119,55 @@ class EnvSpec:
     @property
     def has_fire(self) -> bool:
         return any(a.kind == "FIRE" for a in self.actions)
+
+
+#: Where a compiled environment names objects (besides ``obj``/``other`` fields): option keys.
+_OBJECT_OPTIONS = ("target", "score_obj", "axis_obj")
+
+
+def _renamed(spec: Any, names: dict[str, str]) -> Any:
+    """A copy of one sensor/action/reward/ending spec with its objects renamed by ``names``."""
+    changes: dict[str, Any] = {}
+    for attr in ("obj", "other", "armature"):
+        value = getattr(spec, attr, "")
+        if value in names:
+            changes[attr] = names[value]
+    options = getattr(spec, "options", None)
+    if options:
+        changes["options"] = {k: names.get(v, v) if k in _OBJECT_OPTIONS and isinstance(v, str) else v
+                              for k, v in options.items()}
+    return dataclasses.replace(spec, **changes)
+
+
+def objects_of(env: EnvSpec) -> list[str]:
+    """Every object name the compiled environment reads or writes, in order, once."""
+    found: list[str] = []
+    parts = [*env.state.sensors, *env.actions, *env.rewards, *env.dones]
+    if env.continuous is not None:
+        parts.append(env.continuous)
+    for part in parts:
+        found += [getattr(part, a, "") for a in ("obj", "other", "armature")]
+        found += [v for k, v in (getattr(part, "options", None) or {}).items() if k in _OBJECT_OPTIONS]
+    found += env.random_objects
+    return [n for n in dict.fromkeys(found) if isinstance(n, str) and n]
+
+
+def env_for_copy(env: EnvSpec, names: dict[str, str], origin: tuple[float, float, float]) -> EnvSpec:
+    """The environment of one scene copy: its objects renamed by ``names``, and world positions read
+    relative to the copy's ``origin`` (a Transform sensor without Relative To, an Out of Bounds box),
+    so that every copy observes what the original observes."""
+    def shifted(spec: Any) -> Any:
+        spec = _renamed(spec, names)
+        if (spec.kind == "transform" and not spec.other) or (spec.kind == "out_of_bounds" and not spec.other):
+            spec = dataclasses.replace(spec, options={**spec.options, "origin": tuple(origin)})
+        return spec
+
+    state = dataclasses.replace(env.state, sensors=[shifted(s) for s in env.state.sensors])
+    return dataclasses.replace(
+        env, state=state, actions=[_renamed(a, names) for a in env.actions],
+        continuous=_renamed(env.continuous, names) if env.continuous is not None else None,
+        rewards=[_renamed(r, names) for r in env.rewards], dones=[shifted(d) for d in env.dones],
+        random_objects=[names.get(n, n) for n in env.random_objects], copies=1)
 
 
 @dataclass

@@ -38,8 +38,19 @@ class DRLA_EnvironmentNode(DRLANode, bpy.types.Node):
     random_grid: FloatProperty(name="Grid", default=0.0, min=0.0, soft_max=10.0,
                                description="Snap random locations to multiples of this step (0 = continuous)")
 
+    copies: IntProperty(name="Copies", default=1, min=1, max=256, soft_max=64,
+                        description="Copies of the environment trained at once, side by side, one network call "
+                                    "for all (made when training starts, gone when it ends)")
+    copy_spacing: FloatProperty(name="Spacing", default=0.0, min=0.0, soft_max=1000.0, unit='LENGTH',
+                                description="Distance between the copies on their grid (0 = far enough that "
+                                            "no copy can touch or see another)")
+    copy_collection: PointerProperty(type=bpy.types.Collection, name="Copy",
+                                     description="The collection that is the environment, copied whole (empty = "
+                                                 "the objects the tree names, with their parents and children)")
+
     draw_props = ("frames_per_step", "max_steps", "random_collection", "random_object_1", "random_object_2",
-                  "random_object_3", "random_min", "random_max", "random_grid")
+                  "random_object_3", "random_min", "random_max", "random_grid", "copies", "copy_spacing",
+                  "copy_collection")
 
     def draw(self, layout):
         layout.prop(self, "frames_per_step")
@@ -53,6 +64,11 @@ class DRLA_EnvironmentNode(DRLANode, bpy.types.Node):
         row.column().prop(self, "random_min")
         row.column().prop(self, "random_max")
         box.prop(self, "random_grid")
+        box = layout.box()
+        box.prop(self, "copies")
+        if self.copies > 1:
+            box.prop(self, "copy_spacing")
+            box.prop(self, "copy_collection", text="")
 
     def compile(self, ctx):
         """State, actions (a discrete set or continuous bone rotations), rewards, endings, random starts."""
@@ -82,4 +98,5 @@ class DRLA_EnvironmentNode(DRLANode, bpy.types.Node):
         if randoms:
             ctx.min_max(self, "random_min", "random_max")
         return EnvSpec(self.name, state, actions, continuous, rewards, dones, self.frames_per_step, self.max_steps,
-                       randoms, vec(self.random_min), vec(self.random_max), self.random_grid)
+                       randoms, vec(self.random_min), vec(self.random_max), self.random_grid, self.copies,
+                       self.copy_spacing, self.copy_collection.name if self.copy_collection is not None else "")

@@ -78,6 +78,7 @@ class _OutOfBounds:
         self.loc = probes.location_probe(scene.objects[spec.obj])
         self.bounds_ob = scene.objects[spec.other] if spec.other else None
         self.box = (spec.options.get("min"), spec.options.get("max"))
+        self.origin = np.asarray(spec.options.get("origin", (0.0, 0.0, 0.0)), np.float64)  # a scene copy's place
         self.reward = spec.reward
 
     def reset(self):
@@ -86,7 +87,7 @@ class _OutOfBounds:
             self.box = ((x0, y0, -np.inf), (x1, y1, np.inf))
 
     def __call__(self):
-        p, (lo, hi) = self.loc(), self.box
+        p, (lo, hi) = np.asarray(self.loc(), np.float64) - self.origin, self.box
         return not (lo[0] <= p[0] <= hi[0] and lo[1] <= p[1] <= hi[1] and lo[2] <= p[2] <= hi[2])
 
 

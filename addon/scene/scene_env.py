@@ -90,34 +90,51 @@ class SceneEnv(Env):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
-        scene = self.scene
+        self.restart_objects()
+        self._frame = self.frame_start
+        self.scene.frame_set(self._frame)
+        return self.begin_episode(), {}
+
+    # The parts of reset and step, for scene copies stepped together (``SceneVectorEnv``): each copy
+    # acts, the scene advances once for all, each copy observes; a copy that ended restarts its own
+    # objects while the scene's frame runs on.
+    def restart_objects(self) -> None:
+        """Put the objects back as they were when the env was built and place the random ones."""
         for ob, state in self.initial:
             state.restore(ob)
         for ob, path, value in self.initial_paths:
             restore_path(ob, path, value)
         for k, v in self.initial_scene_props.items():
-            scene[k] = v
+            self.scene[k] = v
         if self.random_objects:
             actuators.randomize_locations(self.random_objects, self.np_random, self.spec.random_min,
                                           self.spec.random_max, self.spec.random_grid)
-        self._frame = self.frame_start
-        scene.frame_set(self._frame)
+
+    def begin_episode(self):
+        """After ``restart_objects`` and a scene evaluation: reset the reward terms, read the first state."""
         self._steps = 0
         self._needs_reset = False
         for term in self.rewards:
             term.reset()
         for done in self.dones:
             done.reset()
-        return self.state.read(), {}
+        return self.state.read()
 
     def step(self, action):
-        if self._needs_reset:
-            raise RuntimeError("SceneEnv.step() called before reset() or after the episode ended")
-        events = self.actuator.apply(action, self.np_random)
-        scene = self.scene
+        events = self.act(action)
         for _ in range(self.frames_per_step):
             self._frame += 1
-            scene.frame_set(self._frame)
+            self.scene.frame_set(self._frame)
+        return self.observe(events)
+
+    def act(self, action) -> dict:
+        """Apply ``action`` to the scene (nothing is evaluated yet); returns what it did (shots, hits)."""
+        if self._needs_reset:
+            raise RuntimeError("SceneEnv.step() called before reset() or after the episode ended")
+        return self.actuator.apply(action, self.np_random)
+
+    def observe(self, events: dict):
+        """After the scene advanced: the state, the reward and whether the episode ended (a step's 5-tuple)."""
         obs = self.state.read()
         values = [term(events) for term in self.rewards]
         reward = float(sum(values))

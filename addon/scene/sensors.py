@@ -26,6 +26,7 @@ class TransformReader:
         self.loc = spec.options["location"]
         self.rot = spec.options["rotation"]
         self.quat = spec.options["rotation_format"] == 'QUATERNION'
+        self.origin = Vector(spec.options.get("origin", (0.0, 0.0, 0.0)))  # a scene copy's place
         self.size = spec.size
 
     def read(self, out):
@@ -34,7 +35,7 @@ class TransformReader:
             mw = self.ref.matrix_world.inverted_safe() @ mw
         i = 0
         if self.loc:
-            out[0:3] = mw.translation
+            out[0:3] = mw.translation - self.origin if self.ref is None else mw.translation
             i = 3
         if self.rot:
             if self.quat:

@@ -1,0 +1,169 @@
+"""Scene copies: the objects that make up a tree's environment, duplicated N-1 times on a grid so N
+episodes run side by side in one scene, stepped by one frame advance.
+
+What is copied: the collection the Environment node names, or else every object the compiled
+environment names together with its whole family (top parent and every descendant: a tank's turret,
+cannon, muzzle and camera come along). Copies are ``Object.copy()``: object data (meshes, cameras,
+armatures, materials) is shared, not duplicated. Inside a copy, parents and constraint targets point
+to the copy's own objects; its top-level objects hang under one empty per copy that holds the copy's
+offset, so every local value (location, animation, custom properties) reads as in the original.
+
+``SceneCopies.remove()`` deletes every object, empty and collection it made: the user's scene has
+exactly the data-blocks it had before.
+"""
+
+from __future__ import annotations
+
+import math
+
+import bpy
+from mathutils import Vector
+
+from ..specs import EnvSpec, env_for_copy, objects_of
+
+#: Name of the collection holding the copies while a run lasts.
+COLLECTION_NAME = "DRLA Copies"
+
+
+class CopyError(ValueError):
+    """The environment cannot be copied (the message says why and what to do)."""
+
+
+def _family(ob) -> list:
+    """``ob``'s top parent and every descendant of it."""
+    top = ob
+    while top.parent is not None:
+        top = top.parent
+    return [top, *top.children_recursive]
+
+
+def environment_objects(scene, env: EnvSpec) -> list:
+    """The objects one copy of the environment consists of, parents before children."""
+    if env.copy_collection:
+        collection = bpy.data.collections.get(env.copy_collection)
+        if collection is None:
+            raise CopyError(f"the collection '{env.copy_collection}' to copy is gone")
+        found = list(collection.all_objects)
+        missing = [n for n in objects_of(env) if scene.objects.get(n) is not None
+                   and scene.objects[n] not in found and not _inside(scene.objects[n], found)]
+        if missing:
+            raise CopyError(f"'{missing[0]}' is used by the tree but is not in the collection "
+                            f"'{env.copy_collection}' that is the environment")
+    else:
+        found = []
+        for name in objects_of(env):
+            ob = scene.objects.get(name)
+            if ob is not None:
+                found += _family(ob)
+    unique = list(dict.fromkeys(found))
+    return sorted(unique, key=_depth)
+
+
+def _inside(ob, objects: list) -> bool:
+    return ob.parent is not None and (ob.parent in objects or _inside(ob.parent, objects))
+
+
+def _depth(ob) -> int:
+    depth = 0
+    while ob.parent is not None:
+        ob, depth = ob.parent, depth + 1
+    return depth
+
+
+def _extent(objects: list) -> float:
+    """The widest horizontal size of the objects' bounding boxes together (world space)."""
+    points = [ob.matrix_world @ Vector(corner) for ob in objects for corner in ob.bound_box]
+    if not points:
+        return 1.0
+    xs, ys = [p.x for p in points], [p.y for p in points]
+    return max(max(xs) - min(xs), max(ys) - min(ys), 1.0)
+
+
+def _sight(objects: list, env: EnvSpec) -> float:
+    """How far anything in one copy can see: cameras' clip end, rays' and shots' reach."""
+    reach = [ob.data.clip_end for ob in objects if ob.type == 'CAMERA']
+    reach += [float(s.options.get("max_distance", 0.0)) for s in env.state.sensors]
+    reach += [float(a.options.get("range", 0.0)) for a in env.actions]
+    return max(reach, default=0.0)
+
+
+def grid_offsets(n: int, spacing: float) -> list[tuple[float, float, float]]:
+    """``n`` offsets on a square grid in the XY plane, copy 0 (the original) at the origin."""
+    columns = math.ceil(math.sqrt(n))
+    return [(float((i % columns) * spacing), float((i // columns) * spacing), 0.0) for i in range(n)]
+
+
+class SceneCopies:
+    """N-1 copies of the environment's objects in ``scene``; ``specs[i]`` is copy i's environment
+    (copy 0 is the original scene). Call ``remove()`` when the run ends."""
+
+    def __init__(self, scene, env: EnvSpec, n: int) -> None:
+        self.scene, self.n = scene, int(n)
+        self.objects: list = []
+        self.empties: list = []
+        self.collection = None
+        originals = environment_objects(scene, env)
+        rigid = [ob.name for ob in originals if ob.rigid_body is not None or ob.rigid_body_constraint is not None]
+        if rigid and self.n > 1:
+            raise CopyError(f"'{rigid[0]}' is a rigid body: copies of physics scenes are not supported yet "
+                            "(set Copies to 1)")
+        spacing = env.copy_spacing or (_extent(originals) + _sight(originals, env) + 1.0)
+        self.spacing = spacing
+        self.offsets = grid_offsets(self.n, spacing)
+        self.specs = [env_for_copy(env, {}, (0.0, 0.0, 0.0))]
+        if self.n == 1:
+            return
+        try:
+            self.collection = bpy.data.collections.new(COLLECTION_NAME)
+            scene.collection.children.link(self.collection)
+            for i in range(1, self.n):
+                names = self._copy(originals, i)
+                self.specs.append(env_for_copy(env, names, self.offsets[i]))
+            view_layer = bpy.context.view_layer if bpy.context.scene == scene else scene.view_layers[0]
+            view_layer.update()
+        except BaseException:
+            self.remove()
+            raise
+
+    def _copy(self, originals: list, i: int) -> dict[str, str]:
+        """Copy ``i`` of every object; returns original name -> copy name."""
+        holder = bpy.data.objects.new(f"DRLA copy {i}", None)
+        holder.location = self.offsets[i]
+        holder.empty_display_size = 0.5
+        self.collection.objects.link(holder)
+        self.empties.append(holder)
+        made = {}
+        for ob in originals:
+            dup = ob.copy()
+            dup.name = f"{ob.name} [{i}]"
+            self.collection.objects.link(dup)
+            self.objects.append(dup)
+            made[ob] = dup
+        for ob, dup in made.items():
+            if ob.parent in made:
+                dup.parent = made[ob.parent]  # same parent type and inverse matrix as the original's
+            else:
+                dup.parent = holder
+                dup.matrix_parent_inverse.identity()
+                if ob.parent is not None:  # parented outside the environment: keep where it is in the world
+                    dup.matrix_basis = ob.matrix_world.copy()
+            for con in dup.constraints:
+                target = getattr(con, "target", None)
+                if target in made:
+                    con.target = made[target]
+        return {ob.name: dup.name for ob, dup in made.items()}
+
+    def remove(self) -> None:
+        """Delete everything the copies made (objects, empties, the collection)."""
+        for ob in [*self.objects, *self.empties]:
+            try:
+                bpy.data.objects.remove(ob, do_unlink=True)
+            except ReferenceError:  # already gone (the user deleted it, or undo)
+                pass
+        self.objects, self.empties = [], []
+        if self.collection is not None:
+            try:
+                bpy.data.collections.remove(self.collection)
+            except ReferenceError:
+                pass
+            self.collection = None
