@@ -70,6 +70,27 @@ class ReplayBuffer:
             self.pos = 0
             self.full = True
 
+    def add_batch(self, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray, next_obs: np.ndarray,
+                  terminated: np.ndarray, truncated: np.ndarray) -> None:
+        """Store N transitions at once (N copies of an environment), in copy order, as N ``add`` calls would."""
+        n = len(rewards)
+        if n > self.capacity:  # only the last ``capacity`` would survive N single adds
+            keep = slice(n - self.capacity, n)
+            self.pos = (self.pos + n - self.capacity) % self.capacity
+            self.full = True
+            obs, actions, rewards, next_obs = obs[keep], actions[keep], rewards[keep], next_obs[keep]
+            terminated, truncated, n = terminated[keep], truncated[keep], self.capacity
+        idx = (self.pos + np.arange(n)) % self.capacity
+        self.obs[idx] = obs
+        self.next_obs[idx] = next_obs
+        self.actions[idx] = actions
+        self.rewards[idx] = rewards
+        self.terminated[idx] = terminated
+        self.truncated[idx] = truncated
+        if self.pos + n >= self.capacity:
+            self.full = True
+        self.pos = (self.pos + n) % self.capacity
+
     def sample(self, batch_size: int, rng: np.random.Generator) -> Batch:
         """Draw ``batch_size`` transitions uniformly with replacement (fresh arrays)."""
         size = len(self)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Box", "Discrete", "Space", "space_from_dict"]
+__all__ = ["Box", "Discrete", "MultiDiscrete", "Space", "space_from_dict"]
 
 
 class Space:
@@ -149,6 +149,42 @@ class Discrete(Space):
         return isinstance(other, Discrete) and self.n == other.n and self.names == other.names
 
 
+class MultiDiscrete(Space):
+    """A vector of independent discrete choices, entry ``i`` in ``0 .. nvec[i]-1``: N copies' ``Discrete`` actions.
+
+    Gymnasium batches ``Discrete(n)`` over N copies into ``MultiDiscrete([n] * N)``; the vector
+    environments use it as their batched action space. Not a model-file space.
+    """
+
+    def __init__(self, nvec: Sequence[int] | np.ndarray) -> None:
+        self.nvec = np.asarray(nvec, dtype=np.int64)
+        if self.nvec.ndim != 1 or len(self.nvec) == 0 or np.any(self.nvec <= 0):
+            raise ValueError("MultiDiscrete: nvec must be a non-empty list of positive counts")
+        self.shape = (len(self.nvec),)
+        self.dtype = np.dtype(np.int64)
+
+    def sample(self, rng: np.random.Generator) -> np.ndarray:
+        return rng.integers(self.nvec)
+
+    def contains(self, x: Any) -> bool:
+        if not isinstance(x, np.ndarray):
+            try:
+                x = np.asarray(x)
+            except (TypeError, ValueError):
+                return False
+        return bool(x.shape == self.shape and np.issubdtype(x.dtype, np.integer)
+                    and np.all(x >= 0) and np.all(x < self.nvec))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "multi_discrete", "nvec": [int(n) for n in self.nvec]}
+
+    def __repr__(self) -> str:
+        return f"MultiDiscrete({self.nvec.tolist()})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, MultiDiscrete) and np.array_equal(self.nvec, other.nvec)
+
+
 def space_from_dict(d: dict[str, Any]) -> Space:
     """Inverse of ``Space.to_dict``; raises ``ValueError`` with a readable message."""
     kind = d.get("type")
@@ -163,4 +199,6 @@ def space_from_dict(d: dict[str, Any]) -> Space:
             return np.broadcast_to(arr, shape) if arr.ndim == 0 else arr.reshape(shape)
 
         return Box(bound(d["low"], -np.inf), bound(d["high"], np.inf), shape, d.get("dtype", "float32"))
-    raise ValueError(f"unknown space type {kind!r} (expected 'box' or 'discrete')")
+    if kind == "multi_discrete":
+        return MultiDiscrete([int(n) for n in d["nvec"]])
+    raise ValueError(f"unknown space type {kind!r} (expected 'box', 'discrete' or 'multi_discrete')")

@@ -155,6 +155,25 @@ class DQNAgent:
             return int(self.rng.integers(self.n_actions))
         return self.predict(obs)
 
+    def act_batch(self, obs: np.ndarray, explore: bool = True) -> np.ndarray:
+        """One action per copy of a vector env, ``(N,)`` int64, from ONE network call on the ``(N, ...)`` batch.
+
+        With ``explore`` each copy is epsilon-greedy on its own: N uniform draws decide which copies
+        act at random, N more give their random actions (both always drawn, so the stream of the
+        agent's generator depends on N only, not on the outcomes).
+        """
+        obs = np.asarray(obs)
+        n = len(obs)
+        x = obs.reshape(n, self.obs_size)
+        if x.dtype != np.float32:
+            x = x.astype(np.float32)
+        greedy = self.q_network.forward_into_cache(x).argmax(axis=1).astype(np.int64)
+        if not explore:
+            return greedy
+        random_copies = self.rng.random(n) < self.epsilon
+        random_actions = self.rng.integers(self.n_actions, size=n)
+        return np.where(random_copies, random_actions, greedy)
+
     # ---- learning ---------------------------------------------------------------------------------
 
     def observe(self, obs: Any, action: int, reward: float, next_obs: Any, terminated: bool,
@@ -170,6 +189,31 @@ class DQNAgent:
                                        cfg.exploration_fraction, self.num_timesteps / self.total_timesteps)
         if self.num_timesteps > cfg.learning_starts and self.num_timesteps % cfg.train_freq == 0:
             return {"loss": self.update()}
+        return {}
+
+    def observe_batch(self, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray, next_obs: np.ndarray,
+                      terminated: np.ndarray, truncated: np.ndarray) -> dict[str, float]:
+        """Store the N transitions of one vector step and train as N single ``observe`` calls would schedule it.
+
+        ``next_obs`` must be what each action led to: ``final_obs`` for the copies that ended
+        (``vector_env.real_next_obs``). Everything counts environment steps (N per call): epsilon,
+        ``learning_starts``, ``train_freq`` and the target updates, so learning per env step matches one
+        copy. Every multiple of ``train_freq`` passed (beyond ``learning_starts``) is one phase of
+        ``gradient_steps``: ``N / train_freq`` phases per call on average, the fractions carried over in
+        ``num_timesteps``; the phases due in one call run as one ``update`` (the buffer does not change
+        between them). Returns ``{"loss": mean loss}`` when it trained, ``{}`` otherwise.
+        """
+        cfg = self.config
+        self.replay_buffer.add_batch(obs, actions, rewards, next_obs, terminated, truncated)
+        before = self.num_timesteps
+        self.num_timesteps += len(rewards)
+        self.epsilon = linear_schedule(cfg.exploration_initial_eps, cfg.exploration_final_eps,
+                                       cfg.exploration_fraction, self.num_timesteps / self.total_timesteps)
+        # phases: multiples k * train_freq in (max(before, learning_starts), num_timesteps]
+        start = max(before, cfg.learning_starts)
+        phases = max(self.num_timesteps // cfg.train_freq - start // cfg.train_freq, 0)
+        if phases:
+            return {"loss": self.update(phases * cfg.gradient_steps)}
         return {}
 
     def update(self, gradient_steps: int | None = None) -> float:

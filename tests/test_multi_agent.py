@@ -1,0 +1,191 @@
+"""Multi-agent: the parallel contract and its checker, the chase env, MultiAgentRun with learning and frozen agents."""
+
+import numpy as np
+import pytest
+
+from drla_core.agents.dqn import DQNAgent, DQNConfig
+from drla_core.env import EnvCheckError
+from drla_core.envs.chase import ChaseEnv
+from drla_core.mlp import LayerSpec
+from drla_core.model_io import Model, ModelFormatError, load_model, save_model
+from drla_core.multi_agent import MultiAgentRun, ParallelEnv, check_parallel_env
+from drla_core.spaces import Box, Discrete
+
+HERO_CONFIG = dict(gamma=0.9, learning_rate=1e-3, learning_starts=500, train_freq=1, gradient_steps=1, batch_size=32,
+                   target_update_interval=200, exploration_fraction=0.2, hidden=[LayerSpec(64), LayerSpec(64)])
+
+
+def _dqn(env, name, seed=0, **kw):
+    return DQNAgent(env.observation_space(name), env.action_space(name), DQNConfig(**{**HERO_CONFIG, **kw}), seed=seed)
+
+
+@pytest.mark.parametrize("target", ["scripted", "agent"])
+def test_chase_passes_check_parallel_env(target):
+    check_parallel_env(ChaseEnv(target=target))
+
+
+def test_chase_rules():
+    env = ChaseEnv(size=5, target_speed=0.0, step_cost=0.02, closing=0.05)
+    obs, infos = env.reset(seed=0)
+    assert env.agents == ["hero"] and set(obs) == {"hero"} and infos == {"hero": {}}
+    env.hero, env.target = (0, 0), (2, 0)
+    obs, rewards, terms, truncs, infos = env.step({"hero": 4})  # right: one cell nearer
+    assert env.hero == (1, 0) and rewards["hero"] == pytest.approx(-0.02 + 0.05)
+    np.testing.assert_allclose(obs["hero"], np.array([1, 0, 1, 0]) / 4)
+    assert not terms["hero"] and infos["hero"] == {}
+    obs, rewards, terms, truncs, infos = env.step({"hero": 4})
+    assert terms == {"hero": True} and rewards["hero"] == pytest.approx(1.0 + 0.05)
+    assert infos["hero"]["caught"] == 1 and env.agents == []
+    with pytest.raises(RuntimeError, match="call reset"):
+        env.step({"hero": 0})
+    duel = ChaseEnv(target="agent", max_steps=2)
+    duel.reset(seed=1)
+    duel.hero, duel.target = (0, 0), (4, 4)
+    _, rewards, _, truncs, infos = duel.step({"hero": 0, "target": 3})  # the target moves left
+    # the target came nearer: the hero's closing term pays
+    assert duel.target == (3, 4) and rewards == {"hero": pytest.approx(0.03), "target": pytest.approx(-0.03)}
+    _, _, _, truncs, infos = duel.step({"hero": 0, "target": 0})
+    assert truncs == {"hero": True, "target": True} and infos["target"]["caught"] == 0
+    duel.reset(seed=0)
+    with pytest.raises(ValueError, match="no action for"):
+        duel.step({"hero": 0})
+    with pytest.raises(ValueError, match="target must be"):
+        ChaseEnv(target="ghost")
+
+
+def test_scripted_target_flees():
+    env = ChaseEnv(target_speed=1.0)
+    env.reset(seed=0)
+    env.hero, env.target = (0, 0), (2, 2)
+    env.step({"hero": 0})
+    assert env.distance() == 5  # the target stepped away
+
+
+class _BrokenEnv(ChaseEnv):
+    """Keeps agents that ended in ``agents``."""
+
+    def step(self, actions):
+        live = list(self.agents)
+        out = super().step(actions)
+        if not self.agents:
+            self.agents = live
+        return out
+
+
+class _MissingKey(ChaseEnv):
+    def step(self, actions):
+        obs, rewards, terms, truncs, infos = super().step(actions)
+        return obs, {}, terms, truncs, infos
+
+
+def test_check_parallel_env_catches_broken_envs():
+    with pytest.raises(EnvCheckError, match="agents must be the live agents that did not end"):
+        check_parallel_env(_BrokenEnv(max_steps=3))
+    with pytest.raises(EnvCheckError, match="rewards must have one entry per live agent"):
+        check_parallel_env(_MissingKey())
+
+    class NoSpaces(ParallelEnv):
+        possible_agents = ["a"]
+
+        def observation_space(self, agent):
+            return Box(0.0, 1.0, (1,))
+
+        def action_space(self, agent):
+            return "four"
+
+    with pytest.raises(EnvCheckError, match="action_space"):
+        check_parallel_env(NoSpaces())
+
+
+def test_run_checks_its_agents():
+    env = ChaseEnv(target="agent")
+    hero = _dqn(env, "hero")
+    with pytest.raises(ValueError, match="missing \\['target'\\]"):
+        MultiAgentRun(env, {"hero": hero}, 10)
+    with pytest.raises(ValueError, match="mode must be"):
+        MultiAgentRun(env, {"hero": hero, "target": _dqn(env, "target")}, 10, modes={"hero": "sleep"})
+    with pytest.raises(ValueError, match="every agent is frozen"):
+        MultiAgentRun(env, {"hero": hero, "target": _dqn(env, "target")}, 10,
+                      modes={"hero": "frozen", "target": "frozen"})
+    model = hero.to_model()
+    with pytest.raises(ValueError, match="can only be frozen"):
+        MultiAgentRun(env, {"hero": model, "target": _dqn(env, "target")}, 10, modes={"hero": "train"})
+    small = Model(model.network, Box(-1.0, 1.0, (4,)), Discrete(3))
+    with pytest.raises(ModelFormatError, match="chooses among 3 actions"):
+        MultiAgentRun(env, {"hero": small, "target": _dqn(env, "target")}, 10)
+
+
+def test_run_keeps_one_history_per_agent_and_exports_each(tmp_path):
+    env = ChaseEnv(target="agent", max_steps=10)
+    agents = {"hero": _dqn(env, "hero", learning_starts=50), "target": _dqn(env, "target", seed=1, learning_starts=50)}
+    run = MultiAgentRun(env, agents, 300, seed=0, eval_env=ChaseEnv(target="agent", max_steps=10), eval_interval=100,
+                        eval_episodes=3)
+    assert run.advance(max_steps=40) == 40
+    run.run()
+    assert run.steps == 300 and run.done and run.trained == ["hero", "target"]
+    hero, target = run.histories["hero"], run.histories["target"]
+    assert len(hero.episode_returns) == len(target.episode_returns) == run.episodes > 0
+    # zero-sum: every episode's returns cancel, and the evaluations see both sides
+    np.testing.assert_allclose(np.array(hero.episode_returns), -np.array(target.episode_returns))
+    assert [s for s, _, _ in hero.evals] == [100, 200, 300] and hero.final_eval is not None
+    assert hero.task_metric == "caught" and len(hero.episode_metric_counts) == run.episodes
+    assert run.history is hero and set(run.status()) == {"hero", "target"}
+    assert run.status()["hero"].startswith("train, ")
+    models = run.to_models({"run": "t"})
+    assert set(models) == {"hero", "target"} and models["target"].meta["agent"] == "target"
+    for name, model in models.items():
+        path = save_model(tmp_path / f"{name}.json", model)
+        loaded = load_model(path)
+        obs = np.array([0.25, 0.5, -0.25, 0.0], dtype=np.float32)
+        assert loaded.act(obs) == run.slots[name].agent.predict(obs)
+        assert loaded.meta["actions"] == ["stay", "up", "down", "left", "right"]
+
+
+class _Recorder:
+    """A frozen policy that writes down what it did."""
+
+    def __init__(self, model):
+        self.model, self.actions = model, []
+
+    def predict(self, obs):
+        action = self.model.act(obs)
+        self.actions.append(action)
+        return action
+
+
+def _frozen_hero_run(model, seed):
+    env = ChaseEnv(target="agent")
+    recorder = _Recorder(model)
+    target = _dqn(env, "target", seed=seed, learning_starts=100)
+    run = MultiAgentRun(env, {"hero": recorder, "target": target}, 600, modes={"hero": "frozen"}, seed=seed).run()
+    return recorder.actions, run
+
+
+def test_frozen_agent_acts_greedily_and_identically_run_to_run():
+    env = ChaseEnv(target="agent")
+    hero = _dqn(env, "hero", seed=3)
+    model = hero.to_model()
+    params = model.network.params.copy()
+    first, run = _frozen_hero_run(model, seed=5)
+    second, _ = _frozen_hero_run(model, seed=5)
+    assert len(first) == 600 and first == second
+    np.testing.assert_array_equal(model.network.params, params)  # frozen: never trained
+    assert run.trained == ["target"] and set(run.to_models()) == {"target"}
+    assert run.slots["target"].agent.n_updates > 0  # the other side kept learning
+    assert run.status()["hero"].startswith("frozen, ")
+    # a frozen learner uses its current network greedily: predict, never act/observe
+    frozen = MultiAgentRun(env, {"hero": hero, "target": _dqn(env, "target")}, 50, modes={"hero": "frozen"}).run()
+    assert hero.num_timesteps == 0 and frozen.slots["hero"].mode == "frozen"
+
+
+@pytest.mark.slow
+def test_hero_learns_to_catch_the_fleeing_target():
+    """DQN hero against the scripted target (flees half the time): a random hero catches it in about 10 %
+    of 30-step episodes; after 8000 steps the greedy hero catches it in at least 90 % of 50 evaluation episodes."""
+    env = ChaseEnv()
+    hero = _dqn(env, "hero", seed=0)
+    run = MultiAgentRun(env, {"hero": hero}, 8000, seed=0, eval_env=ChaseEnv(), eval_interval=2000,
+                        eval_episodes=50).run()
+    _, mean_return, catch_rate = run.history.final_eval
+    assert catch_rate >= 0.9, f"caught in {catch_rate:.0%} of episodes; evaluations {run.history.evals}"
+    assert mean_return > 0.5
