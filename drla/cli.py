@@ -341,6 +341,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="episodes per evaluation (default 10, or the scene's Trainer node)")
     p.add_argument("--checkpoint-interval", type=COUNT, default=0, metavar="N",
                    help="save the model so far every N steps as <out>_step<N>.json (default 0: never)")
+    p.add_argument("--copies", type=POSITIVE_INT, metavar="N",
+                   help="a .blend scene: train N copies of its environment at once, side by side (default: the "
+                        "Environment node's Copies)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_config_flags(p)
     p.set_defaults(func=cmd_train)

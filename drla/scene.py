@@ -130,6 +130,11 @@ def train_scene(args: argparse.Namespace) -> int:
     compiled = compile_or_explain(ext, tree, scene)
     build, kinds = addon_module("runs.build"), addon_module("runs.kinds")
     kind = kinds.of(compiled)
+    copies = getattr(args, "copies", None)
+    if copies:
+        if compiled.env is None:
+            raise CLIError(f"--copies: tree {tree.name!r} trains {kind.label}, which has no environment to copy")
+        compiled.env.copies = copies
     trainer = compiled.trainer
     steps = build.total_steps_of(compiled, args.steps or 0)
     seed = args.seed if args.seed is not None else (trainer.seed if trainer else 0)
@@ -149,7 +154,10 @@ def train_scene(args: argparse.Namespace) -> int:
         try:
             if compiled.env is not None:
                 with quiet_egl():
-                    env = build.build_env(compiled, scene)
+                    try:
+                        env = build.build_env(compiled, scene)
+                    except addon_module("scene.copies").CopyError as exc:
+                        raise CLIError(f"--copies: {exc}") from exc
             try:
                 job = build.build_job(compiled, env, seed=seed, total_steps=steps, **options)
             except build.BuildError as exc:

@@ -14,7 +14,9 @@ from typing import Any
 from ...drla_core import train
 from ...drla_core.agents import dqn
 from ...drla_core.agents.ik import IKTrainingJob
+from ...drla_core.vector_env import VectorEnv
 from ..scene.scene_env import SceneEnv
+from ..scene.scene_vector_env import SceneVectorEnv
 from ..scene.snapshot import restored_scene
 from ..tree.compiler import compile_tree
 from ..specs import AgentSpec, CompiledTree, TrainerSpec
@@ -28,8 +30,14 @@ class BuildError(ValueError):
     """A request the tree's agent kind cannot honour (e.g. DQN settings for a Learned IK tree)."""
 
 
-def build_env(compiled: CompiledTree, scene) -> SceneEnv:
-    """A ``SceneEnv`` over ``scene`` for the compiled tree (object lookups cached now)."""
+def build_env(compiled: CompiledTree, scene, copies: int | None = None):
+    """A ``SceneEnv`` over ``scene`` for the compiled tree (object lookups cached now), or with more than
+    one copy (the Environment node's Copies, or ``copies``) a ``SceneVectorEnv`` of them, with one more
+    copy aside for evaluations when the Trainer evaluates."""
+    n = int(copies or compiled.env.copies)
+    if n > 1:
+        evaluates = compiled.trainer is not None and compiled.trainer.eval_interval > 0
+        return SceneVectorEnv(compiled.env, scene, n, eval_copy=evaluates)
     return SceneEnv(compiled.env, scene)
 
 
@@ -76,6 +84,8 @@ def build_agent(compiled: CompiledTree, env, seed: int | None = None, total_step
     if seed is None:
         seed = compiled.trainer.seed if compiled.trainer else 0
     config = config if config is not None else dqn_config(compiled, total_steps)
+    if isinstance(env, VectorEnv):
+        return dqn.DQNAgent(env.single_observation_space, env.single_action_space, config, seed)
     return dqn.DQNAgent(env.observation_space, env.action_space, config, seed)
 
 
@@ -89,6 +99,11 @@ def build_run(compiled: CompiledTree, env, agent, total_steps: int | None = None
     if t.checkpoint_interval and t.output_path:
         kw.setdefault("checkpoint_interval", t.checkpoint_interval)
         kw.setdefault("checkpoint_path", outputs.checkpoint_path(t.output_path, compiled.tree))
+    if isinstance(env, VectorEnv):  # scene copies: one network call for all of them, evaluations on the spare copy
+        eval_env = getattr(env, "eval_env", None)
+        if eval_env is None:
+            kw["eval_interval"] = 0
+        return train.VectorTrainingRun(env, agent, steps, eval_env=eval_env, **kw)
     return train.TrainingRun(env, agent, steps, **kw)
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import bpy
 import numpy as np
 
-from ...drla_core.spaces import Box
+from ...drla_core.vector_env import VectorEnv, add_info, copy_seeds
 from ..specs import EnvSpec
 from .copies import SceneCopies
 from .scene_env import SceneEnv
@@ -30,28 +30,28 @@ from .scene_env import SceneEnv
 FRAME_WRAP = 500_000
 
 
-class SceneVectorEnv:
-    """``num_envs`` copies of ``spec``'s environment in ``scene`` (see the module docstring)."""
+class SceneVectorEnv(VectorEnv):
+    """``num_envs`` copies of ``spec``'s environment in ``scene`` (see the module docstring). With
+    ``eval_copy`` one more copy stands aside as ``eval_env``, a plain ``SceneEnv`` that greedy
+    evaluations step while the training copies wait."""
 
     metadata = {"render_modes": [], "autoreset_mode": "same_step"}
 
-    def __init__(self, spec: EnvSpec, scene, num_envs: int | None = None) -> None:
+    def __init__(self, spec: EnvSpec, scene, num_envs: int | None = None, eval_copy: bool = False) -> None:
         self.scene = scene
         self.num_envs = int(num_envs or spec.copies)
-        self.copies = SceneCopies(scene, spec, self.num_envs)
+        self.copies = SceneCopies(scene, spec, self.num_envs + int(eval_copy))
         try:
-            self.envs = [SceneEnv(copy_spec, scene) for copy_spec in self.copies.specs]
+            envs = [SceneEnv(copy_spec, scene) for copy_spec in self.copies.specs]
         except BaseException:
             self.copies.remove()
             raise
+        self.envs = envs[:self.num_envs]
+        self.eval_env = envs[-1] if eval_copy else None
         first = self.envs[0]
         self.single_observation_space = first.observation_space
         self.single_action_space = first.action_space
-        space = first.observation_space
-        self.observation_space = Box(np.broadcast_to(space.low, (self.num_envs, *space.shape)),
-                                     np.broadcast_to(space.high, (self.num_envs, *space.shape)),
-                                     (self.num_envs, *space.shape))
-        self.action_space = first.action_space  # one per copy: ``step`` takes an array of num_envs of them
+        self._set_spaces()
         self.task_metric = first.task_metric
         self.frames_per_step = first.frames_per_step
         self.max_steps = first.max_steps
@@ -60,9 +60,7 @@ class SceneVectorEnv:
         self._view_layer = bpy.context.view_layer if bpy.context.scene == scene else scene.view_layers[0]
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None):
-        seeds = seed if isinstance(seed, (list, tuple)) else [
-            None if seed is None else int(seed) + i for i in range(self.num_envs)]
-        for env, s in zip(self.envs, seeds):
+        for env, s in zip(self.envs, copy_seeds(seed, self.num_envs)):
             super(SceneEnv, env).reset(seed=s)  # seeds the copy's np_random (drla_core.env.Env.reset)
             env.restart_objects()
         self._frame = self.scene.frame_start
@@ -84,15 +82,17 @@ class SceneVectorEnv:
         terminated = np.array([r[2] for r in results], dtype=bool)
         truncated = np.array([r[3] for r in results], dtype=bool)
         infos: dict[str, Any] = {}
-        hits = [r[4].get("hit") for r in results]
-        if any(h is not None for h in hits):
-            infos["hit"] = np.array([0 if h is None else h for h in hits], dtype=np.int64)
-            infos["_hit"] = np.array([h is not None for h in hits], dtype=bool)
         ended = np.flatnonzero(terminated | truncated)
+        for i, r in enumerate(results):
+            if r[4] and not (terminated[i] or truncated[i]):
+                add_info(infos, r[4], i, self.num_envs)
         if ended.size:
-            infos["final_obs"] = obs.copy()
+            infos["final_obs"] = np.where((terminated | truncated)[:, None], obs, 0).astype(obs.dtype)
             infos["_final_obs"] = terminated | truncated
-            infos["final_info"] = [results[i][4] for i in range(self.num_envs)]
+            final: dict[str, Any] = {}
+            for i in ended:
+                add_info(final, results[i][4], i, self.num_envs)
+            infos["final_info"], infos["_final_info"] = final, terminated | truncated
             for i in ended:
                 self.envs[i].restart_objects()
             self._view_layer.update()
@@ -102,7 +102,7 @@ class SceneVectorEnv:
 
     def close(self) -> None:
         try:
-            for env in self.envs:
+            for env in [*self.envs, *([self.eval_env] if self.eval_env is not None else [])]:
                 env.close()
         finally:
             self.copies.remove()
