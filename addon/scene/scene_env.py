@@ -7,7 +7,9 @@ the actions touch back into the state it had when the env was built (with every 
 path the actions write, such as ``data.energy``), jumps to the scene's
 start frame, and places the randomised objects with ``self.np_random``.
 
-Observation: ``Box(-inf, inf, (state size,))`` (or ``[-clip, clip]``); action: ``Discrete(n,
+Observation: ``Box(low, high, (state size,))``, each value's range as its sensor knows it (pixels and
+rays in 0..1, distances from 0, quaternions in -1..1, the rest unbounded) times its Scale, within the
+State's Clip; action: ``Discrete(n,
 names)`` or ``Box(-1, 1, (3 x bones,))`` for continuous bone rotations. With a Fire action,
 ``info["hit"]`` is 1/0 on every shot and ``task_metric == "hit"``.
 
@@ -20,7 +22,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
 
 from ...drla_core.env import Env
 from ...drla_core.spaces import Box, Discrete
@@ -39,8 +40,7 @@ class SceneEnv(Env):
     def __init__(self, spec, scene):
         self.spec, self.scene = spec, scene
         self.state = sensors.StateReader(spec.state, scene)
-        clip = spec.state.clip
-        self.observation_space = Box(-clip if clip else -np.inf, clip if clip else np.inf, (self.state.size,))
+        self.observation_space = Box(self.state.low, self.state.high, (self.state.size,))
         if spec.continuous is not None:
             self.actuator = actuators.BoneActuator(spec.continuous, scene)
             self.action_space = Box(-1.0, 1.0, (spec.continuous.size,))

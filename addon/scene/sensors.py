@@ -16,10 +16,15 @@ from .camera import CameraRenderer
 from .probes import AXIS_VECTORS, top_parent, cast_ray, distance_probe, property_probe
 
 # --------------------------------------------------------------------------- sensor readers
-# Each reader: ``size`` and ``read(out)`` writing ``size`` float32 values into ``out``.
+# Each reader: ``size`` and ``read(out)`` writing ``size`` float32 values into ``out``, and ``bounds``,
+# the range every value lies in before the node's Scale (what the observation space declares).
+
+UNBOUNDED = (-math.inf, math.inf)
 
 
 class TransformReader:
+    bounds = UNBOUNDED
+
     def __init__(self, spec, scene):
         self.ob = scene.objects[spec.obj]
         self.ref = scene.objects[spec.other] if spec.other else None
@@ -48,6 +53,8 @@ class VelocityReader:
     """Velocity by finite difference of the object's world transform between two reads, over the
     frames between them at the scene's frame rate. A read at an earlier frame than the last one is
     a new episode (the env reset the scene): it reads zero. A read at the same frame repeats."""
+    bounds = UNBOUNDED
+
 
     def __init__(self, spec, scene):
         self.scene, self.ob = scene, scene.objects[spec.obj]
@@ -83,6 +90,8 @@ class VelocityReader:
 
 
 class BonesReader:
+    bounds = (-1.0, 1.0)  # quaternion components
+
     def __init__(self, spec, scene):
         arm = scene.objects[spec.obj]
         self.bones = [arm.pose.bones[name] for name in spec.bones]
@@ -95,6 +104,8 @@ class BonesReader:
 
 
 class PropertyReader:
+    bounds = UNBOUNDED  # whatever the property holds
+
     def __init__(self, spec, scene):
         owner = scene if spec.options.get("source") == 'SCENE' else scene.objects[spec.obj]
         self.get = property_probe(owner, spec.path)
@@ -105,6 +116,8 @@ class PropertyReader:
 
 
 class DistanceReader:
+    bounds = (0.0, math.inf)
+
     def __init__(self, spec, scene):
         self.get = distance_probe(scene.objects[spec.obj], scene.objects[spec.other])
         self.size = 1
@@ -114,6 +127,8 @@ class DistanceReader:
 
 
 class RayReader:
+    bounds = (0.0, 1.0)  # hit distance over Max Distance, 1 for a miss
+
     def __init__(self, spec, scene):
         self.scene, self.ob = scene, scene.objects[spec.obj]
         o = spec.options
@@ -135,6 +150,8 @@ class RayReader:
 
 
 class CameraReader:
+    bounds = (0.0, 1.0)  # pixel brightness, or depth over Max Depth
+
     def __init__(self, spec, scene):
         o = spec.options
         self.depth = o["mode"] == 'DEPTH'
@@ -175,8 +192,20 @@ class StateReader:
             offset += spec.size
         self.size = offset
         self.clip = float(state_spec.clip)
+        self.low, self.high = self._bounds()
         self._pairs = list(zip(self.readers, self.slices, self.scales))
         self._nodes = [spec.node for spec in state_spec.sensors]
+
+    def _bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each value's range: the reader's ``bounds`` times the node's Scale, within the State's Clip."""
+        low, high = np.full(self.size, -np.inf), np.full(self.size, np.inf)
+        for reader, sl, scale in zip(self.readers, self.slices, self.scales):
+            lo, hi = reader.bounds
+            ends = sorted([lo * scale, hi * scale]) if scale else [0.0, 0.0]
+            low[sl], high[sl] = ends
+        if self.clip > 0:
+            low, high = np.clip(low, -self.clip, self.clip), np.clip(high, -self.clip, self.clip)
+        return low, high
 
     def read(self) -> np.ndarray:
         obs = np.empty(self.size, np.float32)

@@ -30,7 +30,8 @@ def test_check_env_transform_scene(empty_scene):
 
     env, _ = reach_env(empty_scene)
     check_env(env, steps=200)
-    assert env.observation_space == Box(-np.inf, np.inf, (4,))
+    # the agent's location (unbounded), then its distance to the goal (never below 0): the declared bounds
+    assert env.observation_space == Box([-np.inf, -np.inf, -np.inf, 0.0], np.inf, (4,))
     assert env.action_space == Discrete(5, ["right", "left", "front", "back", "wait"])
     assert env.task_metric is None
 
@@ -159,3 +160,27 @@ def test_short_dqn_run_beats_random(empty_scene):
     trained = evaluate(env, agent, episodes=20, seed=123).mean_return
     print(f"reach: random {baseline:.2f} -> trained {trained:.2f}")
     assert trained > baseline + 1.0
+
+
+def test_the_observation_space_declares_what_the_sensors_know(empty_scene):
+    """Pixels and rays in 0..1, distances from 0, times each node's Scale, within the State's Clip."""
+    from drla_ext.addon.runs import build
+    from drla_ext.addon.tree import compiler
+    from test_sensors_actions import Tree, cube, empty, with_wait
+
+    scene = empty_scene
+    eye, box = empty(scene, "Eye"), cube(scene, "Box", (0, 3, 0))
+    t = with_wait(Tree(scene))
+    t.sensor("DRLA_RaySensorNode", object=eye, rays=2, scale=-2.0)
+    t.sensor("DRLA_DistanceSensorNode", object_a=eye, object_b=box, scale=0.5)
+    t.sensor("DRLA_TransformSensorNode", object=box)
+    env = build.build_env(compiler.compile_tree(t.b.tree, scene), scene)
+    space = env.observation_space
+    np.testing.assert_array_equal(space.low, [-2, -2, 0, -np.inf, -np.inf, -np.inf])
+    np.testing.assert_array_equal(space.high, [0, 0, np.inf, np.inf, np.inf, np.inf])
+    obs, _ = env.reset(seed=0)
+    assert space.contains(obs)
+    t.state.clip = 1.5
+    space = build.build_env(compiler.compile_tree(t.b.tree, scene), scene).observation_space
+    np.testing.assert_array_equal(space.low, [-1.5, -1.5, 0, -1.5, -1.5, -1.5])
+    np.testing.assert_array_equal(space.high, [0, 0, 1.5, 1.5, 1.5, 1.5])
