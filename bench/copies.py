@@ -1,0 +1,162 @@
+"""Benchmark: scene copies (issue 11): environment steps per second summed over N copies, one process.
+
+Prints ONE JSON line:
+
+- ``transform_steps_per_s``: {N: steps/s} for N = 1, 4, 16, 64 copies of a transform-only scene (an
+  agent moving towards a randomly placed goal; Transform and Distance sensors, Within Distance end).
+- ``camera_steps_per_s``: {N: steps/s} for the tank scene's tree with its camera sensor at 64x64 (BW,
+  gpu path), N = 1, 4, 16 (64 with ``--all``).
+- ``tank_copies16_hit_rate`` / ``tank_copies16_wall_s`` and ``tank_copies1_*``: with ``--train``, the
+  greedy hit rate over 100 shots of the tank agent trained with 16 copies and with one, and the wall
+  seconds to the first check at >= 90 % (median over ``--seeds``); null where a run never got there.
+
+Every step is one batched greedy action choice (``DQNAgent.act_batch``, one network call for all
+copies) plus ``SceneVectorEnv.step`` (one frame advance for all copies); copies reset on their own.
+Targets: transform >= 200,000 steps/s at 64 copies, camera >= 10,000 at 16.
+Run: ``.venv/bin/python bench/copies.py [--steps N] [--train] [--seeds 0,1,2,3,4]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import bpy  # noqa: E402
+import numpy as np  # noqa: E402
+
+from drla.extension import register_extension  # noqa: E402
+
+TANK_BLEND = ROOT / "scenes" / "tank" / "tank.blend"
+
+
+def transform_tree(scene):
+    """The transform-only scene of ``bench/scene_env.py``'s kind, built as a node tree."""
+    from drla_ext.addon.ui import examples
+
+    return examples.build_transform_tree(scene)
+
+
+def timed(venv, agent, vector_steps: int) -> float:
+    """Environment steps per second (summed over copies): median of 5 chunks."""
+    obs, _ = venv.reset(seed=0)
+    rates = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(vector_steps):
+            obs, *_ = venv.step(agent.act_batch(obs, explore=False))
+        rates.append(vector_steps * venv.num_envs / (time.perf_counter() - t0))
+    return float(np.median(rates))
+
+
+def measure(compiled, scene, counts, steps_per_chunk: int) -> dict[int, float]:
+    from drla_ext.addon.runs import build
+    from drla_ext.addon.scene.scene_vector_env import SceneVectorEnv
+    from drla_ext.addon.scene.snapshot import restored_scene
+
+    out = {}
+    for n in counts:
+        with restored_scene(scene):
+            venv = SceneVectorEnv(compiled.env, scene, n)
+            try:
+                agent = build.build_agent(compiled, venv, seed=0)
+                out[n] = round(timed(venv, agent, max(4, steps_per_chunk // n)), 1)
+            finally:
+                venv.close()
+    return out
+
+
+def tank_compiled():
+    from drla_ext.addon.tree import compiler
+
+    bpy.ops.wm.open_mainfile(filepath=str(TANK_BLEND))
+    scene = bpy.context.scene
+    compiled = compiler.compile_tree(bpy.data.node_groups["Tank"], scene)
+    for sensor in compiled.env.state.sensors:
+        if sensor.kind == "camera":
+            o = sensor.options
+            o["width"] = o["height"] = 64
+            sensor.size = 64 * 64 * (3 if o["mode"] == 'RGB' else 1)
+    return compiled, scene
+
+
+def train_to_goal(copies: int, seed: int, max_steps: int, check_every: int) -> tuple[float | None, float]:
+    """Train the shipped tank tree with ``copies``; wall seconds to a greedy hit rate >= 90 % over 100 shots."""
+    from drla_ext.addon.runs import build
+    from drla_ext.addon.scene.scene_vector_env import SceneVectorEnv
+    from drla_ext.addon.scene.snapshot import restored_scene
+    from drla_ext.addon.tree import compiler
+    from drla_ext.drla_core.train import evaluate
+
+    bpy.ops.wm.open_mainfile(filepath=str(TANK_BLEND))
+    scene = bpy.context.scene
+    compiled = compiler.compile_tree(bpy.data.node_groups["Tank"], scene)
+    compiled.env.copies = copies
+    compiled.trainer.eval_interval = 0
+    best, reached = 0.0, None
+    with restored_scene(scene):
+        if copies > 1:  # the probe plays on the spare copy while the training copies wait
+            env = SceneVectorEnv(compiled.env, scene, copies, eval_copy=True)
+            probe_env = env.eval_env
+        else:
+            env = probe_env = build.build_env(compiled, scene)
+        try:
+            job = build.build_job(compiled, env, seed=seed, total_steps=max_steps)
+            t0 = time.perf_counter()
+            while not job.done:
+                job.advance(max_steps=check_every)
+                rate = evaluate(probe_env, job.agent, episodes=20, seed=10_000).metric or 0.0
+                best = max(best, rate)
+                if rate >= 0.9:
+                    reached = time.perf_counter() - t0
+                    break
+                if copies == 1:
+                    job.resume(env)  # the probe reset the scene: the cut episode is dropped
+        finally:
+            env.close()
+    return reached, best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=4000, help="env steps per timed chunk (summed over copies)")
+    parser.add_argument("--all", action="store_true", help="also the camera at 64 copies")
+    parser.add_argument("--train", action="store_true", help="also train the tank with 16 copies and with one")
+    parser.add_argument("--seeds", default="0,1,2,3,4")
+    parser.add_argument("--max-train-steps", type=int, default=120_000)
+    args = parser.parse_args()
+    register_extension()
+    from drla_ext.addon.tree import compiler
+
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    tree = transform_tree(scene)
+    compiled = compiler.compile_tree(tree, scene)
+    result: dict = {"transform_steps_per_s": measure(compiled, scene, (1, 4, 16, 64), args.steps)}
+    compiled, scene = tank_compiled()
+    result["camera_steps_per_s"] = measure(compiled, scene, (1, 4, 16, 64) if args.all else (1, 4, 16),
+                                           max(400, args.steps // 4))
+    if args.train:
+        for copies in (16, 1):
+            walls, rates = [], []
+            for seed in (int(s) for s in args.seeds.split(",")):
+                wall, best = train_to_goal(copies, seed, args.max_train_steps, 2000)
+                walls.append(wall)
+                rates.append(best)
+            reached = [w for w in walls if w is not None]
+            result[f"tank_copies{copies}_wall_s"] = round(float(np.median(reached)), 1) if reached else None
+            result[f"tank_copies{copies}_hit_rate"] = round(float(np.median(rates)), 3)
+            result[f"tank_copies{copies}_reached_seeds"] = len(reached)
+    result["machine"] = f"{platform.machine()}, {platform.python_version()}, bpy {bpy.app.version_string}"
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
