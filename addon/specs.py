@@ -152,14 +152,18 @@ def objects_of(env: EnvSpec) -> list[str]:
     return [n for n in dict.fromkeys(found) if isinstance(n, str) and n]
 
 
-def env_for_copy(env: EnvSpec, names: dict[str, str], origin: tuple[float, float, float]) -> EnvSpec:
+def env_for_copy(env: EnvSpec, names: dict[str, str], origin: tuple[float, float, float],
+                 members: list[str] | None = None) -> EnvSpec:
     """The environment of one scene copy: its objects renamed by ``names``, and world positions read
     relative to the copy's ``origin`` (a Transform sensor without Relative To, an Out of Bounds box),
-    so that every copy observes what the original observes."""
+    so that every copy observes what the original observes. With ``members`` (the copy's objects) a
+    camera sees only those: no other copy, whatever the spacing."""
     def shifted(spec: Any) -> Any:
         spec = _renamed(spec, names)
         if (spec.kind == "transform" and not spec.other) or (spec.kind == "out_of_bounds" and not spec.other):
             spec = dataclasses.replace(spec, options={**spec.options, "origin": tuple(origin)})
+        if spec.kind == "camera" and members is not None:
+            spec = dataclasses.replace(spec, options={**spec.options, "objects": list(members)})
         return spec
 
     state = dataclasses.replace(env.state, sensors=[shifted(s) for s in env.state.sensors])

@@ -173,6 +173,8 @@ class CameraRenderer:
         color_source: ``'OBJECT'`` (object colour) or ``'MATERIAL'`` (material viewport colour).
         normalize_depth: ``'DEPTH'`` divided by ``clip_end`` (0..1) if true, scene units if not.
         view_layer: the view layer whose visibility counts (default: the scene's first one).
+        objects: names of the only objects drawn (a scene copy's own; default: every visible object).
+            The Workbench path renders the whole scene whatever this says.
 
     Use as a context manager, or call ``close()`` when done.
     """
@@ -190,6 +192,7 @@ class CameraRenderer:
         color_source: str = 'OBJECT',
         normalize_depth: bool = True,
         view_layer: Any = None,
+        objects: Any = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
@@ -209,6 +212,7 @@ class CameraRenderer:
         self.color_source = color_source
         self.normalize_depth = bool(normalize_depth)
         self.view_layer = view_layer if view_layer is not None else scene.view_layers[0]
+        self.objects = frozenset(objects) if objects is not None else None
         self.fallback_reason: str | None = None
         self._impl: _GpuPath | _WorkbenchPath
         if method == 'gpu':
@@ -303,6 +307,8 @@ class _GpuPath:
         entries = []
         self.hidden_objects = []
         for ob in cam.view_layer.objects:
+            if cam.objects is not None and ob.name not in cam.objects:
+                continue
             if not _render_visible(ob, cam.view_layer, hidden):
                 if ob.type in GEOMETRY_TYPES and ob.hide_render:
                     self.hidden_objects.append(ob)  # watched: un-hiding it triggers a rebuild

@@ -7,6 +7,8 @@ cannon, muzzle and camera come along). Copies are ``Object.copy()``: object data
 armatures, materials) is shared, not duplicated. Inside a copy, parents and constraint targets point
 to the copy's own objects; its top-level objects hang under one empty per copy that holds the copy's
 offset, so every local value (location, animation, custom properties) reads as in the original.
+A camera of a copy draws only that copy's objects: what it should see must be part of the
+environment (name the arena's collection on the Environment node).
 
 ``SceneCopies.remove()`` deletes every object, empty and collection it made: the user's scene has
 exactly the data-blocks it had before.
@@ -20,6 +22,7 @@ import bpy
 from mathutils import Vector
 
 from ..specs import EnvSpec, env_for_copy, objects_of
+from .probes import COPY_HOLDER
 
 #: Name of the collection holding the copies while a run lasts.
 COLLECTION_NAME = "DRLA Copies"
@@ -110,15 +113,16 @@ class SceneCopies:
         spacing = env.copy_spacing or (_extent(originals) + _sight(originals, env) + 1.0)
         self.spacing = spacing
         self.offsets = grid_offsets(self.n, spacing)
-        self.specs = [env_for_copy(env, {}, (0.0, 0.0, 0.0))]
         if self.n == 1:
+            self.specs = [env]
             return
+        self.specs = [env_for_copy(env, {}, (0.0, 0.0, 0.0), [ob.name for ob in originals])]
         try:
             self.collection = bpy.data.collections.new(COLLECTION_NAME)
             scene.collection.children.link(self.collection)
             for i in range(1, self.n):
                 names = self._copy(originals, i)
-                self.specs.append(env_for_copy(env, names, self.offsets[i]))
+                self.specs.append(env_for_copy(env, names, self.offsets[i], list(names.values())))
             view_layer = bpy.context.view_layer if bpy.context.scene == scene else scene.view_layers[0]
             view_layer.update()
         except BaseException:
@@ -130,6 +134,7 @@ class SceneCopies:
         holder = bpy.data.objects.new(f"DRLA copy {i}", None)
         holder.location = self.offsets[i]
         holder.empty_display_size = 0.5
+        holder[COPY_HOLDER] = i
         self.collection.objects.link(holder)
         self.empties.append(holder)
         made = {}

@@ -28,8 +28,14 @@ def view_layer_of(scene):
     return scene.view_layers[0]
 
 
+#: The custom property that marks a scene copy's holder empty (``scene.copies``): a copy's objects
+#: hang under it, but it is not part of any body, so a top parent is found below it.
+COPY_HOLDER = "drla_copy_holder"
+
+
 def top_parent(ob):
-    while ob.parent is not None:
+    """The root of ``ob``'s hierarchy (a tank for its turret), stopping below a scene copy's holder."""
+    while ob.parent is not None and COPY_HOLDER not in ob.parent:
         ob = ob.parent
     return ob
 

@@ -157,7 +157,8 @@ class CameraReader:
         self.depth = o["mode"] == 'DEPTH'
         self.max_depth = float(o["max_depth"])
         self.renderer = CameraRenderer(scene, scene.objects[spec.obj], o["width"], o["height"], o["mode"],
-                                       method=o["method"], threshold=o["threshold"], normalize_depth=False)
+                                       method=o["method"], threshold=o["threshold"], normalize_depth=False,
+                                       objects=o.get("objects"))
         self.size = spec.size
 
     def read(self, out):
