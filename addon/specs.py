@@ -196,13 +196,28 @@ class TrainerSpec:
 
 
 @dataclass
+class MemberSpec:
+    """One named agent of a multi-agent tree: its own environment (observation, actions, rewards and
+    endings in the shared scene), its agent, and whether it learns (``train``) or acts greedily from
+    ``model_path`` or what it has learnt so far (``frozen``)."""
+    node: str
+    name: str
+    mode: str
+    env: EnvSpec
+    agent: AgentSpec
+    model_path: str = ""
+
+
+@dataclass
 class CompiledTree:
     """``env`` is None for a Learned IK tree (``agent.kind == "ik"``): it trains on the armature's
-    forward kinematics, not in an environment."""
+    forward kinematics, not in an environment; and for a multi-agent tree (``agent.kind == "team"``),
+    whose agents each have their own in ``team``."""
     tree: str
     env: EnvSpec | None
     agent: AgentSpec | None = None
     trainer: TrainerSpec | None = None
+    team: list[MemberSpec] = field(default_factory=list)
 
     @property
     def is_ik(self) -> bool:

@@ -131,20 +131,23 @@ class CtrlC:
 
 
 def finish_training(job: Any, model: Model, model_path: Path, report_path: Path, title: str, wall: float,
-                    ctrl_c: CtrlC | None = None) -> int:
+                    ctrl_c: CtrlC | None = None, extra: dict[Path, Model] | None = None) -> int:
     """Write the model and the report of any ``TrainingJob``, print its summary; after Ctrl-C also a
-    checkpoint, and say where.
+    checkpoint, and say where. ``extra``: more model files (each agent of a multi-agent run).
 
     Returns the exit status: 0, or 130 (the convention for Ctrl-C) when the run was interrupted.
     """
     if ctrl_c is not None:
         ctrl_c.saving = True
     save_model(model_path, model)
+    for path, each in (extra or {}).items():
+        save_model(path, each)
     job.save_report(report_path, title, wall)
     checkpoint = model_path.with_name(f"{model_path.stem}_step{job.steps}.json")
     if job.interrupted:
         save_model(checkpoint, model)
-    print("\n".join(["", *job.summary(wall), f"model:  {model_path}", f"report: {report_path}"]))
+    named = [f"model:  {path}" for path in (extra or {})]
+    print("\n".join(["", *job.summary(wall), f"model:  {model_path}", *named, f"report: {report_path}"]))
     if not job.interrupted:
         return 0
     print(interrupted_text(job.steps, job.total_steps, checkpoint))

@@ -152,7 +152,7 @@ def train_scene(args: argparse.Namespace) -> int:
     env = None
     with CtrlC().installed() as ctrl_c, addon_module("scene.snapshot").restored_scene(scene):
         try:
-            if compiled.env is not None:
+            if build.has_env(compiled):
                 with quiet_egl():
                     try:
                         env = build.build_env(compiled, scene)
@@ -183,7 +183,11 @@ def train_scene(args: argparse.Namespace) -> int:
         if job.interrupted:
             meta["interrupted"] = True
         title = report_title(f"{kind.label} on {tree.name} ({Path(args.target).name})", job, seed)
-        return finish_training(job, job.to_model(meta), model_path, report_path, title, wall, ctrl_c)
+        extra = {}
+        if callable(getattr(job, "to_models", None)):  # several agents: each trained one its own file
+            extra = {model_path.with_name(f"{model_path.stem}_{name}.json"): m
+                     for name, m in job.to_models(meta).items()}
+        return finish_training(job, job.to_model(meta), model_path, report_path, title, wall, ctrl_c, extra)
 
 
 def play_scene(args: argparse.Namespace) -> int:

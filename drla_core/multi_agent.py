@@ -19,6 +19,9 @@ from typing import Any
 import numpy as np
 
 from .env import EnvCheckError
+from .metrics import history_metric_text
+from .plot import Panel, line_panels, render_panels
+from .png import write_png
 from .model_io import Model, check_fits
 from .spaces import Box, Discrete, Space
 from .train import EVAL_SEED_OFFSET, History, TrainingError
@@ -287,6 +290,39 @@ class MultiAgentRun:
     def to_model(self, meta: dict[str, Any] | None = None) -> Model:
         """The first trained agent's model (``TrainingJob``); ``to_models`` exports every trained agent."""
         return self.to_models(meta)[self.trained[0]]
+
+    @property
+    def interrupted(self) -> bool:
+        return any(s.history.interrupted for s in self.slots.values())
+
+    def finish(self) -> None:
+        """Nothing left to measure: the final evaluation ran as the last step ended."""
+
+    def summary(self, wall_seconds: float) -> list[str]:
+        """Steps and speed, then per agent its mode and the mean return of its last 20 episodes."""
+        lines = [f"trained {self.steps} steps, {self.episodes} episodes in {wall_seconds:.1f} s "
+                 f"({self.steps / max(self.train_seconds, 1e-9):,.0f} steps/s training)"]
+        for name, s in self.slots.items():
+            last = s.history.episode_returns[-20:]
+            text = f"{name} ({s.mode}): mean return of the last {len(last)} episodes {np.mean(last):.2f}" if last \
+                else f"{name} ({s.mode}): no episode finished"
+            metric = history_metric_text(s.history, 20)
+            lines.append(text + (f"; {metric}" if metric and last else ""))
+        return lines
+
+    def save_report(self, path: Any, title: str, wall_seconds: float = 0.0) -> Any:
+        """One return curve per agent (its loss too when it learns), and the summary."""
+        panels = []
+        for name, s in self.slots.items():
+            for panel in line_panels(s.history)[0][:2 if s.mode == "train" else 1]:
+                panel.title = f"{name} ({s.mode}): {panel.title[0].lower()}{panel.title[1:]}"
+                panels.append(panel)
+        lines = [f"{self.steps} steps, {self.episodes} episodes" + (f", {wall_seconds:.0f} s" if wall_seconds else "")]
+        for name, s in self.slots.items():
+            last = s.history.episode_returns[-20:]
+            lines += [f"{name} ({s.mode})", f"  return, last {len(last)}: {np.mean(last):.2f}" if last else "  -"]
+        panels.append(Panel("Summary", text_lines=lines))
+        return write_png(path, render_panels(panels, title))
 
     def stop(self, evaluate: bool = True, interrupted: bool = False) -> None:
         self._stop_requested = True

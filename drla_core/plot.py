@@ -541,7 +541,7 @@ def _counts_line(name: str, hit: float, shot: float, episodes: int) -> str:
     return f"{hit / episodes:.3g} of {shot / episodes:.3g} {events} ({rate})"
 
 
-def _line_panels(history: Mapping[str, Any]) -> tuple[list[Panel], list[str]]:
+def line_panels(history: Mapping[str, Any]) -> tuple[list[Panel], list[str]]:
     """The report's plot panels and the lines of its summary."""
     history = normalise_history(history)
     panels: list[Panel] = []
@@ -628,7 +628,7 @@ def render_report(history: Mapping[str, Any] | Any, title: str = "DRLA training"
     Returns:
         ``(H, W, 3)`` uint8 RGB array.
     """
-    panels, summary = _line_panels(history)
+    panels, summary = line_panels(history)
     panels.append(Panel("Summary", text_lines=summary or ["no data yet"]))
     return render_panels(panels, title, width)
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from drla.progress import ProgressBar
 from drla_core.env import Env
-from drla_core.plot import _line_panels, render_report
+from drla_core.plot import line_panels, render_report
 from drla_core.spaces import Box, Discrete
 from drla_core.train import TrainingRun, evaluate, history_metric_text, metric_text
 
@@ -90,7 +90,7 @@ def test_progress_bar_shows_hits_and_shots_per_episode():
 
 def test_report_plots_hits_per_episode_and_its_evaluations_honestly():
     run = TrainingRun(OneShotEnv(), FireOnce(), 200, eval_interval=100, eval_episodes=3).run()
-    panels, summary = _line_panels(run.history)
+    panels, summary = line_panels(run.history)
     metric = next(p for p in panels if p.title == "Hits per episode")
     by_label = {sr.label: sr for sr in metric.series}
     assert np.allclose(by_label["eval"].ys, [1.0, 1.0])  # 3 hits in 3 episodes: 1 per episode
@@ -109,7 +109,7 @@ def test_report_says_the_steps_trained_not_the_last_episode_end():
 
     run = TrainingRun(Long(), FireOnce(), 50).run()
     assert run.history.episode_end_steps[-1] == 49 and run.steps == 50
-    _, summary = _line_panels(run.history.to_dict())
+    _, summary = line_panels(run.history.to_dict())
     assert summary[:2] == ["steps trained", "  50"]
 
 
@@ -123,7 +123,7 @@ def test_stop_without_final_evaluation_marks_the_run_interrupted():
     run = TrainingRun(OneShotEnv(), StopAt(), 1000, eval_interval=500, eval_episodes=2)
     run.run()
     assert run.steps == 30 and run.done and run.history.interrupted and run.history.final_eval is None
-    _, summary = _line_panels(run.history)
+    _, summary = line_panels(run.history)
     assert summary[:2] == ["steps trained", "  30 (interrupted)"]
 
 

@@ -6,20 +6,13 @@ from ..specs import TrainerSpec
 from ..tree.node_tree import DRLANode
 
 
-class DRLA_TrainerNode(DRLANode, bpy.types.Node):
-    """The director: trains Agent in Environment for Total Steps (seeded), evaluating the greedy
-    policy every Evaluate Every steps (0 = never; the agent's Keep Best needs evaluations) and
-    saving a checkpoint every Checkpoint Interval steps (0 = never) into Output.
-    Triggers: train trainer director run start"""
+class TrainerSettings(DRLANode):
+    """What every trainer node sets: steps, seed, evaluations, checkpoints, the output folder."""
 
-    bl_idname = "DRLA_TrainerNode"
-    bl_label = "Trainer"
-    menu_order = 260  # its place in its Add submenu (lower first)
     drla_category = "output"
     role = "trainer"
     menu_category = "Output"
     bl_width_default = 210
-    inputs_spec = (("DRLA_EnvironmentSocket", "Environment"), ("DRLA_AgentSocket", "Agent"))
     outputs_spec = (("DRLA_ModelSocket", "Model"),)
 
     total_steps: IntProperty(name="Total Steps", default=20000, min=1, soft_max=10_000_000)
@@ -38,3 +31,15 @@ class DRLA_TrainerNode(DRLANode, bpy.types.Node):
     def compile(self, ctx):
         return TrainerSpec(self.name, self.total_steps, self.seed, self.checkpoint_interval,
                            resolve_output_path(self.output_path), ctx.exports(), self.eval_interval, self.eval_episodes)
+
+
+class DRLA_TrainerNode(TrainerSettings, bpy.types.Node):
+    """The director: trains Agent in Environment for Total Steps (seeded), evaluating the greedy
+    policy every Evaluate Every steps (0 = never; the agent's Keep Best needs evaluations) and
+    saving a checkpoint every Checkpoint Interval steps (0 = never) into Output.
+    Triggers: train trainer director run start"""
+
+    bl_idname = "DRLA_TrainerNode"
+    bl_label = "Trainer"
+    menu_order = 260  # its place in its Add submenu (lower first)
+    inputs_spec = (("DRLA_EnvironmentSocket", "Environment"), ("DRLA_AgentSocket", "Agent"))

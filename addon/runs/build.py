@@ -14,8 +14,11 @@ from typing import Any
 from ...drla_core import train
 from ...drla_core.agents import dqn
 from ...drla_core.agents.ik import IKTrainingJob
+from ...drla_core.model_io import load_model
+from ...drla_core.multi_agent import MultiAgentRun
 from ...drla_core.vector_env import VectorEnv
 from ..scene.scene_env import SceneEnv
+from ..scene.scene_team_env import SceneTeamEnv
 from ..scene.scene_vector_env import SceneVectorEnv
 from ..scene.snapshot import restored_scene
 from ..tree.compiler import compile_tree
@@ -30,10 +33,17 @@ class BuildError(ValueError):
     """A request the tree's agent kind cannot honour (e.g. DQN settings for a Learned IK tree)."""
 
 
+def has_env(compiled: CompiledTree) -> bool:
+    """Whether the tree trains in the scene (an environment, or several agents' own), or alone (Learned IK)."""
+    return compiled.env is not None or bool(compiled.team)
+
+
 def build_env(compiled: CompiledTree, scene, copies: int | None = None):
     """A ``SceneEnv`` over ``scene`` for the compiled tree (object lookups cached now), or with more than
     one copy (the Environment node's Copies, or ``copies``) a ``SceneVectorEnv`` of them, with one more
     copy aside for evaluations when the Trainer evaluates."""
+    if compiled.team:
+        return SceneTeamEnv([(m.name, m.env) for m in compiled.team], scene)
     n = int(copies or compiled.env.copies)
     if n > 1:
         evaluates = compiled.trainer is not None and compiled.trainer.eval_interval > 0
@@ -61,7 +71,12 @@ _ALIASES = {
 
 def dqn_config(compiled: CompiledTree, total_steps: int | None = None) -> dqn.DQNConfig:
     """The ``DQNConfig`` the agent node describes."""
-    spec = compiled.agent or AgentSpec("")
+    steps = total_steps or (compiled.trainer.total_steps if compiled.trainer else None)
+    return dqn_config_of(compiled.agent or AgentSpec(""), steps)
+
+
+def dqn_config_of(spec: AgentSpec, steps: int | None = None) -> dqn.DQNConfig:
+    """The ``DQNConfig`` one DQN Agent node describes (``steps``: the run's length, for the schedules)."""
     fields = {f.name for f in dataclasses.fields(dqn.DQNConfig)}
     values: dict[str, Any] = {}
     for ours, value in spec.config.items():
@@ -72,7 +87,6 @@ def dqn_config(compiled: CompiledTree, total_steps: int | None = None) -> dqn.DQ
     if isinstance(values.get("loss"), str):
         values["loss"] = values["loss"].lower()
     values["hidden"] = [tuple(h) for h in spec.hidden]
-    steps = total_steps or (compiled.trainer.total_steps if compiled.trainer else None)
     if steps and "total_timesteps" in fields:
         values["total_timesteps"] = int(steps)
     return dqn.DQNConfig(**values)
@@ -152,8 +166,34 @@ def build_ik_job(compiled: CompiledTree, env=None, *, seed: int, total_steps: in
                          max_seconds=cfg.get("train_seconds") or None, refine_iters=cfg.get("refine_iters", 3))
 
 
+# --------------------------------------------------------------------------- several named agents
+def build_team_job(compiled: CompiledTree, env, *, seed: int, total_steps: int,
+                   overrides: dict[str, Any] | None = None, **options) -> MultiAgentRun:
+    """A ``MultiAgentRun`` over a ``SceneTeamEnv``: one DQN agent per Named Agent, learning or frozen
+    (a frozen one from its Model file, else from its own network)."""
+    if overrides:
+        raise BuildError("DQN settings from the command line apply to one agent; a multi-agent tree sets each "
+                         "agent's on its DQN Agent node")
+    unknown = set(options) - set(_RUN_OPTIONS)
+    if unknown:
+        raise TypeError(f"build_team_job: unknown options {sorted(unknown)}")
+    agents: dict[str, Any] = {}
+    modes: dict[str, str] = {}
+    for i, member in enumerate(compiled.team):
+        if member.mode == "frozen" and member.model_path:
+            try:
+                agents[member.name] = load_model(member.model_path)
+            except (OSError, ValueError) as exc:
+                raise BuildError(f"agent '{member.name}': cannot load its model {member.model_path}: {exc}") from exc
+        else:
+            agents[member.name] = dqn.DQNAgent(env.observation_space(member.name), env.action_space(member.name),
+                                               dqn_config_of(member.agent, total_steps), seed + i)
+        modes[member.name] = member.mode
+    return MultiAgentRun(env, agents, total_steps, modes=modes, seed=seed)
+
+
 #: How each agent kind (``AgentSpec.kind``) is built into a training job.
-JOBS = {"dqn": build_dqn_job, "ik": build_ik_job}
+JOBS = {"dqn": build_dqn_job, "ik": build_ik_job, "team": build_team_job}
 
 
 def build_job(compiled: CompiledTree, env=None, *, seed: int = 0, total_steps: int = 0, **kw):

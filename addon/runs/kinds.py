@@ -98,8 +98,33 @@ IK = AgentKind(
     bake_hint=lambda scene: f"Frames {scene.frame_start}-{scene.frame_end} (the scene's frame range)")
 
 
+# --------------------------------------------------------------------------- several named agents
+def _team_trained_text(session) -> str:
+    job = session.job
+    names = ", ".join(f"{n} ({job.slots[n].mode})" for n in job.slots)
+    return (f"Trained {count(session.steps, 'step')}, {count(session.episodes, 'episode')} of {names} in "
+            f"{session.train_seconds:.1f} s")
+
+
+def _team_evaluate(scene, compiled, model, n: int, seed: int, frames_dir=None) -> str:
+    raise ValueError("playing a multi-agent tree from the command line is not supported yet: "
+                     "press Play in Blender's DRLA sidebar")
+
+
+def _team_bake(scene, tree, s, steps: int) -> str:
+    raise ValueError("baking a multi-agent tree is not supported yet")
+
+
+TEAM = AgentKind(
+    name="team", label="Multi-agent", can_play=False, can_follow=False,
+    no_play_reason="Playing several agents is not supported yet: each trained agent's model is in the Output "
+                   "folder", bake_label="Bake to Keyframes", bake_settings=(), curve="",
+    trained_text=_team_trained_text, after_training=lambda session: "", evaluate=_team_evaluate, bake=_team_bake,
+    bake_hint=lambda scene: "")
+
+
 #: Every agent kind by ``AgentSpec.kind`` (the agent node's ``agent_kind``).
-KINDS: dict[str, AgentKind] = {kind.name: kind for kind in (DQN, IK)}
+KINDS: dict[str, AgentKind] = {kind.name: kind for kind in (DQN, IK, TEAM)}
 
 
 def of(compiled) -> AgentKind:
@@ -113,6 +138,8 @@ def agent_node(tree):
         return None
     for node in tree.nodes:
         if getattr(node, "role", "") == "trainer":
+            if getattr(node, "team", False):  # a Multi-Agent Trainer stands for its agents
+                return node
             sock = node.inputs["Agent"]
             linked = [lk.from_node for lk in sock.links if not lk.is_muted]
             return linked[0] if linked else None

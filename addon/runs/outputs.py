@@ -40,6 +40,13 @@ def export_paths(compiled) -> list[str]:
     return paths
 
 
+def member_path(compiled, name: str, output_dir: str = "") -> str:
+    """Where one named agent of a multi-agent run is exported: ``<folder>/<tree>_<agent>.json``, the
+    folder being the run's (the sidebar's Output), else the Trainer's Output, else the preferences'."""
+    folder = output_dir or (compiled.trainer.output_path if compiled.trainer is not None else "")
+    return os.path.join(checkpoint_dir(override=folder), f"{safe_name(compiled.tree)}_{safe_name(name)}.json")
+
+
 def report_path(tree_name: str, output_dir: str = "") -> str:
     """The training report PNG of a tree, in the run's folder."""
     return os.path.join(checkpoint_dir(override=output_dir), f"{safe_name(tree_name)}_report.png")

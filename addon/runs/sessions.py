@@ -156,7 +156,7 @@ class Session:
         try:
             stack.enter_context(restored_scene(self.scene))
             self._stack = stack
-            if self.compiled.env is not None:
+            if build.has_env(self.compiled):
                 self.env = build.build_env(self.compiled, self.scene)
         except BaseException:
             self._stack = None

@@ -121,6 +121,10 @@ class TrainSession(Session):
         self.job.finish()
         model = self._store_model()
         self.exported = outputs.write_models(outputs.export_paths(self.compiled), model)
+        if callable(getattr(self.job, "to_models", None)):  # several agents: each trained one its own file
+            for name, each in self.job.to_models({"tree": self.tree_name, "seed": self.seed}).items():
+                self.exported.append(outputs.write_model(outputs.member_path(self.compiled, name, self.output_dir),
+                                                         each))
         self.report_path = outputs.report_path(self.tree_name, self.output_dir)
         self.job.save_report(self.report_path, f"DRLA: {self.tree_name} ({self.steps} steps)", self.train_seconds)
         self._close_scene()

@@ -16,7 +16,7 @@ from typing import Any
 import bpy
 
 from ..preferences import resolve_output_path
-from ..specs import CompiledTree, CompileError, EnvSpec
+from ..specs import AgentSpec, CompiledTree, CompileError, EnvSpec
 from ..words import article
 from .node_tree import TREE_ID, linked_nodes
 
@@ -156,6 +156,8 @@ def _walk(tree, ctx) -> CompiledTree | None:
     for extra in trainers[1:]:
         ctx.error(extra, "a tree has one Trainer: remove this one")
     trainer_node = trainers[0] if trainers else None
+    if getattr(trainer_node, "team", False):
+        return _walk_team(tree, ctx, trainer_node)
     envs = _of_role(tree, "environment")
     if trainer_node is not None:
         agent_node = ctx.input(trainer_node, "Agent", required=False)
@@ -188,6 +190,26 @@ def _walk(tree, ctx) -> CompiledTree | None:
     agent = agent_node.compile(ctx) if agent_node is not None else None
     trainer = trainer_node.compile(ctx) if trainer_node is not None else None
     return CompiledTree(tree.name, env, agent, trainer)
+
+
+def _walk_team(tree, ctx, trainer_node) -> CompiledTree | None:
+    """Multi-Agent Trainer -> Named Agents, each with its own Environment and Agent."""
+    members = []
+    for node in linked_nodes(trainer_node.inputs["Agents"]):
+        member = node.compile(ctx)
+        if member is not None:
+            members.append(member)
+    if not trainer_node.inputs["Agents"].is_linked:
+        ctx.error(trainer_node, "link a Named Agent (or several) into its Agents input")
+    seen: dict[str, str] = {}
+    for m in members:
+        if m.name in seen:
+            ctx.error(tree.nodes[m.node], f"another Named Agent ('{seen[m.name]}') is called '{m.name}' too")
+        seen.setdefault(m.name, m.node)
+    if members and not any(m.mode == "train" for m in members):
+        ctx.error(trainer_node, "every Named Agent is Frozen: set one to Train")
+    trainer = trainer_node.compile(ctx)
+    return CompiledTree(tree.name, None, AgentSpec(trainer_node.name, "team"), trainer, members)
 
 
 def _check_links(tree, ctx) -> None:

@@ -112,6 +112,15 @@ class DRLA_ModelSocket(DRLASocket, NodeSocket):
     color = (0.95, 0.95, 0.95, 1.0)
 
 
+
+
+class DRLA_TeamMemberSocket(DRLASocket, NodeSocket):
+    """A named agent with its environment, one of several trained together"""
+    bl_idname = "DRLA_TeamMemberSocket"
+    bl_label = "Named Agent"
+    color = (0.85, 0.45, 0.85, 1.0)
+
+
 classes = (DRLA_SensorSocket, DRLA_StateSocket, DRLA_ActionSocket, DRLA_ActionSetSocket, DRLA_RewardSocket,
            DRLA_DoneSocket, DRLA_EnvironmentSocket, DRLA_LayerSocket, DRLA_NetworkSocket, DRLA_EpsilonSocket,
-           DRLA_ReplaySocket, DRLA_AgentSocket, DRLA_ModelSocket)
+           DRLA_ReplaySocket, DRLA_AgentSocket, DRLA_ModelSocket, DRLA_TeamMemberSocket)

@@ -26,7 +26,8 @@ ROLE_COLUMNS: tuple[tuple[str, ...], ...] = (
     ("DRLA_HiddenLayerNode",),
     ("DRLA_NetworkNode", "DRLA_EpsilonNode", "DRLA_ReplayMemoryNode"),
     ("agent",),
-    ("DRLA_TrainerNode",),
+    ("DRLA_NamedAgentNode",),
+    ("DRLA_TrainerNode", "DRLA_MultiAgentTrainerNode"),
     ("output",),
 )
 COLUMN_GAP, ROW_GAP, MAX_COLUMN_HEIGHT = 60, 40, 1800
@@ -34,10 +35,10 @@ COLUMN_GAP, ROW_GAP, MAX_COLUMN_HEIGHT = 60, 40, 1800
 
 def _role(node) -> tuple[int, int]:
     """(column, order within the column) of a node: its idname's place, else its category's."""
-    for column, roles in enumerate(ROLE_COLUMNS):
-        for order, role in enumerate(roles):
-            if role in (node.bl_idname, getattr(node, "drla_category", None)):
-                return column, order
+    for key in (node.bl_idname, getattr(node, "drla_category", None)):
+        for column, roles in enumerate(ROLE_COLUMNS):
+            if key in roles:
+                return column, roles.index(key)
     return len(ROLE_COLUMNS), 0
 
 
@@ -324,6 +325,86 @@ def build_transform_tree(scene, name: str = "Reach", total_steps: int = 6000) ->
     return b.done()
 
 
+# --------------------------------------------------------------------------- chase (two named agents)
+
+def _chase_object(scene, name: str, size: float, color: tuple[float, float, float, float]) -> Any:
+    ob = scene.objects.get(name)
+    if ob is None:
+        h = size / 2
+        mesh = bpy.data.meshes.new(name)
+        mesh.from_pydata([(x, y, z) for z in (-h, h) for y in (-h, h) for x in (-h, h)], [],
+                         [(0, 2, 3, 1), (4, 5, 7, 6), (0, 1, 5, 4), (2, 6, 7, 3), (0, 4, 6, 2), (1, 3, 7, 5)])
+        ob = bpy.data.objects.new(name, mesh)
+        ob.color = color
+        scene.collection.objects.link(ob)
+    return ob
+
+
+def _chaser_env(b: _Builder, me, other, step: float, away: bool, max_steps: int) -> Any:
+    """One agent's environment in the chase: where the other is (relative, and how far), moves of
+    ``step`` along X/Y or wait; rewarded for closing in (or, ``away``, for getting away)."""
+    rel = b.node("DRLA_TransformSensorNode", object=other, relative_to=me, use_location=True, use_rotation=False,
+                 scale=0.2)
+    dist = b.node("DRLA_DistanceSensorNode", object_a=me, object_b=other, scale=0.2)
+    state = b.node("DRLA_StateNode")
+    b.link(rel, state, "Sensors")
+    b.link(dist, state, "Sensors")
+    action_set = b.node("DRLA_ActionSetNode")
+    for action, vector in (("right", (step, 0, 0)), ("left", (-step, 0, 0)), ("front", (0, step, 0)),
+                           ("back", (0, -step, 0)), ("wait", None)):
+        item = b.node("DRLA_ActionNode", action_name=action, kind='WAIT' if vector is None else 'MOVE')
+        if vector is not None:
+            item.object, item.vector = me, vector
+        b.link(item, action_set, "Actions")
+    progress = b.node("DRLA_DistanceRewardNode", object_a=me, object_b=other, mode='PROGRESS',
+                      weight=-1.0 if away else 1.0)
+    caught = b.node("DRLA_WithinDistanceNode", object_a=me, object_b=other, distance=0.6,
+                    reward=-1.0 if away else 1.0)
+    bounds = b.node("DRLA_OutOfBoundsNode", object=me, bounds='BOX', box_min=(-6, -6, -5), box_max=(6, 6, 5),
+                    reward=-1.0)
+    env = b.node("DRLA_EnvironmentNode", frames_per_step=1, max_steps=max_steps, random_object_1=me,
+                 random_min=(-4, -4, 0), random_max=(4, 4, 0), random_grid=0.5)
+    b.link(state, env, "State")
+    b.link(action_set, env, "Actions")
+    b.link(progress, env, "Rewards")
+    for node in (caught, bounds):
+        b.link(node, env, "Done")
+    return env
+
+
+def build_chase_tree(scene, name: str = "Chase", total_steps: int = 20000, target_mode: str = 'FROZEN') -> Any:
+    """godot-ai's case: the cube ``Hero`` learns to catch the cube ``Target``, which moves away.
+
+    Hero: sees the target relative to itself and their distance; moves 0.5 along X/Y or waits;
+    rewarded for closing in, +1 when within 0.6 (the episode ends), -1 for leaving [-6, 6]^2.
+    Target: the mirror image, moving 0.25 a step and rewarded for getting away; Frozen by default
+    (it acts from its own fixed network, always the same way), Train to let both learn. Both start
+    at random spots in [-4, 4]^2; at most 60 steps.
+    """
+    hero = _chase_object(scene, "Hero", 0.5, (0.2, 0.5, 1.0, 1.0))
+    target = _chase_object(scene, "Target", 0.4, (1.0, 0.4, 0.2, 1.0))
+    b = _Builder(name)
+    trainer = b.node("DRLA_MultiAgentTrainerNode", total_steps=total_steps, seed=0, eval_interval=0)
+    for who, me, other, step, away, mode in (("hero", hero, target, 0.5, False, 'TRAIN'),
+                                            ("target", target, hero, 0.25, True, target_mode)):
+        env = _chaser_env(b, me, other, step, away, max_steps=60)
+        net = b.node("DRLA_NetworkNode")
+        layer = b.node("DRLA_HiddenLayerNode", size=64, activation='RELU')
+        b.link(layer, net, "Layers")
+        eps = b.node("DRLA_EpsilonNode", start=1.0, end=0.05, fraction=0.3)
+        rep = b.node("DRLA_ReplayMemoryNode", capacity=20000, batch_size=64, learning_starts=500)
+        agent = b.node("DRLA_DQNAgentNode", learning_rate=1e-3, gamma=0.95, train_freq=4, gradient_steps=1,
+                       target_update_interval=250, keep_best=False)
+        b.link(net, agent, "Network")
+        b.link(eps, agent, "Epsilon")
+        b.link(rep, agent, "Replay")
+        member = b.node("DRLA_NamedAgentNode", agent_name=who, mode=mode)
+        b.link(env, member, "Environment")
+        b.link(agent, member, "Agent")
+        b.link(member, trainer, "Agents")
+    return b.done()
+
+
 # --------------------------------------------------------------------------- robot arm (learned IK)
 
 #: The Learned IK Agent node's settings of the robot-arm trees (the benchmark recipe of ``bench/ik.py``).
@@ -381,4 +462,5 @@ EXAMPLES: dict[str, Callable[[Any], Any]] = {
     "Reach (transform)": build_transform_tree,
     "Robot Arm 6 (Learned IK)": build_arm6_tree,
     "Robot Arm 3 (Learned IK)": build_arm3_tree,
+    "Chase (two agents)": build_chase_tree,
 }

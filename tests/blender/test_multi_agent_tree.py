@@ -1,0 +1,92 @@
+"""Several named agents in one tree (issue 11): a Multi-Agent Trainer over Named Agents, each with its own
+Environment and DQN Agent, training or frozen. The chase example: the hero learns to catch a target that
+moves away; the frozen target never changes; the panel's run exports the trained agent; bad trees say why."""
+
+import json
+
+import bpy
+import numpy as np
+import pytest
+
+
+def chase(scene, **kw):
+    from drla_ext.addon.ui import examples
+
+    return examples.build_chase_tree(scene, **kw)
+
+
+def compile_tree(tree, scene):
+    from drla_ext.addon.tree import compiler
+
+    return compiler.compile_tree(tree, scene)
+
+
+def test_the_chase_tree_compiles_to_two_named_agents(empty_scene):
+    compiled = compile_tree(chase(empty_scene), empty_scene)
+    assert compiled.agent.kind == "team" and compiled.env is None
+    assert [(m.name, m.mode) for m in compiled.team] == [("hero", "train"), ("target", "frozen")]
+    hero, target = compiled.team
+    assert hero.env.actions[0].obj == "Hero" and target.env.actions[0].obj == "Target"
+
+
+def test_the_hero_learns_to_catch_the_frozen_target_which_never_changes(empty_scene):
+    from drla_ext.addon.runs import build
+    from drla_ext.addon.scene.snapshot import restored_scene
+
+    scene = empty_scene
+    compiled = compile_tree(chase(scene), scene)
+    with restored_scene(scene):
+        env = build.build_env(compiled, scene)
+        try:
+            job = build.build_job(compiled, env, seed=0, total_steps=6000)
+            target = job.slots["target"].agent
+            before = target.q_network.params.copy()
+            probe = np.random.default_rng(0).uniform(-1, 1, (50, 4)).astype(np.float32)
+            acts = [target.predict(o) for o in probe]
+            job.run()
+        finally:
+            env.close()
+    hero = job.histories["hero"].episode_returns
+    assert np.mean(hero[:20]) < 0.0 < 2.0 < np.mean(hero[-20:])  # measured: -2.2 then 4.3 at seed 0
+    assert np.array_equal(target.q_network.params, before)  # frozen: it never learnt
+    assert [target.predict(o) for o in probe] == acts  # and acts the same way for the same observations
+    assert list(job.to_models()) == ["hero"]  # only the agent that trains is exported
+
+
+def test_a_panel_run_exports_each_trained_agent_and_restores_the_scene(empty_scene, tmp_path):
+    from drla_ext.addon.runs.train import TrainSession
+
+    scene = empty_scene
+    tree = chase(scene, total_steps=300, target_mode='TRAIN')
+    places = {ob.name: tuple(ob.matrix_world.translation) for ob in scene.objects}
+    sess = TrainSession(scene, tree, output_dir=str(tmp_path)).start()
+    sess.run_blocking()
+    assert sess.state == "DONE", scene.drla.error
+    for who in ("hero", "target"):
+        data = json.loads((tmp_path / f"Chase_{who}.json").read_text())
+        assert data["meta"]["agent"] == who and data["kind"] == "dqn"
+    assert "hero (train)" in sess.message and (tmp_path / "Chase_report.png").is_file()
+    assert {ob.name: tuple(ob.matrix_world.translation) for ob in scene.objects} == places
+
+
+@pytest.mark.parametrize("case", ["same names", "all frozen", "nothing linked"])
+def test_a_broken_multi_agent_tree_says_why_on_the_node(empty_scene, case):
+    from drla_ext.addon.specs import CompileError
+
+    tree = chase(empty_scene)
+    members = [n for n in tree.nodes if n.bl_idname == "DRLA_NamedAgentNode"]
+    trainer = next(n for n in tree.nodes if n.bl_idname == "DRLA_MultiAgentTrainerNode")
+    if case == "same names":
+        members[1].agent_name = "hero"
+        node, message = members[1], "another Named Agent ('Named Agent') is called 'hero' too"
+    elif case == "all frozen":
+        members[0].mode = 'FROZEN'
+        node, message = trainer, "every Named Agent is Frozen: set one to Train"
+    else:
+        for link in list(tree.links):
+            if link.to_node == trainer:
+                tree.links.remove(link)
+        node, message = trainer, "link a Named Agent (or several) into its Agents input"
+    with pytest.raises(CompileError):
+        compile_tree(tree, empty_scene)
+    assert message in node.drla_error
