@@ -190,6 +190,62 @@ TANK_DQN = dict(learning_rate=1e-3, gamma=0.95, train_freq=4, gradient_steps=1, 
                 tau=1.0, double_dqn=True, loss='HUBER', max_grad_norm=10.0, keep_best=True)
 
 
+def _tank_env(b: _Builder, me, cannon, muzzle, cam_ob, target, ground, camera_size, spawn_min, spawn_max,
+              max_steps: int, target_sensor: bool = False, hit_penalty: bool = False) -> Any:
+    """One tank's environment: its camera in black/white, its score and cannon pitch; the eight tank
+    actions; +1 per hit, -1 per missed shot (and, ``hit_penalty``, -1 each time ``target`` scores), -1 for
+    leaving ``ground``. ``target`` starts and respawns after a hit between ``spawn_min`` and ``spawn_max``."""
+    cam = b.node("DRLA_CameraSensorNode", camera=cam_ob, width=camera_size[0], height=camera_size[1],
+                 mode='BW', threshold=0.5)
+    score = b.node("DRLA_PropertySensorNode", object=me, property="score", scale=0.1)
+    pitch = b.node("DRLA_PropertySensorNode", label="Cannon Pitch", object=cannon, property="rotation_euler[0]",
+                   scale=1.0 / math.radians(10))
+    sensors = [cam, score, pitch]
+    if target_sensor:
+        sensors.append(b.node("DRLA_TransformSensorNode", label="Target", object=target, relative_to=me,
+                              use_location=True, use_rotation=False, scale=1.0))
+    state = b.node("DRLA_StateNode")
+    for sensor in sensors:
+        b.link(sensor, state, "Sensors")
+
+    items = []
+    for action, kind, ob, vector in (
+            ("move_right", 'MOVE', me, (0.5, 0, 0)), ("move_left", 'MOVE', me, (-0.5, 0, 0)),
+            ("move_front", 'MOVE', me, (0, 0.5, 0)), ("move_back", 'MOVE', me, (0, -0.5, 0)),
+            ("wait", 'WAIT', None, (0, 0, 0)),
+            ("canon_up", 'ROTATE', cannon, (5, 0, 0)), ("canon_down", 'ROTATE', cannon, (-5, 0, 0))):
+        item = b.node("DRLA_ActionNode", action_name=action, kind=kind, vector=vector)
+        if ob is not None:
+            item.object = ob
+        if kind == 'ROTATE':
+            item.use_limits, item.limit_min, item.limit_max = True, (-10, -180, -180), (10, 180, 180)
+        items.append(item)
+    fire = b.node("DRLA_FireActionNode", action_name="fire", origin=muzzle, axis='POS_Y', axis_object=cannon,
+                  target=target, max_distance=30.0, score_object=me, score_property="score", add=1.0,
+                  respawn=True, respawn_min=spawn_min, respawn_max=spawn_max, respawn_grid=0.5)
+    items.append(fire)
+    action_set = b.node("DRLA_ActionSetNode")
+    for item in items:
+        b.link(item, action_set, "Actions")
+
+    score_reward = b.node("DRLA_PropertyChangeRewardNode", object=me, property="score", increase=1.0)
+    miss = b.node("DRLA_HitRewardNode", label="Miss", hit=0.0, miss=-1.0)
+    bounds = b.node("DRLA_OutOfBoundsNode", object=me, bounds='OBJECT', bounds_object=ground, reward=-1.0)
+
+    env = b.node("DRLA_EnvironmentNode", frames_per_step=1, max_steps=max_steps, random_object_1=target,
+                 random_min=spawn_min, random_max=spawn_max, random_grid=0.5)
+    b.link(state, env, "State")
+    b.link(action_set, env, "Actions")
+    b.link(score_reward, env, "Rewards")
+    b.link(miss, env, "Rewards")
+    if hit_penalty:
+        hit = b.node("DRLA_PropertyChangeRewardNode", label="Was Hit", object=target, property="score",
+                     increase=-1.0)
+        b.link(hit, env, "Rewards")
+    b.link(bounds, env, "Done")
+    return env
+
+
 def build_tank_tree(scene, name: str = "Tank", total_steps: int = 60000, target_sensor: bool = False,
                     camera: str = "TankCamera", camera_size: tuple[int, int] | None = None, max_steps: int = 100,
                     hidden=(128, 64), epsilon=(1.0, 0.05, 0.4), replay=(50000, 64, 1000), **dqn) -> Any:
@@ -207,58 +263,56 @@ def build_tank_tree(scene, name: str = "Tank", total_steps: int = 60000, target_
     Episodes last at most ``max_steps`` steps. ``dqn`` overrides the DQN Agent node's settings.
     """
     obs = scene.objects
-    tank_a, cannon, muzzle, tank_b = obs["TankA"], obs["Cannon"], obs["Muzzle"], obs["TankB"]
-    cam_ob = obs[camera]
     if camera_size is None:
         camera_size = TANK_CAMERA_SIZE if camera == "TankCamera" else (16, 16)
     b = _Builder(name)
-    cam = b.node("DRLA_CameraSensorNode", camera=cam_ob, width=camera_size[0], height=camera_size[1],
-                 mode='BW', threshold=0.5)
-    score = b.node("DRLA_PropertySensorNode", object=tank_a, property="score", scale=0.1)
-    pitch = b.node("DRLA_PropertySensorNode", label="Cannon Pitch", object=cannon, property="rotation_euler[0]",
-                   scale=1.0 / math.radians(10))
-    sensors = [cam, score, pitch]
-    if target_sensor:
-        sensors.append(b.node("DRLA_TransformSensorNode", label="Target", object=tank_b, relative_to=tank_a,
-                              use_location=True, use_rotation=False, scale=1.0))
-    state = b.node("DRLA_StateNode")
-    for sensor in sensors:
-        b.link(sensor, state, "Sensors")
-
-    items = []
-    for action, kind, ob, vector in (
-            ("move_right", 'MOVE', tank_a, (0.5, 0, 0)), ("move_left", 'MOVE', tank_a, (-0.5, 0, 0)),
-            ("move_front", 'MOVE', tank_a, (0, 0.5, 0)), ("move_back", 'MOVE', tank_a, (0, -0.5, 0)),
-            ("wait", 'WAIT', None, (0, 0, 0)),
-            ("canon_up", 'ROTATE', cannon, (5, 0, 0)), ("canon_down", 'ROTATE', cannon, (-5, 0, 0))):
-        item = b.node("DRLA_ActionNode", action_name=action, kind=kind, vector=vector)
-        if ob is not None:
-            item.object = ob
-        if kind == 'ROTATE':
-            item.use_limits, item.limit_min, item.limit_max = True, (-10, -180, -180), (10, 180, 180)
-        items.append(item)
-    fire = b.node("DRLA_FireActionNode", action_name="fire", origin=muzzle, axis='POS_Y', axis_object=cannon,
-                  target=tank_b, max_distance=30.0, score_object=tank_a, score_property="score", add=1.0,
-                  respawn=True, respawn_min=TANK_SPAWN_MIN, respawn_max=TANK_SPAWN_MAX, respawn_grid=0.5)
-    items.append(fire)
-    action_set = b.node("DRLA_ActionSetNode")
-    for item in items:
-        b.link(item, action_set, "Actions")
-
-    score_reward = b.node("DRLA_PropertyChangeRewardNode", object=tank_a, property="score", increase=1.0)
-    miss = b.node("DRLA_HitRewardNode", label="Miss", hit=0.0, miss=-1.0)
-    bounds = b.node("DRLA_OutOfBoundsNode", object=tank_a, bounds='OBJECT', bounds_object=obs["Ground"], reward=-1.0)
-
-    env = b.node("DRLA_EnvironmentNode", frames_per_step=1, max_steps=max_steps, random_object_1=tank_b,
-                 random_min=TANK_SPAWN_MIN, random_max=TANK_SPAWN_MAX, random_grid=0.5)
-    b.link(state, env, "State")
-    b.link(action_set, env, "Actions")
-    b.link(score_reward, env, "Rewards")
-    b.link(miss, env, "Rewards")
-    b.link(bounds, env, "Done")
+    env = _tank_env(b, obs["TankA"], obs["Cannon"], obs["Muzzle"], obs[camera], obs["TankB"], obs["Ground"],
+                    camera_size, TANK_SPAWN_MIN, TANK_SPAWN_MAX, max_steps, target_sensor=target_sensor)
     dqn = {**TANK_DQN, **dqn}
     _agent(b, env, hidden=hidden, total_steps=total_steps, epsilon=epsilon, replay=replay, evaluate=(5000, 5),
            **dqn)
+    return b.done()
+
+
+#: The duel: where each tank starts and respawns after it was hit, on its own half of the arena.
+DUEL_SPAWN = {"TankA": ((-4.0, -4.0, 0.0), (4.0, -0.5, 0.0)), "TankB": ((-4.0, 0.5, 0.0), (4.0, 4.0, 0.0))}
+
+
+def build_tank_duel_tree(scene, name: str = "Duel", total_steps: int = 60000, b_mode: str = 'TRAIN') -> Any:
+    """Both tanks of ``scenes/tank_duel`` learn to hit each other, each through its own camera.
+
+    Each tank has the tank game's environment (``build_tank_tree``) from its own side: its camera
+    (``TankCamera``, ``TankBCamera``), its score and cannon, the eight actions; +1 per hit, -1 per
+    missed shot, -1 each time the other scores, -1 for leaving the ground. A tank that is hit
+    respawns on its own half. ``b_mode`` 'FROZEN' freezes TankB (TankA keeps learning against it).
+    """
+    obs = scene.objects
+    b = _Builder(name)
+    trainer = b.node("DRLA_MultiAgentTrainerNode", total_steps=total_steps, seed=0, eval_interval=0)
+    sides = (("tank_a", "TankA", "Cannon", "Muzzle", "TankCamera", "TankB", 'TRAIN'),
+             ("tank_b", "TankB", "CannonB", "MuzzleB", "TankBCamera", "TankA", b_mode))
+    for who, me, cannon, muzzle, cam, other, mode in sides:
+        spawn_min, spawn_max = DUEL_SPAWN[other]
+        env = _tank_env(b, obs[me], obs[cannon], obs[muzzle], obs[cam], obs[other], obs["Ground"], TANK_CAMERA_SIZE,
+                        spawn_min, spawn_max, max_steps=100, hit_penalty=True)
+        prev = None
+        for size in (128, 64):
+            layer = b.node("DRLA_HiddenLayerNode", size=size, activation='RELU')
+            if prev is not None:
+                b.link(prev, layer, "Previous")
+            prev = layer
+        net = b.node("DRLA_NetworkNode")
+        b.link(prev, net, "Layers")
+        eps = b.node("DRLA_EpsilonNode", start=1.0, end=0.05, fraction=0.4)
+        rep = b.node("DRLA_ReplayMemoryNode", capacity=50000, batch_size=64, learning_starts=1000)
+        agent = b.node("DRLA_DQNAgentNode", **TANK_DQN)
+        b.link(net, agent, "Network")
+        b.link(eps, agent, "Epsilon")
+        b.link(rep, agent, "Replay")
+        member = b.node("DRLA_NamedAgentNode", agent_name=who, mode=mode)
+        b.link(env, member, "Environment")
+        b.link(agent, member, "Agent")
+        b.link(member, trainer, "Agents")
     return b.done()
 
 
