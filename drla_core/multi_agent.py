@@ -287,6 +287,14 @@ class MultiAgentRun:
             models[name] = s.agent.to_model(info)
         return models
 
+    def policies(self, meta: dict[str, Any] | None = None) -> dict[str, Model]:
+        """Every agent's model, frozen ones too (what playing the scene back needs)."""
+        out = self.to_models(meta)
+        for name, s in self.slots.items():
+            if name not in out:
+                out[name] = s.agent if isinstance(s.agent, Model) else s.agent.to_model({**(meta or {}), "agent": name})
+        return {name: out[name] for name in self.slots}
+
     def to_model(self, meta: dict[str, Any] | None = None) -> Model:
         """The first trained agent's model (``TrainingJob``); ``to_models`` exports every trained agent."""
         return self.to_models(meta)[self.trained[0]]

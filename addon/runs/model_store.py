@@ -18,16 +18,17 @@ from . import outputs
 PREFIX = "DRLA model: "
 
 
-def text_name(tree) -> str:
-    """The text datablock's name for ``tree`` (a tree or a tree name)."""
-    return PREFIX + (tree if isinstance(tree, str) else tree.name)
+def text_name(tree, agent: str = "") -> str:
+    """The text datablock's name for ``tree`` (a tree or a tree name); a named agent of a multi-agent
+    tree has its own: ``"DRLA model: Duel [tank_a]"``."""
+    return PREFIX + (tree if isinstance(tree, str) else tree.name) + (f" [{agent}]" if agent else "")
 
 
-def find_text(tree):
-    """The text datablock holding ``tree``'s model, or None."""
+def find_text(tree, agent: str = ""):
+    """The text datablock holding ``tree``'s model (or its agent's), or None."""
     if tree is None:
         return None
-    return bpy.data.texts.get(text_name(tree))
+    return bpy.data.texts.get(text_name(tree, agent))
 
 
 def has_model(tree) -> bool:
@@ -41,13 +42,13 @@ def model_json(model: Model) -> str:
     return json.dumps(model_io.model_to_dict(model), allow_nan=False, indent=0, separators=(",", ":"))
 
 
-def store_model(tree, model: Model):
-    """Write ``model`` into ``tree``'s text datablock (created with a fake user); return the text."""
-    return store_json(tree, model_json(model))
+def store_model(tree, model: Model, agent: str = ""):
+    """Write ``model`` into ``tree``'s text datablock (or its agent's; created with a fake user); return the text."""
+    return store_json(tree, model_json(model), agent)
 
 
-def store_json(tree, text_json: str):
-    name = text_name(tree)
+def store_json(tree, text_json: str, agent: str = ""):
+    name = text_name(tree, agent)
     text = bpy.data.texts.get(name) or bpy.data.texts.new(name)
     if "\n" not in text_json[:100_000] and len(text_json) > 100_000:
         try:
@@ -63,11 +64,13 @@ def store_json(tree, text_json: str):
     return text
 
 
-def load_stored_model(tree) -> Model:
-    """The model stored for ``tree``; raises ``ModelFormatError`` (a readable message) when absent or corrupt."""
-    text = find_text(tree)
+def load_stored_model(tree, agent: str = "") -> Model:
+    """The model stored for ``tree`` (or its agent); raises ``ModelFormatError`` (a readable message) when
+    absent or corrupt."""
+    text = find_text(tree, agent)
     if text is None:
-        raise model_io.ModelFormatError(f"No trained model stored for '{tree.name}' yet: train or import one")
+        whose = f"agent '{agent}' of '{tree.name}'" if agent else f"'{tree.name}'"
+        raise model_io.ModelFormatError(f"No trained model stored for {whose} yet: train or import one")
     try:
         return model_io.model_from_dict(model_io.parse_model_json(text.as_string()))
     except model_io.ModelFormatError as exc:

@@ -27,6 +27,7 @@ class PlaySession(Session):
         super().__init__(scene, tree, seed=seed)
         self.fps = float(fps)
         self.model: Any = None
+        self.models: dict[str, Any] = {}  # a multi-agent tree: name -> model
         self.obs: Any = None
         self.steps = 0
         self.episodes = 0
@@ -42,25 +43,51 @@ class PlaySession(Session):
         return self
 
     def _start(self) -> None:
-        self.model = model_store.load_stored_model(self.tree)
-        self._compile()
+        compiled = self._compile()
+        if compiled.team:  # several named agents: each acts from its own stored model
+            self.models = {m.name: model_store.load_stored_model(self.tree, m.name) for m in compiled.team}
+        else:
+            self.model = model_store.load_stored_model(self.tree)
+            if compiled.env is not None:
+                compiled.env.copies = 1  # Play shows the scene itself, not the training copies
         self._open_scene()
-        check_fits(self.model, self.env.observation_space, self.env.action_space)
+        if compiled.team:
+            for name, model in self.models.items():
+                check_fits(model, self.env.observation_space(name), self.env.action_space(name))
+        else:
+            check_fits(self.model, self.env.observation_space, self.env.action_space)
         self.obs, _ = self.env.reset(seed=self.seed)
         self.state = RUNNING
         self._t0 = time.perf_counter()
 
     def step(self) -> tuple[Any, float, bool, bool, dict]:
+        if self.models:
+            return self._step_team()
         action = self.model.act(self.obs)
         obs, reward, terminated, truncated, info = self.env.step(action)
-        self.steps += 1
-        self.episode_return += float(reward)
+        self._count(float(reward), terminated or truncated)
         self.obs = obs
         if terminated or truncated:
-            self.episodes += 1
-            self.last_return, self.episode_return = self.episode_return, 0.0
             self.obs, _ = self.env.reset()
         return obs, reward, terminated, truncated, info
+
+    def _step_team(self) -> tuple[Any, float, bool, bool, dict]:
+        """Every named agent acts greedily at once; the return counted is their sum."""
+        actions = {name: self.models[name].act(self.obs[name]) for name in self.env.agents}
+        obs, rewards, terms, truncs, infos = self.env.step(actions)
+        ended = not self.env.agents
+        self._count(float(sum(rewards.values())), ended)
+        self.obs = obs
+        if ended:
+            self.obs, _ = self.env.reset()
+        return obs, rewards, any(terms.values()), ended and not any(terms.values()), infos
+
+    def _count(self, reward: float, ended: bool) -> None:
+        self.steps += 1
+        self.episode_return += reward
+        if ended:
+            self.episodes += 1
+            self.last_return, self.episode_return = self.episode_return, 0.0
 
     def tick(self, budget_s: float = TICK_BUDGET_S, now: float | None = None) -> bool:
         """Take the steps that are due at ``fps`` (within ``budget_s``); False once stopped."""

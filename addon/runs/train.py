@@ -143,6 +143,9 @@ class TrainSession(Session):
     def _store_model(self):
         model = self.model()
         model_store.store_model(self.tree, model)
+        if callable(getattr(self.job, "policies", None)):  # several agents: each one's model, for Play
+            for name, each in self.job.policies({"tree": self.tree_name, "seed": self.seed}).items():
+                model_store.store_model(self.tree, each, agent=name)
         return model
 
     # -- numbers -------------------------------------------------------------

@@ -90,3 +90,25 @@ def test_a_broken_multi_agent_tree_says_why_on_the_node(empty_scene, case):
     with pytest.raises(CompileError):
         compile_tree(tree, empty_scene)
     assert message in node.drla_error
+
+
+def test_play_shows_every_agent_acting_from_its_stored_model(empty_scene, tmp_path):
+    from drla_ext.addon.runs import model_store
+    from drla_ext.addon.runs.play import PlaySession
+    from drla_ext.addon.runs.train import TrainSession
+
+    scene = empty_scene
+    tree = chase(scene, total_steps=200)
+    TrainSession(scene, tree, output_dir=str(tmp_path)).start().run_blocking()
+    assert model_store.has_model(tree) and model_store.find_text(tree, "target") is not None  # frozen one too
+    places = {ob.name: tuple(ob.matrix_world.translation) for ob in scene.objects}
+    play = PlaySession(scene, tree, seed=4).start()
+    hero, target = scene.objects["Hero"], scene.objects["Target"]
+    seen = set()
+    for _ in range(30):
+        play.step()
+        seen.add((tuple(hero.matrix_world.translation), tuple(target.matrix_world.translation)))
+    play.stop()
+    assert len({h for h, _ in seen}) > 1 and len({t for _, t in seen}) > 1  # both agents moved
+    assert play.steps == 30 and "Played 30 steps" in scene.drla.message
+    assert {ob.name: tuple(ob.matrix_world.translation) for ob in scene.objects} == places
