@@ -116,7 +116,8 @@ def _team_bake(scene, tree, s, steps: int) -> str:
 
 
 TEAM = AgentKind(
-    name="team", label="Multi-agent", can_play=True, can_follow=False, no_play_reason="", bake_label="Bake to Keyframes", bake_settings=(), curve="",
+    name="team", label="Multi-agent", can_play=True, can_follow=False, no_play_reason="",
+    bake_label="Bake to Keyframes", bake_settings=(), curve="",
     trained_text=_team_trained_text, after_training=lambda session: "", evaluate=_team_evaluate, bake=_team_bake,
     bake_hint=lambda scene: "")
 

@@ -4,7 +4,6 @@ moves away; the frozen target never changes; the panel's run exports the trained
 
 import json
 
-import bpy
 import numpy as np
 import pytest
 

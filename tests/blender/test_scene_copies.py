@@ -168,6 +168,7 @@ def test_tank_copies_see_what_the_single_tank_sees(ext):
     from drla_ext.addon.runs import build
     from drla_ext.addon.scene.scene_env import SceneEnv
     from drla_ext.addon.scene.snapshot import restored_scene
+    from drla_ext.addon.specs import CompiledTree
     from drla_ext.addon.tree import compiler
 
     bpy.ops.wm.open_mainfile(filepath=str(Path(__file__).resolve().parents[2] / "scenes" / "tank" / "tank.blend"))
@@ -189,7 +190,7 @@ def test_tank_copies_see_what_the_single_tank_sees(ext):
     assert singles[0].std() > 0  # the pictures show something
     spec.copies = 3
     with restored_scene(scene):
-        venv = build.build_env(type("C", (), {"env": spec, "trainer": None})(), scene)
+        venv = build.build_env(CompiledTree("Tank", spec), scene)
         try:
             seen = [venv.reset(seed=20)[0]]
             for a in actions:
