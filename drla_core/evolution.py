@@ -581,6 +581,7 @@ class EvolutionJob:
                                         "champion": [], "env_steps": [], "evals": [], "seconds": []}
         self._eval: Evaluation | None = None
         self._solve_eval: Evaluation | None = None
+        self._candidate: tuple[Any, float] = (None, -math.inf)
         self._wall = 0.0
 
     # -- set-up --------------------------------------------------------------------------------------------
@@ -663,10 +664,10 @@ class EvolutionJob:
         if self.archive is not None:
             scores, novelty = self.archive.score(ev.mean_behaviors(), fitness, self.rng)
         best = int(np.argmax(fitness))
-        if fitness[best] > self.champion_fitness:
-            self.champion, self.champion_fitness = self.method.genome(best), float(fitness[best])
-            self.champion_generation = self.steps
-            self.champion_eval = None
+        candidate = self.method.genome(best)
+        target = self.config.target_return
+        if fitness[best] > self.champion_fitness and (target is None or self.champion_eval is None):
+            self._set_champion(candidate, float(fitness[best]), None)
         h = self.history
         h["generation"].append(self.steps + 1)
         h["best"].append(float(fitness[best]))
@@ -676,14 +677,26 @@ class EvolutionJob:
         h["env_steps"].append(self.env_steps)
         h["seconds"].append(self._wall)
         self.method.tell(scores)
-        target = self.config.target_return
-        if target is not None and self.champion_eval is None and self.champion_fitness >= target:
-            self._solve_eval = self._champion_evaluation()
+        if target is not None and fitness[best] >= target and not self._same_genome(candidate, self.champion,
+                                                                                     checked=True):
+            self._candidate = (candidate, float(fitness[best]))
+            self._solve_eval = self._champion_evaluation(candidate)
             return self._finish_solve_check(deadline)
         return self._end_generation()
 
-    def _champion_evaluation(self) -> Evaluation:
-        network = self.method.genome_network(self.champion)
+    def _set_champion(self, genome: Any, fitness: float, greedy: float | None) -> None:
+        self.champion, self.champion_fitness, self.champion_eval = genome, fitness, greedy
+        self.champion_generation = self.steps
+
+    def _same_genome(self, a: Any, b: Any, checked: bool) -> bool:
+        """Whether ``a`` is ``b`` (the champion) and, with ``checked``, ``b`` was already given its greedy check."""
+        if b is None or (checked and self.champion_eval is None):
+            return False
+        return bool(self.method.genome_to_data(a) == self.method.genome_to_data(b))
+
+    def _champion_evaluation(self, genome: Any) -> Evaluation:
+        """The greedy check of a candidate champion: ``solve_episodes`` fixed episodes, not used for training."""
+        network = self.method.genome_network(genome)
         c = self.config
         seeds = [c.solve_seed + i for i in range(c.solve_episodes)]
         return Evaluation(lambda idx, obs: network.forward(obs), 1, seeds, self._pool(len(seeds)), self._act,
@@ -698,9 +711,12 @@ class EvolutionJob:
         if not finished:
             return False
         self._solve_eval = None
-        self.champion_eval = float(ev.fitness()[0])
-        self.history["evals"].append((self.steps + 1, self.champion_eval))
-        if self.config.target_return is not None and self.champion_eval >= self.config.target_return:
+        greedy = float(ev.fitness()[0])
+        genome, fitness = self._candidate
+        if self.champion_eval is None or greedy > self.champion_eval:  # a checked champion beats an unchecked one
+            self._set_champion(genome, fitness, greedy)
+        self.history["evals"].append((self.steps + 1, greedy))
+        if self.config.target_return is not None and greedy >= self.config.target_return:
             self.solved = True
             self.done = True
         return self._end_generation()
@@ -717,10 +733,14 @@ class EvolutionJob:
         if env is not None:
             self._set_env(env)
         if self._eval is not None or self._solve_eval is not None:
+            self.env_steps -= self._in_flight_steps()  # counted again when the generation reruns
             self._eval = None
             if self._solve_eval is not None:
-                self._solve_eval = self._champion_evaluation()
+                self._solve_eval = self._champion_evaluation(self._candidate[0])
         self.done = self.steps >= self.total_steps or self.solved
+
+    def _in_flight_steps(self) -> int:
+        return sum(ev.env_steps for ev in (self._eval, self._solve_eval) if ev is not None)
 
     def status(self) -> dict[str, str]:
         h = self.history
@@ -767,7 +787,8 @@ class EvolutionJob:
             raise RuntimeError("checkpoint between generations (the champion check is running)")
         return {
             "format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "seed": self.seed,
-            "config": self.config.to_dict(), "generation": self.steps, "env_steps": self.env_steps,
+            "config": self.config.to_dict(), "generation": self.steps,
+            "env_steps": self.env_steps - self._in_flight_steps(),
             "rng": rng_state(self.rng), "method": self.method.state(),
             "archive": None if self.archive is None else self.archive.state(),
             "champion": None if self.champion is None else self.method.genome_to_data(self.champion),
