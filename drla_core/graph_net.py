@@ -42,7 +42,7 @@ def graph_levels(n_nodes: int, input_size: int, connections: Sequence[tuple[int,
     for src, dst in connections:
         succ[src].append(dst)
         indegree[dst] += 1
-    level = [0] * n_nodes
+    level = [0] * input_size + [1] * (n_nodes - input_size)  # a non-input node without sources: act(bias)
     ready = [n for n in range(n_nodes) if indegree[n] == 0]
     seen = 0
     while ready:
@@ -56,8 +56,6 @@ def graph_levels(n_nodes: int, input_size: int, connections: Sequence[tuple[int,
     if seen != n_nodes:
         stuck = next(n for n in range(n_nodes) if indegree[n] > 0)
         raise GraphError(f"connections form a cycle (through node {stuck}): a graph network must be feed-forward")
-    for n in range(input_size, n_nodes):  # a non-input node without sources still sits after the inputs
-        level[n] = max(level[n], 1)
     return level
 
 
