@@ -538,7 +538,8 @@ class EvolutionJob:
 
     ``steps`` counts finished generations and ``total_steps`` is ``config.generations`` (the env steps run
     are ``env_steps``). A generation may span slices: ``advance`` stops between two environment steps when
-    ``max_seconds`` is up and the next call goes on from there; ``max_steps`` counts whole generations.
+    ``max_seconds`` is up and the next call goes on from there; ``max_steps`` counts whole generations. The
+    greedy check of a candidate champion (``target_return``) runs whole, at the end of its generation.
     Checkpoints hold the state at the start of the running generation (episode seeds come from
     ``(seed, generation)``, so a resumed run repeats it exactly).
 
@@ -681,7 +682,7 @@ class EvolutionJob:
                                                                                      checked=True):
             self._candidate = (candidate, float(fitness[best]))
             self._solve_eval = self._champion_evaluation(candidate)
-            return self._finish_solve_check(deadline)
+            return self._finish_solve_check(None)  # to the end: a checkpoint never falls inside it
         return self._end_generation()
 
     def _set_champion(self, genome: Any, fitness: float, greedy: float | None) -> None:
