@@ -370,7 +370,7 @@ def action_function(space: Space) -> Callable[[np.ndarray], list[Any]]:
     """Network outputs -> env actions: argmax for ``Discrete``; for a ``Box`` the tanh output in [-1, 1]
     scaled linearly onto the box (``low + (y + 1) / 2 * (high - low)``; unbounded dims take ``y`` itself)."""
     if isinstance(space, Discrete):
-        return lambda out: [int(a) for a in np.argmax(out, axis=-1)]
+        return lambda out: np.argmax(out, axis=-1).tolist()
     if isinstance(space, Box):
         low = np.broadcast_to(np.asarray(space.low, np.float64), space.shape).reshape(-1)
         high = np.broadcast_to(np.asarray(space.high, np.float64), space.shape).reshape(-1)
@@ -410,40 +410,74 @@ class Evaluation:
         self.policy, self.envs, self.act, self.behavior = policy, list(envs), act, behavior
         self.seeds = [int(s) for s in seeds]
         self.n, self.episodes = int(n_individuals), len(self.seeds)
-        self.returns = np.zeros((self.n, self.episodes))
+        self._returns = [0.0] * (self.n * self.episodes)
         self.behaviors: list[np.ndarray | None] = [None] * (self.n * self.episodes)
         self.env_steps = 0
         self._next_task = 0
         self._slot_task = [-1] * len(self.envs)
-        self._obs: list[Any] = [None] * len(self.envs)
+        self._x: np.ndarray | None = None  # each slot's current observation, flattened (float32)
+        self._flat = True
+        self._active: list[int] = []
+        self._rows = np.zeros(0, dtype=np.int64)
         self.done = self.n * self.episodes == 0
 
+    @property
+    def returns(self) -> np.ndarray:
+        """Each individual's return in each episode, ``(individuals, episodes)``."""
+        return np.asarray(self._returns, dtype=np.float64).reshape(self.n, self.episodes)
+
+    def _put(self, s: int, obs: Any) -> None:
+        if self._x is None:
+            flat = np.asarray(obs, dtype=np.float32).reshape(-1)
+            self._x = np.zeros((len(self.envs), flat.size), dtype=np.float32)
+            self._flat = np.ndim(obs) <= 1
+        if self._flat:
+            self._x[s] = obs  # numpy converts; no intermediate array (this runs once per env step)
+        else:
+            self._x[s] = np.asarray(obs, dtype=np.float32).reshape(-1)
+
+    def _refill(self) -> None:
+        """Start the next tasks on free environments; recompute which slots run and whose they are."""
+        total, slot_task = self.n * self.episodes, self._slot_task
+        for s, env in enumerate(self.envs):
+            if slot_task[s] < 0 and self._next_task < total:
+                task = self._next_task
+                self._next_task += 1
+                slot_task[s] = task
+                obs, _ = env.reset(seed=self.seeds[task % self.episodes])
+                self._put(s, obs)
+        self._active = [s for s in range(len(self.envs)) if slot_task[s] >= 0]
+        self._rows = np.array([slot_task[s] // self.episodes for s in self._active], dtype=np.int64)
+
     def run(self, deadline: float | None = None) -> bool:
-        total = self.n * self.episodes
-        envs, slot_task, obs = self.envs, self._slot_task, self._obs
+        """Step every running episode until all have ended (True) or ``deadline`` passes (False)."""
+        envs, slot_task, returns, put = self.envs, self._slot_task, self._returns, self._put
+        changed = not self._active
         while not self.done:
-            for s in range(len(envs)):
-                if slot_task[s] < 0 and self._next_task < total:
-                    task = self._next_task
-                    self._next_task += 1
-                    slot_task[s] = task
-                    obs[s], _ = envs[s].reset(seed=self.seeds[task % self.episodes])
-            active = [s for s in range(len(envs)) if slot_task[s] >= 0]
-            if not active:
-                self.done = True
-                break
-            individuals = np.array([slot_task[s] // self.episodes for s in active])
-            x = np.stack([np.asarray(obs[s], dtype=np.float32).reshape(-1) for s in active])
-            actions = self.act(self.policy(individuals, x))
+            if changed:
+                self._refill()
+                changed = False
+                if not self._active:
+                    self.done = True
+                    break
+            active = self._active
+            x = self._x if len(active) == len(envs) else self._x[active]  # type: ignore[index]
+            actions = self.act(self.policy(self._rows, x))
             for s, action in zip(active, actions):
                 o, r, terminated, truncated, info = envs[s].step(action)
                 task = slot_task[s]
-                self.returns[task // self.episodes, task % self.episodes] += float(r)
-                obs[s] = o
+                returns[task] += float(r)
+                put(s, o)
                 if terminated or truncated:
                     self.behaviors[task] = self.behavior(o, info)
                     slot_task[s] = -1
+                    changed = True
             self.env_steps += len(active)
+            if changed:  # ended slots: take them out now so a pause leaves a consistent state
+                self._refill()
+                changed = False
+                if not self._active:
+                    self.done = True
             if deadline is not None and time.perf_counter() >= deadline:
                 break
         return self.done

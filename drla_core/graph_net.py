@@ -20,7 +20,8 @@ import numpy as np
 
 from .mlp import ACTIVATIONS, _activate
 
-__all__ = ["GraphNetwork", "GraphError", "check_graph", "graph_levels", "MAX_GRAPH_NODES", "MAX_GRAPH_CONNECTIONS"]
+__all__ = ["GraphNetwork", "GraphError", "check_graph", "graph_levels", "is_graph_architecture", "MAX_GRAPH_NODES",
+           "MAX_GRAPH_CONNECTIONS", "GRAPH_ARCHITECTURE_KEYS", "GRAPH_PARAM_KEYS"]
 
 #: Most nodes (inputs, outputs and hidden) a graph network may have.
 MAX_GRAPH_NODES = 100_000
@@ -63,60 +64,78 @@ def _is_int(v: Any) -> bool:
     return type(v) is int
 
 
+#: The keys of a graph architecture: a layer stack's four (``hidden`` empty) plus ``graph``.
+GRAPH_ARCHITECTURE_KEYS = ("input_size", "hidden", "output_size", "output_activation", "graph")
+#: The keys of a graph network's ``params``.
+GRAPH_PARAM_KEYS = ("graph.weight", "graph.bias")
+
+
 def _check_header(arch: Any) -> None:
     if not isinstance(arch, dict):
         raise GraphError("architecture must be an object")
-    allowed = ("type", "input_size", "output_size", "nodes", "connections")
-    for key in allowed:
+    for key in GRAPH_ARCHITECTURE_KEYS:
         if key not in arch:
-            raise GraphError(f"architecture: missing required key {key!r} (a graph needs {', '.join(allowed)})")
-    unknown = sorted(set(arch) - set(allowed))
+            raise GraphError(f"architecture: missing required key {key!r} (a graph network needs "
+                             f"{', '.join(GRAPH_ARCHITECTURE_KEYS)})")
+    unknown = sorted(set(arch) - set(GRAPH_ARCHITECTURE_KEYS))
     if unknown:
-        raise GraphError(f"architecture: unknown key {unknown[0]!r} for a graph (allowed: {', '.join(allowed)})")
-    if arch["type"] != "graph":
-        raise GraphError(f"architecture.type must be 'graph', got {arch['type']!r:.40}")
+        raise GraphError(f"architecture: unknown key {unknown[0]!r} for a graph network (allowed: "
+                         f"{', '.join(GRAPH_ARCHITECTURE_KEYS)})")
     for key in ("input_size", "output_size"):
         v = arch[key]
         if not _is_int(v) or not 1 <= v <= MAX_GRAPH_NODES:
             raise GraphError(f"architecture.{key} must be an integer between 1 and {MAX_GRAPH_NODES}, got {v!r:.40}")
+    if arch["hidden"] != []:
+        raise GraphError("architecture.hidden must be [] in a graph network: its hidden nodes are in "
+                         "architecture.graph.nodes")
+    if not isinstance(arch["output_activation"], str) or arch["output_activation"] not in ACTIVATIONS:
+        raise GraphError(f"architecture.output_activation: unknown activation {arch['output_activation']!r:.40}; "
+                         f"known: {', '.join(ACTIVATIONS)}")
+    graph = arch["graph"]
+    if not isinstance(graph, dict) or set(graph) != {"nodes", "connections"}:
+        raise GraphError("architecture.graph must be an object with exactly 'nodes' and 'connections'")
 
 
 def _check_nodes(arch: dict[str, Any]) -> int:
-    nodes = arch["nodes"]
+    nodes = arch["graph"]["nodes"]
     if not isinstance(nodes, list):
-        raise GraphError("architecture.nodes must be an array of activation names")
-    n_nodes = arch["input_size"] + len(nodes)
-    if len(nodes) < arch["output_size"]:
-        raise GraphError(f"architecture.nodes: {len(nodes)} nodes, but the {arch['output_size']} outputs need one each")
+        raise GraphError("architecture.graph.nodes must be an array of activation names (one per hidden node)")
+    n_nodes = arch["input_size"] + arch["output_size"] + len(nodes)
     if n_nodes > MAX_GRAPH_NODES:
-        raise GraphError(f"architecture.nodes: {n_nodes} nodes, more than the limit of {MAX_GRAPH_NODES}")
+        raise GraphError(f"architecture.graph.nodes: {n_nodes} nodes in all, more than the limit of {MAX_GRAPH_NODES}")
     for i, act in enumerate(nodes):
         if not isinstance(act, str) or act not in ACTIVATIONS:
-            raise GraphError(f"architecture.nodes[{i}]: unknown activation {act!r:.40}; "
+            raise GraphError(f"architecture.graph.nodes[{i}]: unknown activation {act!r:.40}; "
                              f"known: {', '.join(ACTIVATIONS)}")
     return n_nodes
 
 
 def _check_connections(conns: Any, n_in: int, n_nodes: int) -> None:
+    field = "architecture.graph.connections"
     if not isinstance(conns, list):
-        raise GraphError("architecture.connections must be an array of [source, target] pairs")
+        raise GraphError(f"{field} must be an array of [source, target] pairs")
     if len(conns) > MAX_GRAPH_CONNECTIONS:
-        raise GraphError(f"architecture.connections: {len(conns)}, more than the limit of {MAX_GRAPH_CONNECTIONS}")
+        raise GraphError(f"{field}: {len(conns)}, more than the limit of {MAX_GRAPH_CONNECTIONS}")
     seen: set[tuple[int, int]] = set()
     for j, c in enumerate(conns):
         if not (isinstance(c, list) and len(c) == 2 and _is_int(c[0]) and _is_int(c[1])):
-            raise GraphError(f"architecture.connections[{j}] must be a pair of node ids [source, target]")
+            raise GraphError(f"{field}[{j}] must be a pair of node ids [source, target]")
         src, dst = c
         if not 0 <= src < n_nodes or not 0 <= dst < n_nodes:
-            raise GraphError(f"architecture.connections[{j}]: node id out of range (the graph has nodes 0 to "
-                             f"{n_nodes - 1}), got [{src}, {dst}]")
+            raise GraphError(f"{field}[{j}]: node id out of range (the graph has nodes 0 to {n_nodes - 1}), "
+                             f"got [{src}, {dst}]")
         if dst < n_in:
-            raise GraphError(f"architecture.connections[{j}]: [{src}, {dst}] ends at input node {dst}; inputs "
-                             f"have no incoming connections")
+            raise GraphError(f"{field}[{j}]: [{src}, {dst}] ends at input node {dst}; inputs have no incoming "
+                             f"connections")
         if (src, dst) in seen:
-            raise GraphError(f"architecture.connections[{j}]: [{src}, {dst}] appears twice")
+            raise GraphError(f"{field}[{j}]: [{src}, {dst}] appears twice")
         seen.add((src, dst))
     graph_levels(n_nodes, n_in, [(c[0], c[1]) for c in conns])
+
+
+def is_graph_architecture(arch: Any) -> bool:
+    """A graph network's architecture has a ``graph`` key; a layer stack's has not."""
+    return isinstance(arch, dict) and "graph" in arch
 
 
 def check_graph(arch: Any, params: Any = None) -> None:
@@ -126,13 +145,13 @@ def check_graph(arch: Any, params: Any = None) -> None:
     """
     _check_header(arch)
     n_nodes = _check_nodes(arch)
-    _check_connections(arch["connections"], arch["input_size"], n_nodes)
+    _check_connections(arch["graph"]["connections"], arch["input_size"], n_nodes)
     if params is None:
         return
-    if not isinstance(params, dict) or set(params) != {"bias", "weight"}:
-        raise GraphError("params of a graph network must be an object with exactly 'bias' and 'weight'")
-    for key, want, what in (("bias", len(arch["nodes"]), "one per non-input node"),
-                            ("weight", len(arch["connections"]), "one per connection")):
+    if not isinstance(params, dict) or set(params) != set(GRAPH_PARAM_KEYS):
+        raise GraphError("params of a graph network must be an object with exactly 'graph.weight' and 'graph.bias'")
+    for key, want, what in (("graph.bias", n_nodes - arch["input_size"], "one per output and hidden node"),
+                            ("graph.weight", len(arch["graph"]["connections"]), "one per connection")):
         values = params[key]
         if not isinstance(values, list) or len(values) != want:
             raise GraphError(f"params.{key}: expected {want} numbers ({what}), got "
@@ -146,21 +165,24 @@ class GraphNetwork:
 
     Args:
         input_size, output_size: numbers of input and output nodes.
-        activations: one activation per non-input node (outputs first, then hidden nodes).
+        output_activation: the activation of every output node.
+        hidden_activations: one per hidden node (nodes ``input_size + output_size ...``).
         connections: ``(source, target)`` node ids.
-        weights: one per connection; biases: one per non-input node.
+        weights: one per connection; biases: one per output node, then one per hidden node.
     """
 
-    def __init__(self, input_size: int, output_size: int, activations: Sequence[str],
+    def __init__(self, input_size: int, output_size: int, output_activation: str, hidden_activations: Sequence[str],
                  connections: Sequence[tuple[int, int]], weights: Sequence[float] | np.ndarray,
                  biases: Sequence[float] | np.ndarray) -> None:
         self.input_size = int(input_size)
         self.output_size = int(output_size)
-        self.activations = [str(a) for a in activations]
+        self.output_activation = str(output_activation)
+        self.hidden_activations = [str(a) for a in hidden_activations]
+        self.activations = [self.output_activation] * self.output_size + self.hidden_activations
         self.connections = [(int(s), int(d)) for s, d in connections]
-        arch = self.architecture()
         try:
-            check_graph(arch, {"bias": [float(b) for b in biases], "weight": [float(w) for w in weights]})
+            check_graph(self.architecture(), {"graph.bias": [float(b) for b in biases],
+                                              "graph.weight": [float(w) for w in weights]})
         except GraphError as exc:
             raise ValueError(str(exc)) from None
         self.weights = np.asarray(weights, dtype=np.float32).reshape(-1)
@@ -209,13 +231,17 @@ class GraphNetwork:
     __call__ = forward
 
     def architecture(self) -> dict[str, Any]:
-        return {"type": "graph", "input_size": self.input_size, "output_size": self.output_size,
-                "nodes": list(self.activations), "connections": [[s, d] for s, d in self.connections]}
+        """The model file's ``architecture``: a layer stack's keys (``hidden`` empty) plus ``graph``."""
+        return {"input_size": self.input_size, "hidden": [], "output_size": self.output_size,
+                "output_activation": self.output_activation,
+                "graph": {"nodes": list(self.hidden_activations),
+                          "connections": [[s, d] for s, d in self.connections]}}
 
     def state_dict(self) -> dict[str, np.ndarray]:
-        return {"bias": self.biases.copy(), "weight": self.weights.copy()}
+        """The model file's ``params``: one weight per connection, one bias per output and hidden node."""
+        return {"graph.weight": self.weights.copy(), "graph.bias": self.biases.copy()}
 
     def __repr__(self) -> str:
-        hidden = len(self.activations) - self.output_size
+        hidden = len(self.hidden_activations)
         return (f"GraphNetwork({self.input_size} -> {self.output_size}, {hidden} hidden nodes, "
                 f"{len(self.connections)} connections)")

@@ -24,7 +24,7 @@ import numpy as np
 
 from . import __version__
 from .files import atomic_write
-from .graph_net import GraphError, GraphNetwork, check_graph
+from .graph_net import GraphError, GraphNetwork, check_graph, is_graph_architecture
 from .mlp import ACTIVATIONS, MLP
 from .spaces import Box, Discrete, Space, space_from_dict
 
@@ -376,18 +376,14 @@ def _space_size(space: Space) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
-# Graph networks (NEAT): architecture {"type": "graph", ...}; layer stacks have no "type" key
+# Graph networks (NEAT): a layer stack's architecture keys (hidden empty) plus "graph"; params graph.*
 # ---------------------------------------------------------------------------------------------
-
-
-def _is_graph(arch: Any) -> bool:
-    return isinstance(arch, dict) and "type" in arch
 
 
 def _sizes(arch: Any, params: Any) -> list[int]:
     """Layer sizes of a layer stack; [input_size, output_size] of a valid graph (structure and params
     checked); else ModelFormatError."""
-    if not _is_graph(arch):
+    if not is_graph_architecture(arch):
         return _architecture(arch)["sizes"]
     try:
         check_graph(arch, params)
@@ -398,7 +394,7 @@ def _sizes(arch: Any, params: Any) -> list[int]:
 
 def _network(arch: dict[str, Any], params: Any, sizes: list[int]) -> MLP | GraphNetwork:
     """The network of a checked architecture: a graph, or a layer stack whose params are checked here."""
-    if _is_graph(arch):
+    if is_graph_architecture(arch):
         return _graph_network(arch, params)
     arrays = _params(params, sizes)  # the architecture is checked: now building arrays is bounded
     network = MLP(sizes[0], [(h["size"], h["activation"]) for h in arch["hidden"]], sizes[-1],
@@ -411,10 +407,10 @@ def _network(arch: dict[str, Any], params: Any, sizes: list[int]) -> MLP | Graph
 
 
 def _graph_network(arch: dict[str, Any], params: dict[str, Any]) -> GraphNetwork:
-    weights = _float32_array(params["weight"], "params.weight")
-    biases = _float32_array(params["bias"], "params.bias")
-    return GraphNetwork(arch["input_size"], arch["output_size"], arch["nodes"],
-                        [(s, t) for s, t in arch["connections"]], weights, biases)
+    weights = _float32_array(params["graph.weight"], "params.graph.weight")
+    biases = _float32_array(params["graph.bias"], "params.graph.bias")
+    return GraphNetwork(arch["input_size"], arch["output_size"], arch["output_activation"], arch["graph"]["nodes"],
+                        [(s, t) for s, t in arch["graph"]["connections"]], weights, biases)
 
 
 # ---------------------------------------------------------------------------------------------

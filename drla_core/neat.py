@@ -298,7 +298,8 @@ class NEAT:
         """The genome as a ``GraphNetwork`` (enabled connections; nodes renumbered inputs, outputs, hidden)."""
         order, conns = self._layout(genome)
         index = {node: i for i, node in enumerate(order)}
-        return GraphNetwork(self.n_in, self.n_out, [genome.nodes[n][1] for n in order[self.n_in:]],
+        return GraphNetwork(self.n_in, self.n_out, self.output_activation,
+                            [genome.nodes[n][1] for n in order[self.n_in + self.n_out:]],
                             [(index[s], index[t]) for s, t, _ in conns], [w for _, _, w in conns],
                             [genome.nodes[n][0] for n in order[self.n_in:]])
 
