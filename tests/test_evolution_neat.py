@@ -209,3 +209,31 @@ def test_a_node_without_sources_is_computed_before_its_targets():
     # node 2 (hidden, no incoming connection: its value is tanh(bias)) feeds output 1
     net = GraphNetwork(1, 1, "linear", ["tanh"], [(2, 1)], [2.0], [0.5, 1.0])
     assert net.forward(np.array([3.0], np.float32))[0] == pytest.approx(0.5 + 2.0 * np.tanh(1.0))
+
+
+def test_docs_graph_example_loads_and_matches_its_description():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "model-format.md").read_text()
+    blocks = re.findall(r"```json\n(.*?)```", text, re.S)
+    example = json.loads(next(b for b in blocks if '"graph"' in b))
+    model = model_from_dict(example)
+    obs = np.array([0.1, -0.2, 0.3, 0.4], np.float32)
+    w = example["params"]["graph.weight"]
+    b = example["params"]["graph.bias"]
+    hidden = np.tanh(b[2] + w[1] * obs[2])
+    out4 = b[0] + w[0] * obs[0] + w[4] * obs[1]
+    out5 = b[1] + w[2] * hidden + w[3] * obs[3]
+    np.testing.assert_allclose(model.predict(obs), [out4, out5], rtol=1e-5)
+
+
+def test_graph_models_satisfy_the_schema():
+    from test_model_io import _check, load_schema  # the same small validator the layer-stack files pass
+
+    schema = load_schema()
+    _, d = graph_model_dict()
+    _check(d, schema, schema["$defs"], "graph model")
+    bad = copy.deepcopy(d)
+    bad["architecture"]["graph"]["extra_key"] = 1
+    with pytest.raises(AssertionError, match="unexpected extra_key"):
+        _check(bad, schema, schema["$defs"], "graph model")
