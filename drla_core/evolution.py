@@ -460,8 +460,10 @@ class Evaluation:
                 if not self._active:
                     self.done = True
                     break
-            active = self._active
-            x = self._x if len(active) == len(envs) else self._x[active]  # type: ignore[index]
+            active, x = self._active, self._x
+            assert x is not None  # _refill put the first observations
+            if len(active) != len(envs):
+                x = x[active]
             actions = self.act(self.policy(self._rows, x))
             for s, action in zip(active, actions):
                 o, r, terminated, truncated, info = envs[s].step(action)
