@@ -8,7 +8,7 @@ VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' blender_manifest.toml)
 ZIP := dist/drla-$(VERSION).zip
 OUT ?= out
 
-.PHONY: setup setup-bpy45 test test-fast test-blender test-gui test-matrix demo bench lint format type check build validate clean help
+.PHONY: setup setup-bpy45 test test-fast test-blender test-gui test-matrix demo bench bench-evolution lint format type check build validate clean help
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -68,6 +68,10 @@ bench: setup  ## run the benchmarks; each prints one JSON line of figures
 	$(PY) bench/scene_env.py
 	$(PY) bench/ik.py
 	$(PY) bench/tank_training.py
+
+bench-evolution: setup  ## neuroevolution figures beside neat-python's (installed into .venv for this benchmark only)
+	$(PY) -m pip install --quiet -r bench/requirements-bench.txt
+	$(PY) bench/evolution.py $(BENCH_ARGS)
 
 lint: setup  ## ruff
 	$(PY) -m ruff check .

@@ -1,6 +1,7 @@
 """The DRLA command line (``drla``, installed by ``make setup`` as ``.venv/bin/drla``; or ``python -m drla``).
 
     drla train cartpole --steps 50000 --seed 0 --out model.json
+    drla train cartpole --agent neat            (or ga; drla train deceptive_maze --agent novelty)
     drla train scenes/tank/tank.blend --tree Tank --steps 20000 --out tank.json
     drla eval model.json --env cartpole --episodes 20
     drla play scenes/tank/tank.blend --model tank.json --episodes 20
@@ -34,7 +35,7 @@ from drla_core.envs import ENV_NAMES, make
 from drla_core.mlp import ACTIVATIONS
 from drla_core.train import TrainingRun, evaluate, metric_text
 
-from . import scene
+from . import pure_jobs, scene
 from .common import (
     DEFAULT_OUT_DIR,
     CLIError,
@@ -228,6 +229,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         return scene.train_scene(args)
     if args.target not in ENV_NAMES:
         raise CLIError(f"unknown environment {args.target!r}: give a .blend file or one of {', '.join(ENV_NAMES)}")
+    if args.agent in pure_jobs.AGENTS:
+        return pure_jobs.train(args)
     steps = 50_000 if args.steps is None else args.steps
     args.seed = 0 if args.seed is None else args.seed
     env, eval_env = make(args.target), make(args.target)
@@ -273,8 +276,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def cmd_inspect(args: argparse.Namespace) -> int:
     model = load_model_file(args.model)
     arch = model.network.architecture()
-    layers = " -> ".join([str(arch["input_size"])] + [f"{h['size']} {h['activation']}" for h in arch["hidden"]]
-                         + [f"{arch['output_size']} {arch['output_activation']}"])
+    if arch.get("type") == "graph":  # a NEAT network (docs/model-format.md, graph networks)
+        layers = (f"graph: {arch['input_size']} inputs -> {len(arch['nodes']) - arch['output_size']} hidden nodes, "
+                  f"{len(arch['connections'])} connections -> {arch['output_size']} outputs")
+    else:
+        layers = " -> ".join([str(arch["input_size"])] + [f"{h['size']} {h['activation']}" for h in arch["hidden"]]
+                             + [f"{arch['output_size']} {arch['output_activation']}"])
     print(f"{args.model}: valid DRLA model (kind {model.kind})")
     print(f"  network:      {layers} ({model.network.params.size:,} parameters)")
     print(f"  observations: {model.observation_space}")
@@ -345,6 +352,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a .blend scene: train N copies of its environment at once, side by side (default: the "
                         "Environment node's Copies)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--agent", choices=("dqn", *pure_jobs.AGENTS), default="dqn",
+                   help="built-in environments: dqn (default), or evolve networks: ga (genetic algorithm), neat, "
+                        "novelty (GA scored by novelty search); for these --steps counts generations")
+    p.add_argument("--population", type=_int_type(2), metavar="N", help="population size for ga, neat, novelty")
     _add_config_flags(p)
     p.set_defaults(func=cmd_train)
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from . import __version__
 from .files import atomic_write
+from .graph_net import GraphError, GraphNetwork, check_graph, is_graph_architecture
 from .mlp import ACTIVATIONS, MLP
 from .spaces import Box, Discrete, Space, space_from_dict
 
@@ -81,7 +82,7 @@ class Model:
         extra: free-form JSON data (for example an arm description for IK).
     """
 
-    def __init__(self, network: MLP, observation_space: Space, action_space: Space, kind: str = "dqn",
+    def __init__(self, network: MLP | GraphNetwork, observation_space: Space, action_space: Space, kind: str = "dqn",
                  obs_norm: Mapping[str, Any] | None = None, meta: Mapping[str, Any] | None = None,
                  extra: Mapping[str, Any] | None = None) -> None:
         if kind not in KINDS:
@@ -375,6 +376,44 @@ def _space_size(space: Space) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
+# Graph networks (NEAT): a layer stack's architecture keys (hidden empty) plus "graph"; params graph.*
+# ---------------------------------------------------------------------------------------------
+
+
+def _sizes(arch: Any, params: Any) -> list[int]:
+    """Layer sizes of a layer stack; [input_size, output_size] of a valid graph (structure and params
+    checked); else ModelFormatError."""
+    if not is_graph_architecture(arch):
+        return _architecture(arch)["sizes"]
+    try:
+        check_graph(arch, params)
+    except GraphError as exc:
+        raise ModelFormatError(str(exc)) from None
+    return [arch["input_size"], arch["output_size"]]
+
+
+def _network(arch: dict[str, Any], params: Any, sizes: list[int]) -> MLP | GraphNetwork:
+    """The network of a checked architecture: a graph, or a layer stack whose params are checked here."""
+    if is_graph_architecture(arch):
+        return _graph_network(arch, params)
+    arrays = _params(params, sizes)  # the architecture is checked: now building arrays is bounded
+    network = MLP(sizes[0], [(h["size"], h["activation"]) for h in arch["hidden"]], sizes[-1],
+                  arch["output_activation"], rng=0)
+    try:
+        network.load_state_dict(arrays)
+    except ValueError as exc:  # pragma: no cover - _params already checked keys and shapes
+        raise ModelFormatError(f"params: {exc}") from None
+    return network
+
+
+def _graph_network(arch: dict[str, Any], params: dict[str, Any]) -> GraphNetwork:
+    weights = _float32_array(params["graph.weight"], "params.graph.weight")
+    biases = _float32_array(params["graph.bias"], "params.graph.bias")
+    return GraphNetwork(arch["input_size"], arch["output_size"], arch["output_activation"], arch["graph"]["nodes"],
+                        [(s, t) for s, t in arch["graph"]["connections"]], weights, biases)
+
+
+# ---------------------------------------------------------------------------------------------
 # From plain data
 # ---------------------------------------------------------------------------------------------
 
@@ -400,7 +439,7 @@ def model_from_dict(d: Any) -> Model:
     if kind not in KINDS:
         raise ModelFormatError(f"kind: unknown kind {kind!r}; known: {', '.join(KINDS)}")
 
-    sizes = _architecture(d["architecture"])["sizes"]
+    sizes = _sizes(d["architecture"], d["params"])
     observation_space = _space(d["observation_space"], "observation_space")
     action_space = _space(d["action_space"], "action_space")
     if _space_size(observation_space) != sizes[0]:
@@ -430,14 +469,7 @@ def model_from_dict(d: Any) -> Model:
     extra = _obj(d.get("extra", {}), "extra")
     _check_depth(extra, "extra")
 
-    arrays = _params(d["params"], sizes)  # the architecture is checked: now building arrays is bounded
-    arch = d["architecture"]
-    network = MLP(sizes[0], [(h["size"], h["activation"]) for h in arch["hidden"]], sizes[-1],
-                  arch["output_activation"], rng=0)
-    try:
-        network.load_state_dict(arrays)
-    except ValueError as exc:  # pragma: no cover - _params already checked keys and shapes
-        raise ModelFormatError(f"params: {exc}") from None
+    network = _network(d["architecture"], d["params"], sizes)
     return Model(network, observation_space, action_space, kind=kind, obs_norm=obs_norm,
                  meta=_json_data(meta, "meta"), extra=_json_data(extra, "extra"))
 

@@ -322,7 +322,7 @@ class MultiAgentRun:
         """One return curve per agent (its loss too when it learns), and the summary."""
         panels = []
         for name, s in self.slots.items():
-            for panel in line_panels(s.history)[0][:2 if s.mode == "train" else 1]:
+            for panel in line_panels(s.history.to_dict())[0][:2 if s.mode == "train" else 1]:
                 panel.title = f"{name} ({s.mode}): {panel.title[0].lower()}{panel.title[1:]}"
                 panels.append(panel)
         lines = [f"{self.steps} steps, {self.episodes} episodes" + (f", {wall_seconds:.0f} s" if wall_seconds else "")]

@@ -7,11 +7,12 @@ from typing import Any
 
 from ..env import Env
 
-__all__ = ["ENV_NAMES", "make", "EvacuationGrid", "TankGrid", "IdentityEnv"]
+__all__ = ["ENV_NAMES", "make", "DeceptiveMaze", "EvacuationGrid", "TankGrid", "IdentityEnv"]
 
 #: name -> (module, class). Modules are imported on first use, so a missing one only breaks its own name.
 _REGISTRY: dict[str, tuple[str, str]] = {
     "cartpole": (".cartpole", "CartPole"),
+    "deceptive_maze": (".deceptive_maze", "DeceptiveMaze"),
     "evacuation": (".evacuation", "EvacuationGrid"),
     "tank_grid": (".tank_grid", "TankGrid"),
     "identity": (".identity", "IdentityEnv"),

@@ -1,0 +1,227 @@
+"""Neuroevolution: time to evolve a CartPole champion (DRLA's GA and NEAT, and neat-python for reference),
+the batched population forward, and novelty search against plain fitness on the deceptive maze.
+
+Prints ONE JSON line of figures (per-seed tables go to stderr). Protocol for CartPole, the same for all
+three: each genome plays one episode per generation (the generation's seed, the same for every genome);
+when the generation's best scores >= 475, that genome plays 20 fixed greedy episodes (seeds 10000..10019)
+and the run is solved when their mean is >= 475. The wall time to that point is the figure (median over the
+seeds; unsolved seeds are counted in ``*_solved_seeds`` and left out of the median). DRLA's NEAT and
+neat-python both use 100 genomes, tanh hidden nodes, two outputs (argmax), full initial connection, initial
+weights N(0, 1) and biases 0, the same mutation rates, threshold 3.0, elitism 2, stagnation 15.
+neat-python evaluates genome by genome with its ``FeedForwardNetwork.activate``; DRLA evaluates every
+genome's episode in one batched forward per step. Both step the same pure-Python CartPole.
+
+Maze: GA (64 individuals, 60 generations) scored by novelty (k 15, adaptive archive) or by fitness,
+solved when an individual reaches the goal.
+
+    .venv/bin/python bench/evolution.py [--quick]      (make bench-evolution installs neat-python first)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+
+from drla_core.envs import make  # noqa: E402
+from drla_core.evolution import EvolutionConfig, EvolutionJob, GAConfig, NoveltyConfig, PopulationMLP  # noqa: E402
+from drla_core.neat import NEATConfig  # noqa: E402
+from drla_core.train import evaluate  # noqa: E402
+
+SOLVED = 475.0
+MAX_GENERATIONS = 100
+SOLVE_SEEDS = [10_000 + i for i in range(20)]
+FRESH: dict[str, list[float]] = {"ga": [], "neat": []}
+
+
+def drla_cartpole(method: str, seed: int) -> tuple[float | None, int]:
+    cfg = EvolutionConfig(method=method, generations=MAX_GENERATIONS, target_return=SOLVED, solve_episodes=20,
+                          solve_seed=SOLVE_SEEDS[0], ga=GAConfig(population_size=64),
+                          neat=NEATConfig(population_size=100))
+    t0 = time.perf_counter()
+    job = EvolutionJob(lambda: make("cartpole"), cfg, seed=seed)
+    job.advance()
+    wall = time.perf_counter() - t0
+    if job.solved:  # the exported champion on 100 other episodes (not part of the protocol: how well it generalises)
+        FRESH[method].append(evaluate(make("cartpole"), job.to_model().act, 100, seed=20_000).mean_return)
+    return (wall if job.solved else None), job.steps
+
+
+NEAT_PYTHON_CONFIG = """
+[NEAT]
+fitness_criterion     = max
+fitness_threshold     = 100000
+no_fitness_termination = True
+pop_size              = 100
+reset_on_extinction   = False
+seed                  = {seed}
+
+[DefaultGenome]
+activation_default      = tanh
+activation_mutate_rate  = 0.0
+activation_options      = tanh
+aggregation_default     = sum
+aggregation_mutate_rate = 0.0
+aggregation_options     = sum
+bias_init_mean          = 0.0
+bias_init_stdev         = 0.0
+bias_max_value          = 30.0
+bias_min_value          = -30.0
+bias_mutate_power       = 0.5
+bias_mutate_rate        = 0.7
+bias_replace_rate       = 0.1
+compatibility_disjoint_coefficient = 1.0
+compatibility_weight_coefficient   = 0.5
+conn_add_prob           = 0.5
+conn_delete_prob        = 0.0
+enabled_default         = True
+enabled_mutate_rate     = 0.01
+feed_forward            = True
+initial_connection      = full_direct
+node_add_prob           = 0.2
+node_delete_prob        = 0.0
+num_hidden              = 0
+num_inputs              = 4
+num_outputs             = 2
+response_init_mean      = 1.0
+response_init_stdev     = 0.0
+response_max_value      = 30.0
+response_min_value      = -30.0
+response_mutate_power   = 0.0
+response_mutate_rate    = 0.0
+response_replace_rate   = 0.0
+weight_init_mean        = 0.0
+weight_init_stdev       = 1.0
+weight_max_value        = 30
+weight_min_value        = -30
+weight_mutate_power     = 0.5
+weight_mutate_rate      = 0.8
+weight_replace_rate     = 0.1
+
+[DefaultSpeciesSet]
+compatibility_threshold = 3.0
+
+[DefaultStagnation]
+species_fitness_func = max
+max_stagnation       = 15
+species_elitism      = 2
+
+[DefaultReproduction]
+elitism            = 2
+survival_threshold = 0.2
+"""
+
+
+def neat_python_cartpole(seed: int) -> tuple[float | None, int]:
+    import neat
+
+    with tempfile.NamedTemporaryFile("w", suffix=".cfg", delete=False) as f:
+        f.write(NEAT_PYTHON_CONFIG.format(seed=seed))
+    config = neat.Config(neat.DefaultGenome, neat.DefaultReproduction, neat.DefaultSpeciesSet,
+                         neat.DefaultStagnation, f.name)
+    os.unlink(f.name)
+    random.seed(seed)
+    env = make("cartpole")
+    state = {"generation": 0, "solved": False}
+
+    def episode(net, ep_seed: int) -> float:
+        obs, _ = env.reset(seed=ep_seed)
+        total, done = 0.0, False
+        while not done:
+            out = net.activate(obs.tolist())
+            obs, r, terminated, truncated, _ = env.step(1 if out[1] > out[0] else 0)
+            total += r
+            done = terminated or truncated
+        return total
+
+    def eval_genomes(genomes, config) -> None:
+        ep_seed = int(np.random.default_rng([seed, state["generation"]]).integers(0, 2**31 - 1))
+        best, best_net = -1.0, None
+        for _, genome in genomes:
+            net = neat.nn.FeedForwardNetwork.create(genome, config)
+            genome.fitness = episode(net, ep_seed)
+            if genome.fitness > best:
+                best, best_net = genome.fitness, net
+        if best >= SOLVED and np.mean([episode(best_net, s) for s in SOLVE_SEEDS]) >= SOLVED:
+            state["solved"] = True
+        state["generation"] += 1
+
+    pop = neat.Population(config)
+    t0 = time.perf_counter()
+    while not state["solved"] and state["generation"] < MAX_GENERATIONS:
+        pop.run(eval_genomes, 1)
+    wall = time.perf_counter() - t0
+    return (wall if state["solved"] else None), state["generation"]
+
+
+def population_forward_us(repeats: int = 2000) -> float:
+    net = PopulationMLP(4, [(16, "tanh"), (16, "tanh")], 2, "linear")
+    rng = np.random.default_rng(0)
+    params = net.init_params(256, rng)
+    x = rng.normal(size=(256, 4)).astype(np.float32)
+    for _ in range(50):
+        net.forward(params, x)
+    best = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(repeats):
+            net.forward(params, x)
+        best.append((time.perf_counter() - t0) / repeats * 1e6)
+    return min(best)
+
+
+def maze(novelty: bool, seed: int) -> bool:
+    cfg = EvolutionConfig(method="ga", generations=60, target_return=1.0, solve_episodes=1,
+                          ga=GAConfig(population_size=64, mutation_rate=0.2, mutation_sigma=0.2),
+                          novelty=NoveltyConfig(k=15, threshold=0.05) if novelty else None)
+    job = EvolutionJob(lambda: make("deceptive_maze"), cfg, seed=seed)
+    job.advance()
+    return job.solved
+
+
+def solve_figures(name: str, runs: list[tuple[float | None, int]], out: dict) -> None:
+    times = [t for t, _ in runs if t is not None]
+    out[f"{name}_solve_s"] = round(statistics.median(times), 3) if times else None
+    out[f"{name}_solved_seeds"] = len(times)
+    out[f"{name}_generations_median"] = statistics.median(g for _, g in runs)
+    print(f"{name}: " + ", ".join(f"{'-' if t is None else f'{t:.2f}s'}/{g}g" for t, g in runs), file=sys.stderr)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="3 seeds instead of 10")
+    parser.add_argument("--no-neat-python", action="store_true", help="skip the neat-python reference")
+    args = parser.parse_args()
+    seeds = range(3 if args.quick else 10)
+    out: dict = {"seeds": len(seeds), "population_forward_us": round(population_forward_us(), 2)}
+    solve_figures("ga_cartpole", [drla_cartpole("ga", s) for s in seeds], out)
+    solve_figures("neat_cartpole", [drla_cartpole("neat", s) for s in seeds], out)
+    if not args.no_neat_python:
+        try:
+            solve_figures("neat_python_cartpole", [neat_python_cartpole(s) for s in seeds], out)
+        except ImportError:
+            out["neat_python_cartpole_solve_s"] = "neat-python not installed (make bench-evolution installs it)"
+    if out.get("neat_cartpole_solve_s") and isinstance(out.get("neat_python_cartpole_solve_s"), float):
+        out["neat_speedup_vs_neat_python"] = round(out["neat_python_cartpole_solve_s"] / out["neat_cartpole_solve_s"],
+                                                   2)
+    for method, means in FRESH.items():
+        if means:
+            out[f"{method}_champion_100_fresh_episodes_median"] = round(statistics.median(means), 1)
+    out["maze_novelty_solved_seeds"] = sum(maze(True, s) for s in seeds)
+    out["maze_fitness_solved_seeds"] = sum(maze(False, s) for s in seeds)
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

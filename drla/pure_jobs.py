@@ -1,0 +1,123 @@
+"""``drla train <built-in env> --agent ga|neat|novelty``: training jobs other than DQN on the pure environments.
+
+``AGENTS`` maps an agent name to a builder ``(env_name, args) -> PureJob`` (a ``TrainingJob`` plus how to
+draw its report); ``train`` runs any of them with one loop over the ``TrainingJob`` surface (advance in
+slices, status, done, to_model), so a new agent kind is one more entry, not one more branch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from drla_core.agents.base import TrainingJob
+from drla_core.envs import make
+from drla_core.evolution import EvolutionConfig, EvolutionJob, GAConfig, NoveltyConfig, save_evolution_report
+from drla_core.model_io import save_model
+from drla_core.neat import NEATConfig
+
+from .common import CLIError, CtrlC, out_paths
+
+#: Seconds per ``advance`` slice: how often the progress line and Ctrl-C are looked at.
+SLICE_S = 0.25
+
+
+@dataclass
+class PureJob:
+    """A job to run, what its report is called, and how to write the report and the run's own state."""
+
+    job: TrainingJob
+    title: str
+    report: Callable[[Path, str, list[str]], Any]
+    save_state: Callable[[Path], Any] | None = None
+    unit: str = "generation"
+
+
+#: Per environment: the evolution budget and the champion check that ends a run early.
+EVOLUTION_DEFAULTS: dict[str, dict[str, Any]] = {
+    "cartpole": {"generations": 50, "target_return": 475.0},
+    "deceptive_maze": {"generations": 60, "target_return": 1.0, "solve_episodes": 1,
+                       "ga": {"mutation_rate": 0.2, "mutation_sigma": 0.2}},
+}
+
+
+def _evolution(method: str, novelty: bool) -> Callable[[str, argparse.Namespace], PureJob]:
+    def build(env_name: str, args: argparse.Namespace) -> PureJob:
+        defaults = dict(EVOLUTION_DEFAULTS.get(env_name, {"generations": 50}))
+        ga = GAConfig(**defaults.pop("ga", {}))
+        neat = NEATConfig()
+        if args.population is not None:
+            ga.population_size = neat.population_size = args.population
+        if args.steps is not None:
+            defaults["generations"] = args.steps
+        try:
+            config = EvolutionConfig(method=method, ga=ga, neat=neat,
+                                     novelty=NoveltyConfig() if novelty else None, **defaults)
+            job = EvolutionJob(lambda: make(env_name), config, seed=args.seed)
+        except ValueError as exc:
+            raise CLIError(str(exc)) from exc
+        name = {"ga": "GA", "neat": "NEAT"}[method] + (" + novelty search" if novelty else "")
+        return PureJob(job, f"{name} on {env_name}",
+                       lambda path, title, lines: save_evolution_report(path, job.history, title, lines),
+                       job.save_checkpoint)
+    return build
+
+
+#: Agent name -> builder. DQN keeps its own path in ``cli.cmd_train`` (evaluations, step checkpoints).
+AGENTS: dict[str, Callable[[str, argparse.Namespace], PureJob]] = {
+    "ga": _evolution("ga", novelty=False),
+    "neat": _evolution("neat", novelty=False),
+    "novelty": _evolution("ga", novelty=True),
+}
+
+
+def _status_line(job: TrainingJob, unit: str, wall: float) -> str:
+    figures = " | ".join(f"{k} {v}" for k, v in job.status().items())
+    return f"[{job.steps}/{job.total_steps} {unit}s] {figures} | {wall:.1f} s"
+
+
+def train(args: argparse.Namespace) -> int:
+    """Build the ``--agent`` job for ``args.target`` and run it to the end (or Ctrl-C); write the champion
+    model, the report and the job's state (an evolution run's population) beside ``--out``."""
+    args.seed = 0 if args.seed is None else args.seed
+    built = AGENTS[args.agent](args.target, args)
+    job = built.job
+    model_path, report_path = out_paths(args.out, f"{args.target}_{args.agent}")
+    state_path = model_path.with_name(model_path.stem + "_population.json")
+    stopped = False
+
+    def stop() -> None:
+        nonlocal stopped
+        stopped = True
+
+    t0 = time.perf_counter()
+    last_print = -1
+    with CtrlC().installed() as ctrl_c:
+        ctrl_c.stop = stop
+        while not job.done and not stopped:
+            job.advance(max_seconds=SLICE_S)
+            if not args.quiet and job.steps != last_print:
+                last_print = job.steps
+                print(_status_line(job, built.unit, time.perf_counter() - t0), file=sys.stderr, flush=True)
+        ctrl_c.saving = True
+        wall = time.perf_counter() - t0
+        if job.steps == 0:
+            print(f"stopped before the first {built.unit} ended: nothing to save")
+            return 130
+        note = f"stopped at {job.steps} of {job.total_steps}" if stopped else f"{job.steps}"
+        title = f"{built.title} - seed {args.seed}, {note} {built.unit}s"
+        save_model(model_path, job.to_model({"env": args.target, "agent": args.agent}))
+        summary = [f"{k}: {v}" for k, v in job.status().items()]
+        built.report(report_path, title, summary)
+        lines = ["", f"trained {job.steps} {built.unit}s in {wall:.1f} s", *summary,
+                 f"model:  {model_path}", f"report: {report_path}"]
+        if built.save_state is not None:
+            built.save_state(state_path)
+            lines.append(f"state:  {state_path}")
+        print("\n".join(lines))
+    return 130 if stopped else 0

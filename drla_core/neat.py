@@ -1,0 +1,447 @@
+"""NEAT: NeuroEvolution of Augmenting Topologies (Stanley & Miikkulainen 2002), feed-forward only.
+
+Genomes carry node genes (bias, activation) and connection genes (source, target, weight, enabled)
+keyed by innovation number. ``InnovationTracker`` numbers them consistently across a run: a connection
+``(source, target)`` keeps one innovation number for the whole run, and splitting the same connection in one
+generation gives the same new node and the same two innovation numbers. Crossover aligns genes by
+innovation (matching genes from either parent, disjoint and excess from the fitter one); species by
+compatibility distance (neat-python's form: disjoint genes and weight differences normalised by genome
+size), explicit fitness sharing (a species' offspring share is the mean of its members' adjusted fitness),
+stagnant species dropped.
+
+Evaluation is batched: ``NEAT.policy()`` packs every genome into one padded dense tensor
+``(genomes, nodes, nodes)`` and evaluates all of them (and all their environment copies) with one
+batched product per network level. A genome exports as a ``graph_net.GraphNetwork``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .graph_net import GraphNetwork, graph_levels
+from .mlp import ACTIVATIONS, _activate
+
+__all__ = ["NEATConfig", "Genome", "InnovationTracker", "NEAT", "compatibility_distance", "crossover"]
+
+
+@dataclass
+class NEATConfig:
+    """NEAT settings; the defaults are neat-python's usual ones, tuned a little for small control tasks."""
+
+    population_size: int = 100
+    activation: str = "tanh"
+    """Activation of every hidden node (outputs: the job's choice, linear for discrete actions)."""
+    initial_weight_sigma: float = 1.0
+    weight_max: float = 30.0
+    compatibility_threshold: float = 3.0
+    disjoint_coefficient: float = 1.0
+    weight_coefficient: float = 0.5
+    add_connection_prob: float = 0.5
+    add_node_prob: float = 0.2
+    weight_mutate_rate: float = 0.8
+    weight_perturb_sigma: float = 0.5
+    weight_replace_rate: float = 0.1
+    bias_mutate_rate: float = 0.7
+    enable_mutate_rate: float = 0.01
+    survival_threshold: float = 0.2
+    """Fraction of each species (its best) that may breed."""
+    elitism: int = 2
+    """Best genomes of each species copied unchanged."""
+    species_elitism: int = 2
+    """The best species are never removed for stagnation."""
+    max_stagnation: int = 15
+    min_species_size: int = 2
+
+    def check(self) -> None:
+        if self.population_size < 2:
+            raise ValueError("NEAT population_size must be at least 2")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"unknown activation {self.activation!r}; choose from {ACTIVATIONS}")
+        if self.compatibility_threshold <= 0:
+            raise ValueError("compatibility_threshold must be positive")
+
+
+class Genome:
+    """Node genes ``{id: [bias, activation]}`` (non-input nodes) and connection genes
+    ``{innovation: [source, target, weight, enabled]}``. Inputs are nodes ``0 .. n_in-1``, outputs
+    ``n_in .. n_in+n_out-1``, hidden nodes get ids from the tracker."""
+
+    __slots__ = ("nodes", "conns")
+
+    def __init__(self, nodes: dict[int, list[Any]], conns: dict[int, list[Any]]) -> None:
+        self.nodes, self.conns = nodes, conns
+
+    def copy(self) -> Genome:
+        return Genome({k: list(v) for k, v in self.nodes.items()}, {k: list(v) for k, v in self.conns.items()})
+
+    def to_data(self) -> dict[str, Any]:
+        return {"nodes": [[k, v[0], v[1]] for k, v in sorted(self.nodes.items())],
+                "conns": [[k, v[0], v[1], v[2], bool(v[3])] for k, v in sorted(self.conns.items())]}
+
+    @classmethod
+    def from_data(cls, d: Mapping[str, Any]) -> Genome:
+        return cls({int(k): [float(b), str(a)] for k, b, a in d["nodes"]},
+                   {int(k): [int(s), int(t), float(w), bool(e)] for k, s, t, w, e in d["conns"]})
+
+
+class InnovationTracker:
+    """Innovation numbers and node ids for a run; ``new_generation`` clears the per-generation split table."""
+
+    def __init__(self, next_node: int) -> None:
+        self.next_innovation = 0
+        self.next_node = next_node
+        self.connections: dict[tuple[int, int], int] = {}
+        self.splits: dict[int, tuple[int, int, int]] = {}
+
+    def connection(self, source: int, target: int) -> int:
+        key = (source, target)
+        if key not in self.connections:
+            self.connections[key] = self.next_innovation
+            self.next_innovation += 1
+        return self.connections[key]
+
+    def split(self, innovation: int, source: int, target: int, genome: Genome) -> tuple[int, int, int]:
+        """(new node, innovation into it, innovation out of it) for splitting connection ``innovation``."""
+        found = self.splits.get(innovation)
+        if found is None or found[0] in genome.nodes:  # a genome splitting the same gene twice gets a new node
+            node = self.next_node
+            self.next_node += 1
+            found = (node, self.connection(source, node), self.connection(node, target))
+            if innovation not in self.splits:
+                self.splits[innovation] = found
+        return found
+
+    def new_generation(self) -> None:
+        self.splits = {}
+
+    def state(self) -> dict[str, Any]:
+        return {"next_innovation": self.next_innovation, "next_node": self.next_node,
+                "connections": [[s, t, i] for (s, t), i in self.connections.items()],
+                "splits": [[k, *v] for k, v in self.splits.items()]}
+
+    def load_state(self, d: Mapping[str, Any]) -> None:
+        self.next_innovation, self.next_node = int(d["next_innovation"]), int(d["next_node"])
+        self.connections = {(int(s), int(t)): int(i) for s, t, i in d["connections"]}
+        self.splits = {int(k): (int(a), int(b), int(c)) for k, a, b, c in d["splits"]}
+
+
+def compatibility_distance(a: Genome, b: Genome, c: NEATConfig) -> float:
+    """neat-python's distance: per gene kind, (c_d * disjoint + c_w * sum of matching differences) / size."""
+    dist = 0.0
+    for ga, gb, diff in ((a.nodes, b.nodes, lambda x, y: abs(x[0] - y[0]) + (x[1] != y[1])),
+                         (a.conns, b.conns, lambda x, y: abs(x[2] - y[2]) + (x[3] != y[3]))):
+        n = max(len(ga), len(gb))
+        if n == 0:
+            continue
+        matching = ga.keys() & gb.keys()
+        disjoint = len(ga) + len(gb) - 2 * len(matching)
+        w = sum(diff(ga[k], gb[k]) for k in matching)
+        dist += (c.disjoint_coefficient * disjoint + c.weight_coefficient * w) / n
+    return dist
+
+
+def crossover(fit: Genome, other: Genome, rng: np.random.Generator) -> Genome:
+    """Child aligned by innovation: matching genes from either parent at random, disjoint and excess
+    genes from ``fit`` (the fitter parent); a gene disabled in either parent stays disabled 75 % of the time."""
+    nodes = {}
+    for k, g in fit.nodes.items():
+        o = other.nodes.get(k)
+        nodes[k] = list(o if o is not None and rng.random() < 0.5 else g)
+    conns = {}
+    for k, g in fit.conns.items():
+        o = other.conns.get(k)
+        gene = list(o if o is not None and rng.random() < 0.5 else g)
+        if o is not None and (not g[3] or not o[3]):
+            gene[3] = bool(rng.random() >= 0.75)
+        conns[k] = gene
+    return Genome(nodes, conns)
+
+
+def _reaches(genome: Genome, start: int, goal: int) -> bool:
+    """Whether ``goal`` is reachable from ``start`` along connection genes (enabled or not)."""
+    succ: dict[int, list[int]] = {}
+    for s, t, _, _ in genome.conns.values():
+        succ.setdefault(s, []).append(t)
+    stack, seen = [start], {start}
+    while stack:
+        n = stack.pop()
+        if n == goal:
+            return True
+        for t in succ.get(n, ()):
+            if t not in seen:
+                seen.add(t)
+                stack.append(t)
+    return False
+
+
+class NEAT:
+    """A NEAT population: ``policy()`` to evaluate it batched, ``tell(fitness)`` to breed the next one."""
+
+    def __init__(self, n_inputs: int, n_outputs: int, config: NEATConfig, rng: np.random.Generator,
+                 output_activation: str = "linear") -> None:
+        config.check()
+        self.n_in, self.n_out, self.config, self.rng = int(n_inputs), int(n_outputs), config, rng
+        self.output_activation = output_activation
+        self.tracker = InnovationTracker(self.n_in + self.n_out)
+        self.generation = 0
+        self.genomes = [self._initial_genome() for _ in range(config.population_size)]
+        # each species: {"id", "representative": Genome, "members": [genome index], "best", "last_improved"}
+        self.species: list[dict[str, Any]] = []
+        self.next_species_id = 0
+        self._speciate()
+
+    def __len__(self) -> int:
+        return len(self.genomes)
+
+    # -- genomes -------------------------------------------------------------------------------------------
+
+    def _initial_genome(self) -> Genome:
+        """Every input connected to every output, weights N(0, initial_weight_sigma), biases 0."""
+        c, rng = self.config, self.rng
+        nodes = {self.n_in + j: [0.0, self.output_activation] for j in range(self.n_out)}
+        conns = {}
+        for s in range(self.n_in):
+            for j in range(self.n_out):
+                t = self.n_in + j
+                conns[self.tracker.connection(s, t)] = [s, t, float(rng.normal(0.0, c.initial_weight_sigma)), True]
+        return Genome(nodes, conns)
+
+    def _mutate(self, g: Genome) -> None:
+        c, rng = self.config, self.rng
+        if rng.random() < c.add_node_prob:
+            self._add_node(g)
+        if rng.random() < c.add_connection_prob:
+            self._add_connection(g)
+        for gene in g.conns.values():
+            r = rng.random()
+            if r < c.weight_replace_rate:
+                gene[2] = float(rng.normal(0.0, c.initial_weight_sigma))
+            elif r < c.weight_replace_rate + c.weight_mutate_rate:
+                gene[2] = float(np.clip(gene[2] + rng.normal(0.0, c.weight_perturb_sigma), -c.weight_max, c.weight_max))
+            if rng.random() < c.enable_mutate_rate:
+                gene[3] = not gene[3]
+        for node in g.nodes.values():
+            r = rng.random()
+            if r < c.weight_replace_rate:
+                node[0] = float(rng.normal(0.0, c.initial_weight_sigma))
+            elif r < c.weight_replace_rate + c.bias_mutate_rate:
+                node[0] = float(np.clip(node[0] + rng.normal(0.0, c.weight_perturb_sigma), -c.weight_max, c.weight_max))
+
+    def _add_node(self, g: Genome) -> None:
+        """Split an enabled connection s->t into s->new (weight 1) and new->t (the old weight)."""
+        enabled = [k for k in sorted(g.conns) if g.conns[k][3]]
+        if not enabled:
+            return
+        k = enabled[int(self.rng.integers(len(enabled)))]
+        s, t, w, _ = g.conns[k]
+        g.conns[k][3] = False
+        node, i_in, i_out = self.tracker.split(k, s, t, g)
+        g.nodes[node] = [0.0, self.config.activation]
+        g.conns[i_in] = [s, node, 1.0, True]
+        g.conns[i_out] = [node, t, w, True]
+
+    def _add_connection(self, g: Genome) -> None:
+        """A new connection between two unconnected nodes that keeps the network acyclic (or re-enable one)."""
+        rng = self.rng
+        sources = list(range(self.n_in)) + sorted(g.nodes)
+        targets = sorted(g.nodes)
+        s = sources[int(rng.integers(len(sources)))]
+        t = targets[int(rng.integers(len(targets)))]
+        if s == t or (s >= self.n_in and s < self.n_in + self.n_out and t < self.n_in + self.n_out):
+            return  # no self loops; no output -> output (keeps outputs a last layer, like neat-python's ff)
+        innovation = self.tracker.connections.get((s, t))
+        if innovation is not None and innovation in g.conns:
+            g.conns[innovation][3] = True
+            return
+        if _reaches(g, t, s):
+            return  # would close a cycle
+        g.conns[self.tracker.connection(s, t)] = [s, t, float(rng.normal(0.0, self.config.initial_weight_sigma)), True]
+
+    # -- species -------------------------------------------------------------------------------------------
+
+    def _speciate(self) -> None:
+        c = self.config
+        unassigned = set(range(len(self.genomes)))
+        new_species = []
+        for sp in self.species:  # each species keeps as representative its closest genome of this generation
+            if not unassigned:
+                break
+            dists = {i: compatibility_distance(sp["representative"], self.genomes[i], c) for i in sorted(unassigned)}
+            best = min(dists, key=lambda i: (dists[i], i))
+            sp["representative"] = self.genomes[best].copy()
+            sp["members"] = [best]
+            unassigned.discard(best)
+            new_species.append(sp)
+        for i in sorted(unassigned):
+            g = self.genomes[i]
+            best_sp, best_d = None, math.inf
+            for sp in new_species:
+                d = compatibility_distance(sp["representative"], g, c)
+                if d < c.compatibility_threshold and d < best_d:
+                    best_sp, best_d = sp, d
+            if best_sp is None:
+                best_sp = {"id": self.next_species_id, "representative": g.copy(), "members": [],
+                           "best": -math.inf, "last_improved": self.generation}
+                self.next_species_id += 1
+                new_species.append(best_sp)
+            best_sp["members"].append(i)
+        self.species = [sp for sp in new_species if sp["members"]]
+
+    # -- evaluation ------------------------------------------------------------------------------------------
+
+    def genome_network(self, genome: Genome) -> GraphNetwork:
+        """The genome as a ``GraphNetwork`` (enabled connections; nodes renumbered inputs, outputs, hidden)."""
+        order, conns = self._layout(genome)
+        index = {node: i for i, node in enumerate(order)}
+        return GraphNetwork(self.n_in, self.n_out, self.output_activation,
+                            [genome.nodes[n][1] for n in order[self.n_in + self.n_out:]],
+                            [(index[s], index[t]) for s, t, _ in conns], [w for _, _, w in conns],
+                            [genome.nodes[n][0] for n in order[self.n_in:]])
+
+    def _layout(self, genome: Genome) -> tuple[list[int], list[tuple[int, int, float]]]:
+        outputs = list(range(self.n_in, self.n_in + self.n_out))
+        hidden = sorted(n for n in genome.nodes if n >= self.n_in + self.n_out)
+        conns = [(s, t, w) for _, (s, t, w, e) in sorted(genome.conns.items()) if e]
+        return list(range(self.n_in)) + outputs + hidden, conns
+
+    def policy(self) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+        """``policy(genomes, obs)``: every listed genome's outputs for its observation, batched.
+
+        Genomes are padded to the largest node count; ``levels`` iterations of ``v = act(v @ W + b)``
+        (inputs held) compute a DAG exactly, where ``levels`` is the deepest genome's depth.
+        """
+        n = max(self.n_in + len(g.nodes) for g in self.genomes)
+        p = len(self.genomes)
+        weights = np.zeros((p, n, n), dtype=np.float32)
+        biases = np.zeros((p, n), dtype=np.float32)
+        act_names = sorted({a for g in self.genomes for _, a in g.nodes.values()})
+        masks = {a: np.zeros((p, n), dtype=bool) for a in act_names}
+        depth = 1
+        for gi, g in enumerate(self.genomes):
+            order, conns = self._layout(g)
+            index = {node: i for i, node in enumerate(order)}
+            for s, t, w in conns:
+                weights[gi, index[s], index[t]] += w
+            for node in order[self.n_in:]:
+                b, a = g.nodes[node]
+                biases[gi, index[node]] = b
+                masks[a][gi, index[node]] = True
+            levels = graph_levels(len(order), self.n_in, [(index[s], index[t]) for s, t, _ in conns])
+            depth = max(depth, max(levels))
+        n_in, n_out = self.n_in, self.n_out
+        single = act_names[0] if len(act_names) == 1 else None
+
+        def forward(idx: np.ndarray, obs: np.ndarray) -> np.ndarray:
+            w, b = weights[idx], biases[idx]
+            x = np.asarray(obs, dtype=np.float32).reshape(len(idx), n_in)
+            v = np.zeros((len(idx), n), dtype=np.float32)
+            v[:, :n_in] = x
+            for _ in range(depth):
+                z = np.matmul(v[:, None, :], w)[:, 0, :]
+                z += b
+                if single is not None:
+                    if single != "linear":
+                        _activate(single, z)
+                else:
+                    out = z.copy()
+                    for a in act_names:
+                        if a != "linear":
+                            part = z.copy()
+                            _activate(a, part)
+                            np.copyto(out, part, where=masks[a][idx])
+                    z = out
+                z[:, :n_in] = x
+                v = z
+            return v[:, n_in:n_in + n_out].copy()
+        return forward
+
+    # -- reproduction ----------------------------------------------------------------------------------------
+
+    def tell(self, fitness: np.ndarray) -> None:
+        """Stagnation, fitness sharing, offspring per species, elites, crossover and mutation; speciate."""
+        c, rng = self.config, self.rng
+        f = np.asarray(fitness, dtype=np.float64)
+        # stagnation: a species whose best fitness has not improved for max_stagnation generations goes,
+        # unless it is among the species_elitism best
+        for sp in self.species:
+            best = float(f[sp["members"]].max())
+            if best > sp["best"]:
+                sp["best"], sp["last_improved"] = best, self.generation
+        ranked = sorted(self.species, key=lambda sp: -sp["best"])
+        keep = [sp for r, sp in enumerate(ranked)
+                if r < c.species_elitism or self.generation - sp["last_improved"] < c.max_stagnation]
+        members = np.concatenate([sp["members"] for sp in keep])
+        lo, hi = f[members].min(), f[members].max()
+        span = max(1.0, hi - lo)
+        adjusted = np.array([((f[sp["members"]] - lo) / span).mean() for sp in keep])
+        spawn = self._spawn_amounts(adjusted, [len(sp["members"]) for sp in keep])
+        children: list[Genome] = []
+        self.tracker.new_generation()
+        for sp, count in zip(keep, spawn):
+            order = sorted(sp["members"], key=lambda i: (-f[i], i))
+            elites = order[:min(c.elitism, count)]
+            children.extend(self.genomes[i].copy() for i in elites)
+            count -= len(elites)
+            parents = order[:max(2, math.ceil(c.survival_threshold * len(order)))]
+            for _ in range(count):
+                a = parents[int(rng.integers(len(parents)))]
+                b = parents[int(rng.integers(len(parents)))]
+                if f[b] > f[a]:
+                    a, b = b, a
+                child = crossover(self.genomes[a], self.genomes[b], rng) if a != b else self.genomes[a].copy()
+                self._mutate(child)
+                children.append(child)
+        self.genomes = children
+        self.species = keep
+        self.generation += 1
+        self._speciate()
+
+    def _spawn_amounts(self, adjusted: np.ndarray, sizes: list[int]) -> list[int]:
+        """Offspring per species in proportion to adjusted fitness, at least min_species_size, summing to
+        the population size (largest remainders)."""
+        c = self.config
+        total = c.population_size
+        share = adjusted / adjusted.sum() if adjusted.sum() > 0 else np.full(len(adjusted), 1 / len(adjusted))
+        floor_each = min(c.min_species_size, total // len(adjusted))
+        raw = floor_each + share * (total - floor_each * len(adjusted))
+        spawn = np.floor(raw).astype(int)
+        for i in np.argsort(-(raw - spawn), kind="stable")[:total - spawn.sum()]:
+            spawn[i] += 1
+        return [int(s) for s in spawn]
+
+    # -- the Method protocol ---------------------------------------------------------------------------------
+
+    def genome(self, i: int) -> Genome:
+        return self.genomes[i].copy()
+
+    def genome_to_data(self, genome: Genome) -> Any:
+        return genome.to_data()
+
+    def genome_from_data(self, data: Any) -> Genome:
+        return Genome.from_data(data)
+
+    def state(self) -> dict[str, Any]:
+        return {"generation": self.generation, "tracker": self.tracker.state(),
+                "genomes": [g.to_data() for g in self.genomes], "next_species_id": self.next_species_id,
+                "species": [{"id": sp["id"], "representative": sp["representative"].to_data(),
+                             "members": list(sp["members"]), "best": sp["best"] if math.isfinite(sp["best"]) else None,
+                             "last_improved": sp["last_improved"]} for sp in self.species]}
+
+    def load_state(self, d: Mapping[str, Any]) -> None:
+        self.generation = int(d["generation"])
+        self.tracker.load_state(d["tracker"])
+        self.genomes = [Genome.from_data(g) for g in d["genomes"]]
+        self.next_species_id = int(d["next_species_id"])
+        self.species = [{"id": int(sp["id"]), "representative": Genome.from_data(sp["representative"]),
+                         "members": [int(i) for i in sp["members"]],
+                         "best": -math.inf if sp["best"] is None else float(sp["best"]),
+                         "last_improved": int(sp["last_improved"])} for sp in d["species"]]
+
+    def status(self) -> dict[str, str]:
+        hidden = [len(g.nodes) - self.n_out for g in self.genomes]
+        return {"species": str(len(self.species)), "hidden nodes": f"{np.mean(hidden):.1f} mean, {max(hidden)} max"}

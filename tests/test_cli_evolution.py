@@ -1,0 +1,53 @@
+"""Smoke runs of ``drla train <env> --agent ga|neat|novelty`` through the real entry point (seconds each)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from drla.cli import main
+from drla.pure_jobs import AGENTS
+from drla_core.evolution import EvolutionJob
+from drla_core.envs import make
+from drla_core.model_io import load_model
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("agent", sorted(AGENTS))
+def test_train_evolution_agents_write_model_report_and_population(agent, tmp_path, capsys):
+    out = tmp_path / f"{agent}.json"
+    assert main(["train", "cartpole", "--agent", agent, "--steps", "2", "--population", "8", "--seed", "1",
+                 "--out", str(out), "--quiet"]) == 0
+    text = capsys.readouterr().out
+    assert "generations in" in text and str(out) in text
+    model = load_model(out)
+    assert model.meta["agent"] == agent and model.meta["env"] == "cartpole"
+    assert (tmp_path / f"{agent}_report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    population = json.loads((tmp_path / f"{agent}_population.json").read_text())
+    job = EvolutionJob.from_checkpoint(population, lambda: make("cartpole"))
+    assert job.steps == model.meta["generations"]
+    assert main(["eval", str(out), "--episodes", "2"]) == 0
+    assert main(["inspect", str(out)]) == 0
+    assert "valid DRLA model" in capsys.readouterr().out
+
+
+def test_novelty_on_the_maze_as_a_module(tmp_path):
+    out = tmp_path / "maze.json"
+    run = subprocess.run([sys.executable, "-m", "drla", "train", "deceptive_maze", "--agent", "novelty", "--steps",
+                          "3", "--population", "10", "--out", str(out)], cwd=ROOT, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "[3/3 generations]" in run.stderr and "novelty" in run.stderr
+    assert load_model(out).action_space.shape == (2,)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["train", "cartpole", "--agent", "ga", "--population", "1"], "argument --population: needs a whole number >= 2"),
+    (["train", "cartpole", "--agent", "evolve"], "argument --agent: invalid choice: 'evolve'"),
+])
+def test_evolution_flag_mistakes_are_one_line(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
