@@ -295,15 +295,18 @@ def _rollout(venv: VectorEnv, seeds: list[int], steps: int, action_seeds: list[i
     return traces
 
 
-def _same(a: list[Any], b: list[Any]) -> bool:
+def _same(a: list[Any], b: list[Any], atol: float = 0.0) -> bool:
+    def eq(u: Any, v: Any) -> bool:
+        return bool(np.array_equal(u, v) if atol == 0 else np.allclose(u, v, rtol=0.0, atol=atol))
+
     if len(a) != len(b):
         return False
     for x, y in zip(a, b):
         if isinstance(x, tuple):
-            if not (np.array_equal(x[0], y[0]) and x[1:4] == y[1:4] and
-                    (x[4] is None) == (y[4] is None) and (x[4] is None or np.array_equal(x[4], y[4]))):
+            if not (eq(x[0], y[0]) and eq(x[1], y[1]) and x[2:4] == y[2:4] and
+                    (x[4] is None) == (y[4] is None) and (x[4] is None or eq(x[4], y[4]))):
                 return False
-        elif not np.array_equal(x, y):
+        elif not eq(x, y):
             return False
     return True
 
@@ -324,7 +327,7 @@ def _single_trace(env: Env, seed: int, steps: int, action_seed: int) -> list[Any
 
 
 def check_vector_env(venv: VectorEnv, steps: int = 50, seed: int = 123,
-                     make_env: Callable[[], Env] | None = None) -> None:
+                     make_env: Callable[[], Env] | None = None, atol: float = 0.0) -> None:
     """Check ``venv`` against the contract; raise ``EnvCheckError`` naming the first problem.
 
     Checks: batched spaces; shapes and dtypes of reset and step; autoreset in the same step
@@ -333,7 +336,9 @@ def check_vector_env(venv: VectorEnv, steps: int = 50, seed: int = 123,
     equals ``reset(seed=[s, s+1, ...])``; copies independent: giving the copies their seeds and
     action streams in reverse order reverses the traces (no copy reads another's state or random
     stream). With ``make_env`` (a factory of single copies), copy ``i`` must also equal a single env
-    seeded ``seed + i`` driven by the same actions, reset by hand where it ended.
+    seeded ``seed + i`` driven by the same actions, reset by hand where it ended. ``atol``: how far apart
+    observations and rewards of different copies may be (0: bit-exact, as pure copies are; scene copies
+    stand at different places in float32 world space, about 1e-5 apart at 100 m).
     """
     n = venv.num_envs
     _require(isinstance(n, int) and n >= 1, "num_envs must be a positive int")
@@ -356,11 +361,11 @@ def check_vector_env(venv: VectorEnv, steps: int = 50, seed: int = 123,
     if n > 1:
         backwards = _rollout(venv, seeds[::-1], steps, action_seeds[::-1])
         for i in range(n):
-            _require(_same(first[i], backwards[n - 1 - i]),
+            _require(_same(first[i], backwards[n - 1 - i], atol),
                      f"copies not independent: copy {i}'s seed and actions given to copy {n - 1 - i} "
                      f"gave another trace")
     if make_env is not None:
         for i in range(n):
             single = _single_trace(make_env(), seeds[i], steps, action_seeds[i])
-            _require(_same(first[i], single),
+            _require(_same(first[i], single, atol),
                      f"copy {i} differs from a single environment seeded {seeds[i]} with the same actions")

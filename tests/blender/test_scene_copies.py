@@ -200,3 +200,41 @@ def test_tank_copies_see_what_the_single_tank_sees(ext):
     seen = np.array(seen)
     for i in range(3):
         np.testing.assert_array_equal(seen[:, i], singles[i])
+
+
+def test_scene_copies_pass_the_vector_env_check(empty_scene):
+    """drla_core's check_vector_env on 3 copies of the Reach example: spaces, autoreset, per-copy seeding,
+    independence (copies given their seeds and actions in reverse order give the traces in reverse, to float32
+    world-space precision)."""
+    from drla_ext.addon.scene.scene_vector_env import SceneVectorEnv
+    from drla_ext.addon.scene.snapshot import restored_scene
+    from drla_ext.addon.ui import examples
+    from drla_ext.drla_core.vector_env import check_vector_env
+
+    from drla_ext.addon.tree import compiler
+
+    scene = empty_scene
+    spec = compiler.compile_tree(examples.build_transform_tree(scene), scene).env
+    with restored_scene(scene):
+        venv = SceneVectorEnv(spec, scene, 3)
+        try:
+            check_vector_env(venv, steps=60, atol=1e-4)  # float32 world space, copies 100+ m apart
+        finally:
+            venv.close()
+
+
+def test_a_team_scene_passes_the_parallel_env_check(empty_scene):
+    from drla_ext.addon.runs import build
+    from drla_ext.addon.scene.snapshot import restored_scene
+    from drla_ext.addon.tree import compiler
+    from drla_ext.addon.ui import examples
+    from drla_ext.drla_core.multi_agent import check_parallel_env
+
+    scene = empty_scene
+    team = compiler.compile_tree(examples.build_chase_tree(scene), scene)
+    with restored_scene(scene):
+        env = build.build_env(team, scene)
+        try:
+            check_parallel_env(env, steps=80)
+        finally:
+            env.close()
