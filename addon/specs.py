@@ -153,17 +153,20 @@ def objects_of(env: EnvSpec) -> list[str]:
 
 
 def env_for_copy(env: EnvSpec, names: dict[str, str], origin: tuple[float, float, float],
-                 members: list[str] | None = None) -> EnvSpec:
+                 members: list[str] | None = None, tile: tuple[int, int] | None = None) -> EnvSpec:
     """The environment of one scene copy: its objects renamed by ``names``, and world positions read
     relative to the copy's ``origin`` (a Transform sensor without Relative To, an Out of Bounds box),
     so that every copy observes what the original observes. With ``members`` (the copy's objects) a
-    camera sees only those: no other copy, whatever the spacing."""
+    camera sees only those: no other copy, whatever the spacing; with ``tile`` (copy index, copies) the
+    copies' cameras draw into one shared picture (``scene.camera.CameraAtlas``)."""
     def shifted(spec: Any) -> Any:
         spec = _renamed(spec, names)
         if (spec.kind == "transform" and not spec.other) or (spec.kind == "out_of_bounds" and not spec.other):
             spec = dataclasses.replace(spec, options={**spec.options, "origin": tuple(origin)})
         if spec.kind == "camera" and members is not None:
             spec = dataclasses.replace(spec, options={**spec.options, "objects": list(members)})
+        if spec.kind == "camera" and tile is not None:
+            spec = dataclasses.replace(spec, options={**spec.options, "tile": tuple(tile)})
         return spec
 
     state = dataclasses.replace(env.state, sensors=[shifted(s) for s in env.state.sensors])

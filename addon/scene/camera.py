@@ -175,6 +175,8 @@ class CameraRenderer:
         view_layer: the view layer whose visibility counts (default: the scene's first one).
         objects: names of the only objects drawn (a scene copy's own; default: every visible object).
             The Workbench path renders the whole scene whatever this says.
+        atlas: ``(CameraAtlas, tile)``: draw this camera as one tile of a shared picture that all the
+            scene copies' cameras draw at once (``method='gpu'`` only), one readback for all of them.
 
     Use as a context manager, or call ``close()`` when done.
     """
@@ -193,6 +195,7 @@ class CameraRenderer:
         normalize_depth: bool = True,
         view_layer: Any = None,
         objects: Any = None,
+        atlas: tuple[CameraAtlas, int] | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
@@ -218,6 +221,8 @@ class CameraRenderer:
         if method == 'gpu':
             try:
                 self._impl = _GpuPath(self)
+                if atlas is not None:
+                    self._impl.share(*atlas)
             except Exception as exc:  # no GPU context / no offscreen support on this machine
                 reason = f"{type(exc).__name__}: {exc}"
                 self.fallback_reason = f"gpu offscreen drawing unavailable ({reason}); using Workbench"
@@ -281,7 +286,8 @@ class _GpuPath:
         ensure_gpu_context()
         self.cam = cam
         self.gpu = gpu
-        self.offscreen = gpu.types.GPUOffScreen(cam.width, cam.height, format='RGBA8')
+        self.atlas: tuple[CameraAtlas, int] | None = None
+        self.offscreen: Any = gpu.types.GPUOffScreen(cam.width, cam.height, format='RGBA8')
         self.shader = gpu.shader.from_builtin('UNIFORM_COLOR')
         n = cam.width * cam.height
         self._color_buf = gpu.types.Buffer('FLOAT', n * 4)
@@ -293,6 +299,13 @@ class _GpuPath:
         self._signature: tuple[int, int] = (-1, -1)
         self._color_cache: dict[tuple[float, float, float], tuple[float, float, float, float]] = {}
         self.dirty = True
+
+    def share(self, atlas: CameraAtlas, index: int) -> None:
+        """Draw as tile ``index`` of ``atlas`` from now on (its own offscreen buffer is freed)."""
+        atlas.attach(index, self)
+        self.atlas = (atlas, index)
+        self.offscreen.free()
+        self.offscreen = None
 
     # -- batches ---------------------------------------------------------------------------
     def _scene_signature(self) -> tuple[int, int]:
@@ -365,16 +378,14 @@ class _GpuPath:
         return rgba
 
     # -- drawing ---------------------------------------------------------------------------
-    def _draw(self) -> None:
+    def prepare(self) -> tuple[Any, Any, list[tuple[Any, Any, Any]]]:
+        """``(view, projection, draws)`` of the scene as it is now: each draw ``(matrix, colour, batch)``."""
         if self.dirty or self._scene_signature() != self._signature:
             self._build()
         cam = self.cam
-        gpu = self.gpu
         cam_ob = cam.camera
         proj = cam_ob.calc_matrix_camera(self._depsgraph(), x=cam.width, y=cam.height)
         view = cam_ob.matrix_world.inverted()
-        bg = _display_rgba(_world_color(cam.scene))
-        shader = self.shader
         try:
             # Read object state first, so a removed object triggers a rebuild before drawing.
             draws = []
@@ -389,43 +400,49 @@ class _GpuPath:
                     raise ReferenceError("render visibility changed")
         except ReferenceError:  # an object was removed (or hidden) since the batches were built
             self._build()
-            self._draw()
-            return
+            return self.prepare()
+        return view, proj, draws
+
+    def draw_into(self, view: Any, proj: Any, draws: list[tuple[Any, Any, Any]]) -> None:
+        """Draw into the bound framebuffer's current viewport, depth tested."""
+        gpu, shader = self.gpu, self.shader
+        with gpu.matrix.push_pop(), gpu.matrix.push_pop_projection():
+            gpu.matrix.load_matrix(view)
+            gpu.matrix.load_projection_matrix(proj)
+            shader.bind()
+            for mw, color, batch in draws:
+                with gpu.matrix.push_pop():
+                    gpu.matrix.multiply_matrix(mw)
+                    shader.uniform_float("color", color)
+                    batch.draw(shader)
+
+    def _draw(self) -> None:
+        cam, gpu = self.cam, self.gpu
+        view, proj, draws = self.prepare()
+        bg = _display_rgba(_world_color(cam.scene))
         with self.offscreen.bind():
             fb = gpu.state.active_framebuffer_get()
             fb.clear(color=bg, depth=1.0)
-            old_test = gpu.state.depth_test_get()
-            old_mask = gpu.state.depth_mask_get()
-            gpu.state.depth_test_set('LESS_EQUAL')
-            gpu.state.depth_mask_set(True)
-            gpu.state.face_culling_set('NONE')
-            try:
-                with gpu.matrix.push_pop(), gpu.matrix.push_pop_projection():
-                    gpu.matrix.load_matrix(view)
-                    gpu.matrix.load_projection_matrix(proj)
-                    shader.bind()
-                    for mw, color, batch in draws:
-                        with gpu.matrix.push_pop():
-                            gpu.matrix.multiply_matrix(mw)
-                            shader.uniform_float("color", color)
-                            batch.draw(shader)
+            with _depth_state(gpu):
+                self.draw_into(view, proj, draws)
                 fb.read_color(0, 0, cam.width, cam.height, 4, 0, 'FLOAT', data=self._color_buf)
                 if cam.mode == 'DEPTH':
                     fb.read_depth(0, 0, cam.width, cam.height, data=self._depth_buf)
-            finally:
-                gpu.state.depth_test_set(old_test)
-                gpu.state.depth_mask_set(old_mask)
+
+    def _pixels(self) -> tuple[np.ndarray, np.ndarray]:
+        """This camera's colour (h, w, 4) and depth (h, w) readback, bottom row first."""
+        h, w = self.cam.height, self.cam.width
+        if self.atlas is not None:
+            return self.atlas[0].tile(self.atlas[1])
+        self._draw()
+        return self._color_np.reshape(h, w, 4), self._depth_np.reshape(h, w)
 
     def read_rgb(self) -> np.ndarray:
         """A view of the readback buffer (valid until the next read); ``CameraRenderer`` copies."""
-        self._draw()
-        h, w = self.cam.height, self.cam.width
-        return self._color_np.reshape(h, w, 4)[::-1, :, :3]
+        return self._pixels()[0][::-1, :, :3]
 
     def read_depth(self) -> np.ndarray:
-        self._draw()
-        h, w = self.cam.height, self.cam.width
-        d = self._depth_np.reshape(h, w)[::-1].astype(np.float32)
+        d = self._pixels()[1][::-1].astype(np.float32)
         cd = self.cam.camera.data
         n, f = float(cd.clip_start), float(cd.clip_end)
         if cd.type == 'ORTHO':
@@ -437,7 +454,98 @@ class _GpuPath:
 
     def close(self) -> None:
         self.entries = []
-        self.offscreen.free()
+        if self.offscreen is not None:
+            self.offscreen.free()
+        elif self.atlas is not None:
+            self.atlas[0].detach(self.atlas[1])
+
+
+class _depth_state:
+    """Depth test on (LESS_EQUAL, writing depth, no culling) for a block; the old state back after."""
+
+    def __init__(self, gpu: Any) -> None:
+        self.gpu = gpu
+
+    def __enter__(self) -> None:
+        state = self.gpu.state
+        self.old = (state.depth_test_get(), state.depth_mask_get())
+        state.depth_test_set('LESS_EQUAL')
+        state.depth_mask_set(True)
+        state.face_culling_set('NONE')
+
+    def __exit__(self, *exc: object) -> None:
+        self.gpu.state.depth_test_set(self.old[0])
+        self.gpu.state.depth_mask_set(self.old[1])
+
+
+class CameraAtlas:
+    """Several cameras of one size drawn as tiles of one offscreen picture and read back at once: the
+    scene copies' cameras, one batch per step instead of N renders (N binds, clears and readbacks).
+
+    A tile's picture is what that camera alone would draw (same projection, same viewport size). The
+    picture is drawn again when a tile that was already read is asked for again (every copy reads
+    its tile once per step: the first read of a step draws them all).
+    """
+
+    def __init__(self, width: int, height: int, count: int, depth: bool = False) -> None:
+        import gpu
+
+        ensure_gpu_context()
+        self.gpu = gpu
+        self.width, self.height, self.count, self.depth = int(width), int(height), int(count), bool(depth)
+        self.columns = math.ceil(math.sqrt(self.count))
+        self.rows = math.ceil(self.count / self.columns)
+        w, h = self.columns * self.width, self.rows * self.height
+        self.offscreen = gpu.types.GPUOffScreen(w, h, format='RGBA8')
+        self._color_buf = gpu.types.Buffer('FLOAT', w * h * 4)
+        self._depth_buf = gpu.types.Buffer('FLOAT', w * h)
+        self._color = np.asarray(self._color_buf).reshape(h, w, 4)
+        self._depth = np.asarray(self._depth_buf).reshape(h, w)
+        self.paths: list[_GpuPath | None] = [None] * self.count
+        self._read = [True] * self.count  # tiles read since the last draw
+
+    def attach(self, index: int, path: _GpuPath) -> None:
+        self.paths[index] = path
+
+    def detach(self, index: int) -> None:
+        self.paths[index] = None
+        if not any(self.paths) and self.offscreen is not None:
+            self.offscreen.free()
+            self.offscreen = None
+
+    def _origin(self, index: int) -> tuple[int, int]:
+        return (index % self.columns) * self.width, (index // self.columns) * self.height
+
+    def draw(self) -> None:
+        gpu = self.gpu
+        live = [(i, p) for i, p in enumerate(self.paths) if p is not None]
+        prepared = [(i, p, p.prepare()) for i, p in live]
+        bg = _display_rgba(_world_color(live[0][1].cam.scene)) if live else (0.0, 0.0, 0.0, 1.0)
+        w, h = self.columns * self.width, self.rows * self.height
+        with self.offscreen.bind():
+            fb = gpu.state.active_framebuffer_get()
+            fb.clear(color=bg, depth=1.0)
+            with _depth_state(gpu):
+                try:
+                    for i, path, (view, proj, draws) in prepared:
+                        x, y = self._origin(i)
+                        gpu.state.viewport_set(x, y, self.width, self.height)
+                        path.draw_into(view, proj, draws)
+                finally:
+                    gpu.state.viewport_set(0, 0, w, h)
+                fb.read_color(0, 0, w, h, 4, 0, 'FLOAT', data=self._color_buf)
+                if self.depth:
+                    fb.read_depth(0, 0, w, h, data=self._depth_buf)
+        self._read = [False] * self.count
+
+    def tile(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        """Camera ``index``'s colour (h, w, 4) and depth (h, w), bottom row first (as a readback is)."""
+        if self._read[index]:
+            self.draw()
+        self._read[index] = True
+        x, y = self._origin(index)
+        rows, cols = slice(y, y + self.height), slice(x, x + self.width)
+        return self._color[rows, cols], self._depth[rows, cols]
 
 
 def _resolve(root: Any, path: str) -> tuple[Any, str]:

@@ -116,13 +116,13 @@ class SceneCopies:
         if self.n == 1:
             self.specs = [env]
             return
-        self.specs = [env_for_copy(env, {}, (0.0, 0.0, 0.0), [ob.name for ob in originals])]
+        self.specs = [env_for_copy(env, {}, (0.0, 0.0, 0.0), [ob.name for ob in originals], (0, self.n))]
         try:
             self.collection = bpy.data.collections.new(COLLECTION_NAME)
             scene.collection.children.link(self.collection)
             for i in range(1, self.n):
                 names = self._copy(originals, i)
-                self.specs.append(env_for_copy(env, names, self.offsets[i], list(names.values())))
+                self.specs.append(env_for_copy(env, names, self.offsets[i], list(names.values()), (i, self.n)))
             view_layer = bpy.context.view_layer if bpy.context.scene == scene else scene.view_layers[0]
             view_layer.update()
         except BaseException:

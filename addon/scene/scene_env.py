@@ -37,9 +37,9 @@ class SceneEnv(Env):
 
     metadata = {"render_modes": []}
 
-    def __init__(self, spec, scene):
+    def __init__(self, spec, scene, shared: dict | None = None):
         self.spec, self.scene = spec, scene
-        self.state = sensors.StateReader(spec.state, scene)
+        self.state = sensors.StateReader(spec.state, scene, shared)
         self.observation_space = Box(self.state.low, self.state.high, (self.state.size,))
         if spec.continuous is not None:
             self.actuator = actuators.BoneActuator(spec.continuous, scene)

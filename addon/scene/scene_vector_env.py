@@ -42,7 +42,8 @@ class SceneVectorEnv(VectorEnv):
         self.num_envs = int(num_envs or spec.copies)
         self.copies = SceneCopies(scene, spec, self.num_envs + int(eval_copy))
         try:
-            envs = [SceneEnv(copy_spec, scene) for copy_spec in self.copies.specs]
+            shared: dict = {}  # the copies' cameras draw one picture (scene.camera.CameraAtlas)
+            envs = [SceneEnv(copy_spec, scene, shared) for copy_spec in self.copies.specs]
         except BaseException:
             self.copies.remove()
             raise

@@ -12,7 +12,7 @@ import math
 import numpy as np
 from mathutils import Vector
 
-from .camera import CameraRenderer
+from .camera import CameraAtlas, CameraRenderer
 from .probes import AXIS_VECTORS, top_parent, cast_ray, distance_probe, property_probe
 
 # --------------------------------------------------------------------------- sensor readers
@@ -152,13 +152,20 @@ class RayReader:
 class CameraReader:
     bounds = (0.0, 1.0)  # pixel brightness, or depth over Max Depth
 
-    def __init__(self, spec, scene):
+    def __init__(self, spec, scene, shared: dict | None = None):
         o = spec.options
         self.depth = o["mode"] == 'DEPTH'
         self.max_depth = float(o["max_depth"])
+        atlas = None
+        if "tile" in o and o["method"] == 'gpu' and shared is not None:  # scene copies: one picture for all
+            index, count = o["tile"]
+            key = ("camera", spec.node, o["width"], o["height"])
+            if key not in shared:
+                shared[key] = CameraAtlas(o["width"], o["height"], count, depth=self.depth)
+            atlas = (shared[key], index)
         self.renderer = CameraRenderer(scene, scene.objects[spec.obj], o["width"], o["height"], o["mode"],
                                        method=o["method"], threshold=o["threshold"], normalize_depth=False,
-                                       objects=o.get("objects"))
+                                       objects=o.get("objects"), atlas=atlas)
         self.size = spec.size
 
     def read(self, out):
@@ -183,11 +190,13 @@ class NonFiniteError(ValueError):
 class StateReader:
     """Reads a compiled ``StateSpec`` into one float32 vector (object lookups cached here)."""
 
-    def __init__(self, state_spec, scene):
+    def __init__(self, state_spec, scene, shared: dict | None = None):
+        """``shared``: what the readers of several scene copies share (the cameras' one picture)."""
         self.readers, self.slices, self.scales = [], [], []
         offset = 0
         for spec in state_spec.sensors:
-            self.readers.append(READERS[spec.kind](spec, scene))
+            reader = READERS[spec.kind]
+            self.readers.append(reader(spec, scene, shared) if reader is CameraReader else reader(spec, scene))
             self.slices.append(slice(offset, offset + spec.size))
             self.scales.append(float(spec.scale))
             offset += spec.size
