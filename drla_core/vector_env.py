@@ -16,9 +16,9 @@ Batched layout (N = ``num_envs``):
   ``terminated`` and ``truncated (N,)`` bool, and ``infos``: Gymnasium's dict of arrays, each key
   ``k`` a length-N array with a bool mask ``infos["_k"]`` saying which copies reported it.
 * For a copy ``i`` that ended in this call: ``infos["_final_obs"][i]`` is True and
-  ``infos["final_obs"][i]`` its last observation; ``infos["final_obs"]`` is a plain ``(N, ...)``
-  array (zeros where no episode ended), not Gymnasium's object array, so it drops into a replay
-  buffer. ``infos["final_info"]`` is the ended step's info as a dict of arrays (with its own
+  ``infos["final_obs"][i]`` its last observation; ``infos["final_obs"]`` is an ``(N, ...)`` array
+  (zeros where no episode ended; Gymnasium's ``_add_info`` builds the same for array observations),
+  so it drops into a replay buffer. Both are absent when no copy ended. ``infos["final_info"]`` is the ended step's info as a dict of arrays (with its own
   ``_k`` masks) and ``infos["_final_info"]`` the mask. The top-level keys of an ended copy hold
   its *reset* info. ``vector_info_values`` reads a key per copy from the right place.
 
