@@ -18,8 +18,9 @@ Batched layout (N = ``num_envs``):
 * For a copy ``i`` that ended in this call: ``infos["_final_obs"][i]`` is True and
   ``infos["final_obs"][i]`` its last observation; ``infos["final_obs"]`` is an ``(N, ...)`` array
   (zeros where no episode ended; Gymnasium's ``_add_info`` builds the same for array observations),
-  so it drops into a replay buffer. Both are absent when no copy ended. ``infos["final_info"]`` is the ended step's info as a dict of arrays (with its own
-  ``_k`` masks) and ``infos["_final_info"]`` the mask. The top-level keys of an ended copy hold
+  so it drops into a replay buffer. Both are absent when no copy ended. ``infos["final_info"]`` is
+  the ended step's info as a dict of arrays (with its own ``_k`` masks) and ``infos["_final_info"]``
+  the mask. The top-level keys of an ended copy hold
   its *reset* info. ``vector_info_values`` reads a key per copy from the right place.
 
 Seeding follows Gymnasium: ``reset(seed=s)`` seeds copy ``i`` with ``s + i``; a list gives each

@@ -9,6 +9,8 @@ from drla_core.envs.chase import ChaseEnv
 from drla_core.mlp import LayerSpec
 from drla_core.model_io import Model, ModelFormatError, load_model, save_model
 from drla_core.multi_agent import MultiAgentRun, ParallelEnv, check_parallel_env
+from drla_core.plot import AGENT_COLORS, render_agents_report, save_agents_report
+from drla_core.png import read_png
 from drla_core.spaces import Box, Discrete
 
 HERO_CONFIG = dict(gamma=0.9, learning_rate=1e-3, learning_starts=500, train_freq=1, gradient_steps=1, batch_size=32,
@@ -139,6 +141,12 @@ def test_run_keeps_one_history_per_agent_and_exports_each(tmp_path):
         obs = np.array([0.25, 0.5, -0.25, 0.0], dtype=np.float32)
         assert loaded.act(obs) == run.slots[name].agent.predict(obs)
         assert loaded.meta["actions"] == ["stay", "up", "down", "left", "right"]
+    # the report: one curve per agent, in each agent's colour
+    picture = read_png(save_agents_report(tmp_path / "report.png", run.histories, "chase"))
+    np.testing.assert_array_equal(picture, render_agents_report(run.histories, "chase"))
+    for color in AGENT_COLORS[:2]:
+        assert np.all(picture == color, axis=-1).sum() > 100
+    assert np.all(render_agents_report({"hero": hero}) == AGENT_COLORS[1], axis=-1).sum() == 0
 
 
 class _Recorder:
