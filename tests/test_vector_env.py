@@ -15,8 +15,8 @@ from drla_core.mlp import LayerSpec
 from drla_core.replay_buffer import ReplayBuffer
 from drla_core.spaces import Box, Discrete, MultiDiscrete
 from drla_core.train import Callback, TrainingRun, VectorTrainingRun
-from drla_core.vector_env import (SyncVectorEnv, VectorEnv, add_info, batch_space, check_vector_env, copy_seeds,
-                                  real_next_obs, vector_info_values)
+from drla_core.vector_env import (SyncVectorEnv, VectorEnv, add_info, autoreset_step, batch_space, check_vector_env,
+                                  copy_seeds, real_next_obs, vector_info_values)
 
 ENVS = {"cartpole": lambda: CartPole(), "tank_grid": lambda: make("tank_grid", max_steps=30),
         "evacuation": lambda: make("evacuation", max_steps=20)}
@@ -107,6 +107,29 @@ def test_spaces_seeds_and_infos():
         venv.step(np.zeros(2, dtype=np.int64))
     with pytest.raises(ValueError, match="other spaces"):
         SyncVectorEnv([lambda: make("tank_grid"), lambda: make("tank_grid", width=4)])
+
+
+def test_autoreset_step_for_copies_stepped_at_once():
+    """What a scene with N copies does: step all copies, then reset the ended ones one by one."""
+    obs = np.arange(6, dtype=np.float32).reshape(3, 2)
+    resets = []
+
+    def reset_copy(i):
+        resets.append(i)
+        return np.full(2, -i, dtype=np.float32), {"start": i}
+
+    out_obs, rewards, term, trunc, infos = autoreset_step(
+        obs.copy(), np.array([1.0, 2.0, 3.0]), np.array([False, True, False]), np.array([False, False, True]),
+        [{"hit": 1}, {"hit": 0}, {}], reset_copy)
+    assert resets == [1, 2]
+    np.testing.assert_array_equal(out_obs, [[0, 1], [-1, -1], [-2, -2]])
+    np.testing.assert_array_equal(infos["final_obs"][1:], obs[1:])
+    assert infos["_final_obs"].tolist() == [False, True, True]
+    assert infos["start"].tolist() == [0, 1, 2] and infos["_start"].tolist() == [False, True, True]
+    assert infos["final_info"]["hit"].tolist() == [0, 0, 0] and infos["final_info"]["_hit"].tolist() == [False, True,
+                                                                                                         False]
+    values, present = vector_info_values(infos, "hit", term | trunc)
+    assert values.tolist() == [1, 0, 0] and present.tolist() == [True, True, False]
 
 
 class _SharedRngEnv(Env):
