@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from drla_core.agents.base import TrainingJob
 from drla_core.agents.dqn import DQNAgent, DQNConfig
 from drla_core.env import EnvCheckError
 from drla_core.envs.chase import ChaseEnv
@@ -126,7 +127,7 @@ def test_run_keeps_one_history_per_agent_and_exports_each(tmp_path):
                         eval_episodes=3)
     assert run.advance(max_steps=40) == 40
     run.run()
-    assert run.steps == 300 and run.done and run.trained == ["hero", "target"]
+    assert run.steps == 300 and run.done and run.trained == ["hero", "target"] and isinstance(run, TrainingJob)
     hero, target = run.histories["hero"], run.histories["target"]
     assert len(hero.episode_returns) == len(target.episode_returns) == run.episodes > 0
     # zero-sum: every episode's returns cancel, and the evaluations see both sides

@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+from drla_core.agents.base import TrainingJob
 from drla_core.agents.dqn import DQNAgent, DQNConfig
 from drla_core.env import Env, EnvCheckError
 from drla_core.envs import make
@@ -276,7 +277,7 @@ def test_vector_run_records_every_copys_episodes():
     assert all(c == 10 for c in h.episode_metric_counts)  # identity reports 'correct' on every step
     np.testing.assert_allclose(h.episode_metric_sums, h.episode_returns)
     assert run.status()["Copies"] == "4" and run.agent.n_updates == 2 * (400 // 4 - 50 // 4)
-    assert run.to_model().meta["copies"] == 4
+    assert run.to_model().meta["copies"] == 4 and isinstance(run, TrainingJob)
 
 
 def test_vector_run_is_reproducible_and_slices_do_not_matter():
