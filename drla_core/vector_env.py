@@ -23,6 +23,10 @@ Batched layout (N = ``num_envs``):
   the mask. The top-level keys of an ended copy hold
   its *reset* info. ``vector_info_values`` reads a key per copy from the right place.
 
+``reset`` and ``step`` return arrays the caller owns (Gymnasium's ``copy=True``): a training loop keeps
+the observations of one step while it takes the next, so an env must not write into arrays it
+returned before (``check_vector_env`` checks it).
+
 Seeding follows Gymnasium: ``reset(seed=s)`` seeds copy ``i`` with ``s + i``; a list gives each
 copy its own seed; ``None`` leaves every copy's generator running.
 """
@@ -303,7 +307,10 @@ def _rollout(venv: VectorEnv, seeds: list[int], steps: int, action_seeds: list[i
     for _ in range(steps):
         actions = np.stack([np.asarray(venv.single_action_space.sample(rng)) for rng in rngs])
         _require(venv.action_space.contains(actions), f"sampled actions not in action_space {venv.action_space}")
+        previous, previous_copy = obs, obs.copy()
         obs, rewards, terminated, truncated, infos = _check_step(venv, venv.step(actions))
+        _require(np.array_equal(previous, previous_copy),
+                 "step() wrote into the observation array it returned before: return a new array each time")
         for i in range(n):
             final = infos["final_obs"][i].copy() if terminated[i] or truncated[i] else None
             traces[i].append((obs[i].copy(), float(rewards[i]), bool(terminated[i]), bool(truncated[i]), final))

@@ -174,6 +174,17 @@ def test_check_vector_env_catches_broken_envs():
     with pytest.raises(EnvCheckError, match="rewards must be a"):
         check_vector_env(WrongDtype([CartPole] * 2))
 
+    class ReusesItsBuffer(SyncVectorEnv):
+        def step(self, actions):
+            obs, *rest = super().step(actions)
+            if not hasattr(self, "buffer"):
+                self.buffer = obs
+            self.buffer[...] = obs
+            return (self.buffer, *rest)
+
+    with pytest.raises(EnvCheckError, match="wrote into the observation array"):
+        check_vector_env(ReusesItsBuffer([CartPole] * 2))
+
     # one copy differing from the single env it claims to be
     with pytest.raises(EnvCheckError, match="differs from a single environment"):
         check_vector_env(SyncVectorEnv([lambda: CartPole(max_episode_steps=5)] * 2), make_env=CartPole)
