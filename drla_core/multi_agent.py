@@ -213,6 +213,8 @@ class MultiAgentRun:
         if eval_interval > 0 and eval_env is None:
             raise ValueError("MultiAgentRun evaluates on a second environment: pass eval_env, or eval_interval=0")
         modes = dict(modes or {})
+        if set(modes) - set(env.possible_agents):
+            raise ValueError(f"MultiAgentRun: modes for unknown agents {sorted(set(modes) - set(env.possible_agents))}")
         self.slots: dict[str, _Slot] = {}
         for name in env.possible_agents:
             agent = agents[name]

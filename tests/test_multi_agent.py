@@ -109,6 +109,8 @@ def test_run_checks_its_agents():
         MultiAgentRun(env, {"hero": hero}, 10)
     with pytest.raises(ValueError, match="mode must be"):
         MultiAgentRun(env, {"hero": hero, "target": _dqn(env, "target")}, 10, modes={"hero": "sleep"})
+    with pytest.raises(ValueError, match="modes for unknown agents \\['villain'\\]"):
+        MultiAgentRun(env, {"hero": hero, "target": _dqn(env, "target")}, 10, modes={"villain": "frozen"})
     with pytest.raises(ValueError, match="every agent is frozen"):
         MultiAgentRun(env, {"hero": hero, "target": _dqn(env, "target")}, 10,
                       modes={"hero": "frozen", "target": "frozen"})
