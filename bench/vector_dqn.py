@@ -9,9 +9,10 @@ and the data of a phase comes from N shorter stretches of experience instead of 
 
 Figures per N: ``train_steps_per_s`` (env steps summed over copies per second of training, updates
 included, evaluations excluded; median over seeds), ``act_step_steps_per_s`` (acting + stepping only,
-no learning: what batching the network call buys), ``first_solve_steps`` (env steps at the first
-greedy evaluation, on one separate CartPole, with mean return >= 475; None when not solved) and
-its median over seeds. A run stops at its first solve.
+no learning: what batching the network call buys; best of 3), each also per CPU second of this process
+(``..._per_cpu_s``: what other processes on a busy machine do not inflate), ``first_solve_steps``
+(env steps at the first greedy evaluation, on one separate CartPole, with mean return >= 475; None
+when not solved) and its median over seeds. A run stops at its first solve.
 
     .venv/bin/python bench/vector_dqn.py [--quick] [--seeds 0 1 2] [--copies 1 4 16] [--steps 50000]
 """
@@ -63,19 +64,26 @@ def train_seed(n: int, seed: int, steps: int, eval_interval: int, eval_episodes:
     run.run()
     return {"copies": n, "seed": seed, "steps": run.steps, "first_solve_steps": solve.step,
             "train_s": run.train_seconds, "train_steps_per_s": run.steps / run.train_seconds,
+            "train_steps_per_cpu_s": run.steps / run.train_cpu_seconds,
             "gradient_steps": agent.n_updates, "gradient_steps_per_env_step": agent.n_updates / run.steps}
 
 
-def act_step_rate(n: int, env_steps: int = 20_000) -> float:
-    """Env steps per second acting (epsilon-greedy, one network call per vector step) and stepping, no learning."""
+def act_step_rate(n: int, env_steps: int = 40_000, repeats: int = 3) -> tuple[float, float]:
+    """Env steps per second acting (epsilon-greedy, one network call per vector step) and stepping, no learning:
+    (per wall second, per CPU second of this process), each the best of ``repeats``."""
     venv = SyncVectorEnv([CartPole] * n)
     agent = DQNAgent(venv.single_observation_space, venv.single_action_space, DQNConfig(), seed=0)
     agent.epsilon = 0.05
     obs, _ = venv.reset(seed=0)
-    t0 = time.perf_counter()
-    for _ in range(env_steps // n):
-        obs, *_ = venv.step(agent.act_batch(obs))
-    return (env_steps // n) * n / (time.perf_counter() - t0)
+    calls = env_steps // n
+    wall, cpu = [], []
+    for _ in range(repeats):
+        t0, c0 = time.perf_counter(), time.process_time()
+        for _ in range(calls):
+            obs, *_ = venv.step(agent.act_batch(obs))
+        wall.append(calls * n / (time.perf_counter() - t0))
+        cpu.append(calls * n / max(time.process_time() - c0, 1e-9))
+    return max(wall), max(cpu)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,9 +108,12 @@ def main(argv: list[str] | None = None) -> int:
         rows += seed_rows
         solves = [r["first_solve_steps"] for r in seed_rows]
         solved = [s for s in solves if s is not None]
+        act_wall, act_cpu = act_step_rate(n)
         per_n[str(n)] = {
             "train_steps_per_s": round(statistics.median(r["train_steps_per_s"] for r in seed_rows)),
-            "act_step_steps_per_s": round(act_step_rate(n)),
+            "train_steps_per_cpu_s": round(statistics.median(r["train_steps_per_cpu_s"] for r in seed_rows)),
+            "act_step_steps_per_s": round(act_wall),
+            "act_step_steps_per_cpu_s": round(act_cpu),
             "first_solve_steps": solves,
             "median_first_solve_steps": statistics.median(solved) if len(solved) == len(solves) else None,
             "solved": f"{len(solved)}/{len(solves)}",
