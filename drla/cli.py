@@ -33,7 +33,8 @@ from typing import Any
 from drla_core.agents.dqn import DQNAgent, DQNConfig
 from drla_core.envs import ENV_NAMES, make
 from drla_core.mlp import ACTIVATIONS
-from drla_core.train import TrainingRun, evaluate, metric_text
+from drla_core.train import TrainingRun, VectorTrainingRun, evaluate, metric_text
+from drla_core.vector_env import SyncVectorEnv
 
 from . import pure_jobs, scene
 from .common import (
@@ -239,11 +240,18 @@ def cmd_train(args: argparse.Namespace) -> int:
     model_path, report_path = out_paths(args.out, args.target)
     meta = {"env": args.target, "seed": args.seed}
     callbacks: list[Any] = [] if args.quiet else [ProgressBar(steps)]
-    run = TrainingRun(env, agent, steps, seed=args.seed, eval_env=eval_env,
-                      eval_interval=2000 if args.eval_interval is None else args.eval_interval,
-                      eval_episodes=10 if args.eval_episodes is None else args.eval_episodes, callbacks=callbacks,
-                      checkpoint_interval=args.checkpoint_interval,
-                      checkpoint_path=str(model_path.with_name(model_path.stem + "_step{step}.json")))
+    options = dict(seed=args.seed, eval_env=eval_env,
+                   eval_interval=2000 if args.eval_interval is None else args.eval_interval,
+                   eval_episodes=10 if args.eval_episodes is None else args.eval_episodes, callbacks=callbacks,
+                   checkpoint_interval=args.checkpoint_interval,
+                   checkpoint_path=str(model_path.with_name(model_path.stem + "_step{step}.json")))
+    copies = getattr(args, "copies", None) or 1
+    if copies > 1:  # N copies stepped together, one network call for all; steps count env steps of every copy
+        meta["copies"] = copies
+        venv = SyncVectorEnv([lambda: make(args.target)] * copies)
+        run: TrainingRun = VectorTrainingRun(venv, agent, steps, **options)
+    else:
+        run = TrainingRun(env, agent, steps, **options)
     with CtrlC().installed() as ctrl_c:
         ctrl_c.run = run
         t0 = time.perf_counter()
@@ -349,8 +357,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint-interval", type=COUNT, default=0, metavar="N",
                    help="save the model so far every N steps as <out>_step<N>.json (default 0: never)")
     p.add_argument("--copies", type=POSITIVE_INT, metavar="N",
-                   help="a .blend scene: train N copies of its environment at once, side by side (default: the "
-                        "Environment node's Copies)")
+                   help="train N copies of the environment at once, one network call for all (default: 1 for a "
+                        "built-in environment, the Environment node's Copies for a .blend); --steps counts the steps "
+                        "of every copy")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--agent", choices=("dqn", *pure_jobs.AGENTS), default="dqn",
                    help="built-in environments: dqn (default), or evolve networks: ga (genetic algorithm), neat, "

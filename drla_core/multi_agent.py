@@ -216,6 +216,8 @@ class MultiAgentRun:
         if eval_interval > 0 and eval_env is None:
             raise ValueError("MultiAgentRun evaluates on a second environment: pass eval_env, or eval_interval=0")
         modes = dict(modes or {})
+        if set(modes) - set(env.possible_agents):
+            raise ValueError(f"MultiAgentRun: modes for unknown agents {sorted(set(modes) - set(env.possible_agents))}")
         self.slots: dict[str, _Slot] = {}
         for name in env.possible_agents:
             agent = agents[name]
@@ -432,16 +434,19 @@ class MultiAgentRun:
             h.episode_metric_counts.append(s.metric_count)
         s.clear()
 
-    def evaluate(self, env: ParallelEnv, episodes: int, seed: int | None) -> dict[str, tuple[float, Any, float, int]]:
+    def evaluate(self, env: ParallelEnv, episodes: int, seed: int | None,
+                 max_steps_per_episode: int = 1_000_000) -> dict[str, tuple[float, Any, float, int]]:
         """Every agent greedy for ``episodes`` episodes: name -> (mean return, metric rate, metric sum, count)."""
         key = env.task_metric
-        returns = {a: [] for a in self.slots}  # type: dict[str, list[float]]
+        returns: dict[str, list[float]] = {a: [] for a in self.slots}
         sums = {a: 0.0 for a in self.slots}
         counts = {a: 0 for a in self.slots}
         for episode in range(episodes):
             obs, _ = env.reset(seed=seed if episode == 0 else None)
             totals = {a: 0.0 for a in env.agents}
-            while env.agents:
+            for _ in range(max_steps_per_episode):
+                if not env.agents:
+                    break
                 live = list(env.agents)
                 obs, rewards, _, _, infos = env.step({a: self.slots[a].greedy(obs[a]) for a in live})
                 for a in live:

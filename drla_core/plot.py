@@ -21,7 +21,7 @@ import numpy as np
 from .metrics import METRIC_WORDS, ONCE_PER_EPISODE
 from .png import write_png
 
-__all__ = ["render_report", "save_report", "render_curve", "draw_text",
+__all__ = ["render_report", "save_report", "render_agents_report", "save_agents_report", "render_curve", "draw_text",
            "text_width", "moving_average", "normalise_history", "polyline"]
 
 # ---------------------------------------------------------------------------------------------
@@ -631,6 +631,48 @@ def render_report(history: Mapping[str, Any] | Any, title: str = "DRLA training"
     panels, summary = line_panels(history)
     panels.append(Panel("Summary", text_lines=summary or ["no data yet"]))
     return render_panels(panels, title, width)
+
+
+AGENT_COLORS = (BLUE, RED, GREEN, PURPLE, ORANGE, INK)
+
+
+def render_agents_report(histories: Mapping[str, Any], title: str = "DRLA training", width: int = 1200) -> np.ndarray:
+    """Picture of a multi-agent run: one curve per agent (``MultiAgentRun.histories``: name -> History).
+
+    Panels: the smoothed episode return of every agent; their greedy evaluations; the task metric's
+    rate per agent at each evaluation (when the task has one); a summary with each agent's figures.
+    """
+    ret = Panel("Episode return per agent", empty_text="no finished episodes yet")
+    evals_panel = Panel("Greedy evaluation per agent", empty_text="no evaluation yet")
+    metric_panel: Panel | None = None
+    summary: list[str] = []
+    for i, (name, history) in enumerate(histories.items()):
+        h = normalise_history(history)
+        color = AGENT_COLORS[i % len(AGENT_COLORS)]
+        returns, ends = _values(h, "episode_returns"), _values(h, "episode_steps")
+        if len(returns) and len(ends) == len(returns):
+            w = _smooth_window(len(returns))
+            ret.series.append(Series(ends, moving_average(returns, w, True), color, name, "line", 2))
+            summary += [name, f"  {len(returns)} episodes, last {w}: mean return {np.nanmean(returns[-w:]):.3g}"]
+        evals = _pairs(h, "evals", 3)
+        if len(evals):
+            evals_panel.series.append(Series(evals[:, 0], evals[:, 1], color, name, "line", 2))
+            metric = evals[np.isfinite(evals[:, 2])]
+            metric_name = h.get("task_metric_name")
+            if metric_name and len(metric):
+                metric_panel = metric_panel or Panel(f"{str(metric_name).capitalize()} rate at evaluations",
+                                                     y_range=(-0.02, 1.05))
+                metric_panel.series.append(Series(metric[:, 0], metric[:, 2], color, name, "line", 2))
+                summary += [f"  last evaluation: {metric_name} rate {metric[-1, 2]:.0%}".replace("%", " %")]
+    panels = [ret, evals_panel] + ([metric_panel] if metric_panel is not None else [])
+    panels.append(Panel("Summary", text_lines=summary or ["no data yet"]))
+    return render_panels(panels, title, width)
+
+
+def save_agents_report(path: str | os.PathLike[str], histories: Mapping[str, Any], title: str = "DRLA training",
+                       width: int = 1200) -> Path:
+    """``render_agents_report`` written as a PNG; returns the path."""
+    return write_png(path, render_agents_report(histories, title, width))
 
 
 def render_panels(panels: list[Panel], title: str = "DRLA", width: int = 1200) -> np.ndarray:

@@ -16,11 +16,16 @@ Batched layout (N = ``num_envs``):
   ``terminated`` and ``truncated (N,)`` bool, and ``infos``: Gymnasium's dict of arrays, each key
   ``k`` a length-N array with a bool mask ``infos["_k"]`` saying which copies reported it.
 * For a copy ``i`` that ended in this call: ``infos["_final_obs"][i]`` is True and
-  ``infos["final_obs"][i]`` its last observation; ``infos["final_obs"]`` is a plain ``(N, ...)``
-  array (zeros where no episode ended), not Gymnasium's object array, so it drops into a replay
-  buffer. ``infos["final_info"]`` is the ended step's info as a dict of arrays (with its own
-  ``_k`` masks) and ``infos["_final_info"]`` the mask. The top-level keys of an ended copy hold
+  ``infos["final_obs"][i]`` its last observation; ``infos["final_obs"]`` is an ``(N, ...)`` array
+  (zeros where no episode ended; Gymnasium's ``_add_info`` builds the same for array observations),
+  so it drops into a replay buffer. Both are absent when no copy ended. ``infos["final_info"]`` is
+  the ended step's info as a dict of arrays (with its own ``_k`` masks) and ``infos["_final_info"]``
+  the mask. The top-level keys of an ended copy hold
   its *reset* info. ``vector_info_values`` reads a key per copy from the right place.
+
+``reset`` and ``step`` return arrays the caller owns (Gymnasium's ``copy=True``): a training loop keeps
+the observations of one step while it takes the next, so an env must not write into arrays it
+returned before (``check_vector_env`` checks it).
 
 Seeding follows Gymnasium: ``reset(seed=s)`` seeds copy ``i`` with ``s + i``; a list gives each
 copy its own seed; ``None`` leaves every copy's generator running.
@@ -37,7 +42,7 @@ from .env import Env, EnvCheckError
 from .spaces import Box, Discrete, MultiDiscrete, Space
 
 __all__ = ["VectorEnv", "SyncVectorEnv", "batch_space", "check_vector_env", "copy_seeds", "add_info",
-           "vector_info_values", "real_next_obs"]
+           "autoreset_step", "vector_info_values", "real_next_obs"]
 
 
 def batch_space(space: Space, n: int) -> Space:
@@ -119,6 +124,32 @@ def real_next_obs(next_obs: np.ndarray, infos: dict[str, Any]) -> np.ndarray:
     out = next_obs.copy()
     out[ended] = infos["final_obs"][ended]
     return out
+
+
+def autoreset_step(obs: np.ndarray, rewards: np.ndarray, terminated: np.ndarray, truncated: np.ndarray,
+                   step_infos: Sequence[dict[str, Any]], reset_copy: Callable[[int], tuple[Any, dict[str, Any]]],
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    """Turn the results of N copies stepped together into a SAME_STEP vector step (modifies ``obs`` in place).
+
+    For every copy that ended: its observation moves to ``infos["final_obs"]`` and its info to
+    ``infos["final_info"]`` (with the masks), ``reset_copy(i) -> (obs, info)`` starts its next
+    episode, and that first observation and reset info take its place. For an environment that steps
+    all its copies at once (scene copies advanced by one frame) and resets them one by one.
+    """
+    n = len(rewards)
+    ended = np.asarray(terminated, dtype=bool) | np.asarray(truncated, dtype=bool)
+    infos: dict[str, Any] = {}
+    if ended.any():
+        infos["final_obs"] = np.zeros_like(obs)
+        infos["_final_obs"] = ended.copy()
+    for i in range(n):
+        info = step_infos[i]
+        if ended[i]:
+            infos["final_obs"][i] = obs[i]
+            add_info(infos, {"final_info": info}, i, n)
+            obs[i], info = reset_copy(i)
+        add_info(infos, info, i, n)
+    return obs, rewards, terminated, truncated, infos
 
 
 class VectorEnv:
@@ -204,23 +235,11 @@ class SyncVectorEnv(VectorEnv):
         rewards = np.zeros(n, dtype=np.float64)
         terminated = np.zeros(n, dtype=bool)
         truncated = np.zeros(n, dtype=bool)
-        infos: dict[str, Any] = {}
-        final_obs: np.ndarray | None = None
+        step_infos = []
         for i, env in enumerate(self.envs):
-            o, r, term, trunc, info = env.step(actions[i])
-            rewards[i], terminated[i], truncated[i] = r, term, trunc
-            if term or trunc:
-                if final_obs is None:
-                    final_obs = np.zeros_like(obs)
-                final_obs[i] = o
-                add_info(infos, {"final_info": info}, i, n)
-                o, info = env.reset()
-            obs[i] = o
-            add_info(infos, info, i, n)
-        if final_obs is not None:
-            infos["final_obs"] = final_obs
-            infos["_final_obs"] = terminated | truncated
-        return obs, rewards, terminated, truncated, infos
+            obs[i], rewards[i], terminated[i], truncated[i], info = env.step(actions[i])
+            step_infos.append(info)
+        return autoreset_step(obs, rewards, terminated, truncated, step_infos, lambda i: self.envs[i].reset())
 
     def close(self) -> None:
         for env in self.envs:
@@ -288,7 +307,10 @@ def _rollout(venv: VectorEnv, seeds: list[int], steps: int, action_seeds: list[i
     for _ in range(steps):
         actions = np.stack([np.asarray(venv.single_action_space.sample(rng)) for rng in rngs])
         _require(venv.action_space.contains(actions), f"sampled actions not in action_space {venv.action_space}")
+        previous, previous_copy = obs, obs.copy()
         obs, rewards, terminated, truncated, infos = _check_step(venv, venv.step(actions))
+        _require(np.array_equal(previous, previous_copy),
+                 "step() wrote into the observation array it returned before: return a new array each time")
         for i in range(n):
             final = infos["final_obs"][i].copy() if terminated[i] or truncated[i] else None
             traces[i].append((obs[i].copy(), float(rewards[i]), bool(terminated[i]), bool(truncated[i]), final))

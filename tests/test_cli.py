@@ -258,6 +258,17 @@ def test_eval_reports_hits_and_shots_per_episode(tmp_path, capsys):
     assert "hits " in out and "/episode, shots " in out and "hit rate" in out and "in 2 episodes" in out
 
 
+def test_train_on_copies_counts_every_copys_steps(tmp_path, capsys):
+    model = tmp_path / "identity.json"
+    assert main(["train", "identity", "--copies", "4", "--steps", "302", "--learning-starts", "100", "--quiet",
+                 "--eval-interval", "100", "--eval-episodes", "1", "--out", str(model)]) == 0
+    assert "trained 304 steps" in capsys.readouterr().out  # 302 rounded up to whole vector steps of 4
+    meta = load_model(model).meta
+    assert meta["copies"] == 4 and meta["training_steps"] == 304
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["train", "identity", "--copies", "0"])
+
+
 # ---- Ctrl-C ----------------------------------------------------------------------------------------------------
 
 

@@ -3,12 +3,17 @@
 import numpy as np
 import pytest
 
+from drla_core.agents.base import TrainingJob
 from drla_core.agents.dqn import DQNAgent, DQNConfig
 from drla_core.env import EnvCheckError
 from drla_core.envs.chase import ChaseEnv
+from drla_core.envs.tank_duel import TankDuel
+from drla_core.envs.tank_grid import FIRE, MOVE_BACK, MOVE_FRONT, MOVE_RIGHT, WAIT
 from drla_core.mlp import LayerSpec
 from drla_core.model_io import Model, ModelFormatError, load_model, save_model
 from drla_core.multi_agent import MultiAgentRun, ParallelEnv, check_parallel_env
+from drla_core.plot import AGENT_COLORS, render_agents_report, save_agents_report
+from drla_core.png import read_png
 from drla_core.spaces import Box, Discrete
 
 HERO_CONFIG = dict(gamma=0.9, learning_rate=1e-3, learning_starts=500, train_freq=1, gradient_steps=1, batch_size=32,
@@ -104,6 +109,8 @@ def test_run_checks_its_agents():
         MultiAgentRun(env, {"hero": hero}, 10)
     with pytest.raises(ValueError, match="mode must be"):
         MultiAgentRun(env, {"hero": hero, "target": _dqn(env, "target")}, 10, modes={"hero": "sleep"})
+    with pytest.raises(ValueError, match="modes for unknown agents \\['villain'\\]"):
+        MultiAgentRun(env, {"hero": hero, "target": _dqn(env, "target")}, 10, modes={"villain": "frozen"})
     with pytest.raises(ValueError, match="every agent is frozen"):
         MultiAgentRun(env, {"hero": hero, "target": _dqn(env, "target")}, 10,
                       modes={"hero": "frozen", "target": "frozen"})
@@ -122,7 +129,7 @@ def test_run_keeps_one_history_per_agent_and_exports_each(tmp_path):
                         eval_episodes=3)
     assert run.advance(max_steps=40) == 40
     run.run()
-    assert run.steps == 300 and run.done and run.trained == ["hero", "target"]
+    assert run.steps == 300 and run.done and run.trained == ["hero", "target"] and isinstance(run, TrainingJob)
     hero, target = run.histories["hero"], run.histories["target"]
     assert len(hero.episode_returns) == len(target.episode_returns) == run.episodes > 0
     # zero-sum: every episode's returns cancel, and the evaluations see both sides
@@ -139,6 +146,12 @@ def test_run_keeps_one_history_per_agent_and_exports_each(tmp_path):
         obs = np.array([0.25, 0.5, -0.25, 0.0], dtype=np.float32)
         assert loaded.act(obs) == run.slots[name].agent.predict(obs)
         assert loaded.meta["actions"] == ["stay", "up", "down", "left", "right"]
+    # the report: one curve per agent, in each agent's colour
+    picture = read_png(save_agents_report(tmp_path / "report.png", run.histories, "chase"))
+    np.testing.assert_array_equal(picture, render_agents_report(run.histories, "chase"))
+    for color in AGENT_COLORS[:2]:
+        assert np.all(picture == color, axis=-1).sum() > 100
+    assert np.all(render_agents_report({"hero": hero}) == AGENT_COLORS[1], axis=-1).sum() == 0
 
 
 class _Recorder:
@@ -189,3 +202,66 @@ def test_hero_learns_to_catch_the_fleeing_target():
     _, mean_return, catch_rate = run.history.final_eval
     assert catch_rate >= 0.9, f"caught in {catch_rate:.0%} of episodes; evaluations {run.history.evals}"
     assert mean_return > 0.5
+
+
+# ---- the tank duel ------------------------------------------------------------------------------------
+
+
+def test_tank_duel_passes_check_parallel_env():
+    check_parallel_env(TankDuel(), steps=120)
+
+
+def test_tank_duel_is_the_same_game_from_both_sides():
+    env = TankDuel(width=5, depth=6)
+    env.reset(seed=0)
+    env.pos = {"red": (1, 0), "blue": (3, 5)}  # blue's frame is red's turned half a circle
+    obs, *_ = env.step({"red": WAIT, "blue": WAIT})
+    np.testing.assert_allclose(obs["red"], [0.5, 1.0, 0.25, 0.0, 0.0])
+    np.testing.assert_array_equal(obs["red"], obs["blue"])
+    env.step({"red": MOVE_RIGHT, "blue": MOVE_RIGHT})  # each to its own right: red +x, blue -x
+    assert env.pos == {"red": (2, 0), "blue": (2, 5)}
+    env.step({"red": MOVE_BACK, "blue": MOVE_FRONT})  # red cannot leave its half; blue cannot cross the river
+    env.step({"red": MOVE_FRONT, "blue": MOVE_FRONT})
+    env.step({"red": MOVE_FRONT, "blue": MOVE_FRONT})
+    env.step({"red": MOVE_FRONT, "blue": MOVE_FRONT})
+    assert env.pos == {"red": (2, 2), "blue": (2, 3)}
+
+
+def test_tank_duel_hits_misses_and_respawns():
+    env = TankDuel(miss_penalty=0.1)
+    env.reset(seed=0)
+    env.pos = {"red": (2, 0), "blue": (2, 3)}
+    env.elevation = {"red": 2, "blue": 0}  # red's shell lands 3 ahead, on blue; blue's 1 ahead, short of red
+    _, rewards, terms, truncs, infos = env.step({"red": FIRE, "blue": FIRE})
+    assert infos == {"red": {"hit": 1}, "blue": {"hit": 0}}
+    assert rewards == {"red": 1.0, "blue": pytest.approx(-1.1)}
+    assert env.pos["red"] == (2, 0) and env.pos["blue"][1] >= 3  # blue respawned in its half
+    assert terms == {"red": False, "blue": False} and truncs == {"red": False, "blue": False}
+    with pytest.raises(ValueError, match="needs an action"):
+        env.step({"red": FIRE})
+
+
+def test_tank_duel_both_learn_and_both_export(tmp_path):
+    env = TankDuel(max_steps=20)
+    agents = {n: _dqn(env, n, seed=i, learning_starts=50) for i, n in enumerate(env.possible_agents)}
+    run = MultiAgentRun(env, agents, 400, seed=0).run()
+    assert run.episodes == 20 and all(len(h.episode_returns) == 20 for h in run.histories.values())
+    assert all(a.n_updates > 0 for a in agents.values())
+    for name, model in run.to_models().items():
+        loaded = load_model(save_model(tmp_path / f"{name}.json", model))
+        assert loaded.meta["agent"] == name and loaded.meta["actions"][-1] == "fire"
+
+
+@pytest.mark.slow
+def test_tank_duel_red_learns_to_hit_a_frozen_blue():
+    """Red learns, blue is frozen (an untrained network played greedily: it moves and aims by a fixed rule).
+    After 20000 steps red's greedy shots hit at least 80 % of the time over 5 evaluation episodes with 20 or
+    more shots; a random red hits 4 % of its shots against that blue (28 of 648 in 50 episodes)."""
+    env = TankDuel()
+    agents = {"red": _dqn(env, "red", seed=0, learning_starts=1000, target_update_interval=250),
+              "blue": _dqn(env, "blue", seed=1)}
+    run = MultiAgentRun(env, agents, 20_000, modes={"blue": "frozen"}, seed=0, eval_env=TankDuel(), eval_interval=4000,
+                        eval_episodes=5).run()
+    _, hits, shots, _ = run.histories["red"].final_eval_metric_totals
+    assert shots >= 20 and hits / shots >= 0.8, f"{hits:g} hits of {shots} shots; evals {run.histories['red'].evals}"
+    assert run.trained == ["red"] and set(run.to_models()) == {"red"}

@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+from drla_core.agents.base import TrainingJob
 from drla_core.agents.dqn import DQNAgent, DQNConfig
 from drla_core.env import Env, EnvCheckError
 from drla_core.envs import make
@@ -15,8 +16,8 @@ from drla_core.mlp import LayerSpec
 from drla_core.replay_buffer import ReplayBuffer
 from drla_core.spaces import Box, Discrete, MultiDiscrete
 from drla_core.train import Callback, TrainingRun, VectorTrainingRun
-from drla_core.vector_env import (SyncVectorEnv, VectorEnv, add_info, batch_space, check_vector_env, copy_seeds,
-                                  real_next_obs, vector_info_values)
+from drla_core.vector_env import (SyncVectorEnv, VectorEnv, add_info, autoreset_step, batch_space, check_vector_env,
+                                  copy_seeds, real_next_obs, vector_info_values)
 
 ENVS = {"cartpole": lambda: CartPole(), "tank_grid": lambda: make("tank_grid", max_steps=30),
         "evacuation": lambda: make("evacuation", max_steps=20)}
@@ -109,6 +110,29 @@ def test_spaces_seeds_and_infos():
         SyncVectorEnv([lambda: make("tank_grid"), lambda: make("tank_grid", width=4)])
 
 
+def test_autoreset_step_for_copies_stepped_at_once():
+    """What a scene with N copies does: step all copies, then reset the ended ones one by one."""
+    obs = np.arange(6, dtype=np.float32).reshape(3, 2)
+    resets = []
+
+    def reset_copy(i):
+        resets.append(i)
+        return np.full(2, -i, dtype=np.float32), {"start": i}
+
+    out_obs, rewards, term, trunc, infos = autoreset_step(
+        obs.copy(), np.array([1.0, 2.0, 3.0]), np.array([False, True, False]), np.array([False, False, True]),
+        [{"hit": 1}, {"hit": 0}, {}], reset_copy)
+    assert resets == [1, 2]
+    np.testing.assert_array_equal(out_obs, [[0, 1], [-1, -1], [-2, -2]])
+    np.testing.assert_array_equal(infos["final_obs"][1:], obs[1:])
+    assert infos["_final_obs"].tolist() == [False, True, True]
+    assert infos["start"].tolist() == [0, 1, 2] and infos["_start"].tolist() == [False, True, True]
+    assert infos["final_info"]["hit"].tolist() == [0, 0, 0] and infos["final_info"]["_hit"].tolist() == [False, True,
+                                                                                                         False]
+    values, present = vector_info_values(infos, "hit", term | trunc)
+    assert values.tolist() == [1, 0, 0] and present.tolist() == [True, True, False]
+
+
 class _SharedRngEnv(Env):
     """A broken copy: every instance draws from ONE generator, so copies are not independent."""
 
@@ -149,6 +173,17 @@ def test_check_vector_env_catches_broken_envs():
 
     with pytest.raises(EnvCheckError, match="rewards must be a"):
         check_vector_env(WrongDtype([CartPole] * 2))
+
+    class ReusesItsBuffer(SyncVectorEnv):
+        def step(self, actions):
+            obs, *rest = super().step(actions)
+            if not hasattr(self, "buffer"):
+                self.buffer = obs
+            self.buffer[...] = obs
+            return (self.buffer, *rest)
+
+    with pytest.raises(EnvCheckError, match="wrote into the observation array"):
+        check_vector_env(ReusesItsBuffer([CartPole] * 2))
 
     # one copy differing from the single env it claims to be
     with pytest.raises(EnvCheckError, match="differs from a single environment"):
@@ -253,7 +288,7 @@ def test_vector_run_records_every_copys_episodes():
     assert all(c == 10 for c in h.episode_metric_counts)  # identity reports 'correct' on every step
     np.testing.assert_allclose(h.episode_metric_sums, h.episode_returns)
     assert run.status()["Copies"] == "4" and run.agent.n_updates == 2 * (400 // 4 - 50 // 4)
-    assert run.to_model().meta["copies"] == 4
+    assert run.to_model().meta["copies"] == 4 and isinstance(run, TrainingJob)
 
 
 def test_vector_run_is_reproducible_and_slices_do_not_matter():
