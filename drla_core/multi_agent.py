@@ -330,7 +330,8 @@ class MultiAgentRun:
         lines = [f"{self.steps} steps, {self.episodes} episodes" + (f", {wall_seconds:.0f} s" if wall_seconds else "")]
         for name, s in self.slots.items():
             last = s.history.episode_returns[-20:]
-            lines += [f"{name} ({s.mode})", f"  return, last {len(last)}: {np.mean(last):.2f}" if last else "  -"]
+            lines.append(f"{name} ({s.mode}): return {np.mean(last):.2f}, last {len(last)}" if last
+                         else f"{name} ({s.mode}): no episode yet")
         panels.append(Panel("Summary", text_lines=lines))
         return write_png(path, render_panels(panels, title))
 
