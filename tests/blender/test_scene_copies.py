@@ -238,3 +238,28 @@ def test_a_team_scene_passes_the_parallel_env_check(empty_scene):
             check_parallel_env(env, steps=80)
         finally:
             env.close()
+
+
+def test_the_panel_trains_with_copies_shows_them_and_removes_them(empty_scene, tmp_path):
+    """Train from the panel's session on 4 copies of the Reach example: the sidebar's figures name the
+    copies while it runs, the model is stored, and afterwards the file holds what it held before."""
+    from drla_ext.addon.runs.train import TrainSession
+    from drla_ext.addon.ui import examples
+
+    scene = empty_scene
+    tree = examples.build_transform_tree(scene, total_steps=400)
+    tree.nodes["Environment"].copies = 4
+    bpy.context.view_layer.update()  # world matrices of the objects the example just placed
+    before = datablocks()
+    places = {ob.name: tuple(ob.matrix_world.translation) for ob in scene.objects}
+    sess = TrainSession(scene, tree, output_dir=str(tmp_path)).start()
+    # 3 copies of Agent and Goal and 1 more for the Trainer's evaluations, each under its holder empty
+    assert len(bpy.data.collections["DRLA Copies"].all_objects) == 4 * 2 + 4
+    sess.tick(0.2)
+    assert "Copies\t4" in scene.drla.status
+    sess.run_blocking()
+    assert sess.state == "DONE", scene.drla.error
+    assert sess.steps >= 400 and "Trained" in sess.message
+    after = datablocks()
+    assert after == before  # the stored model is a text; no object, collection or mesh left
+    assert {ob.name: tuple(ob.matrix_world.translation) for ob in scene.objects} == places
