@@ -360,6 +360,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="train N copies of the environment at once, one network call for all (default: 1 for a "
                         "built-in environment, the Environment node's Copies for a .blend); --steps counts the steps "
                         "of every copy")
+    p.add_argument("--workers", type=POSITIVE_INT, metavar="W",
+                   help="a .blend scene with a DQN agent: W Blender processes gather the experience (each with its "
+                        "own copies), this one learns (default: none, all in this process)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--agent", choices=("dqn", *pure_jobs.AGENTS), default="dqn",
                    help="built-in environments: dqn (default), or evolve networks: ga (genetic algorithm), neat, "

@@ -130,11 +130,7 @@ def train_scene(args: argparse.Namespace) -> int:
     compiled = compile_or_explain(ext, tree, scene)
     build, kinds = addon_module("runs.build"), addon_module("runs.kinds")
     kind = kinds.of(compiled)
-    copies = getattr(args, "copies", None)
-    if copies:
-        if compiled.env is None:
-            raise CLIError(f"--copies: tree {tree.name!r} trains {kind.label}, which has no environment to copy")
-        compiled.env.copies = copies
+    workers = _check_scale_flags(args, compiled, kind, tree)
     trainer = compiled.trainer
     steps = build.total_steps_of(compiled, args.steps or 0)
     seed = args.seed if args.seed is not None else (trainer.seed if trainer else 0)
@@ -155,24 +151,18 @@ def train_scene(args: argparse.Namespace) -> int:
             if build.has_env(compiled):
                 with quiet_egl():
                     try:
-                        env = build.build_env(compiled, scene)
+                        env = build.build_env(compiled, scene, copies=1 if workers else None)
                     except addon_module("scene.copies").CopyError as exc:
                         raise CLIError(f"--copies: {exc}") from exc
             try:
-                job = build.build_job(compiled, env, seed=seed, total_steps=steps, **options)
+                if workers:
+                    job = _workers_run(args, build, compiled, env, tree, steps, seed, workers)
+                else:
+                    job = build.build_job(compiled, env, seed=seed, total_steps=steps, **options)
             except build.BuildError as exc:
                 raise CLIError(str(exc)) from exc
             ctrl_c.run = job
-            t0 = time.perf_counter()
-            if bar is not None:
-                bar.on_start(job)
-            while not job.done:
-                job.advance(max_seconds=0.1)
-                if bar is not None:
-                    bar.on_step(job)
-            if bar is not None:
-                bar.on_end(job)
-            wall = time.perf_counter() - t0
+            wall = _run_to_end(job, bar)
         finally:
             ctrl_c.saving = True  # the scene is being restored: a Ctrl-C now waits for the results
             if env is not None:
@@ -188,6 +178,45 @@ def train_scene(args: argparse.Namespace) -> int:
             extra = {model_path.with_name(f"{model_path.stem}_{name}.json"): m
                      for name, m in job.to_models(meta).items()}
         return finish_training(job, job.to_model(meta), model_path, report_path, title, wall, ctrl_c, extra)
+
+
+def _check_scale_flags(args: argparse.Namespace, compiled: Any, kind: Any, tree: Any) -> int:
+    """Apply ``--copies`` to the compiled tree; the number of ``--workers`` (0: none), if the kind takes them."""
+    workers = int(getattr(args, "workers", None) or 0)
+    if workers and not kind.workers:
+        raise CLIError(f"--workers: tree {tree.name!r} trains {kind.label}, which learns in this process only")
+    copies = getattr(args, "copies", None)
+    if copies:
+        if compiled.env is None:
+            raise CLIError(f"--copies: tree {tree.name!r} trains {kind.label}, which has no environment to copy")
+        compiled.env.copies = copies
+    return workers
+
+
+def _run_to_end(job: Any, bar: ProgressBar | None) -> float:
+    """Advance ``job`` in slices to its end, drawing the progress bar; returns the wall seconds."""
+    t0 = time.perf_counter()
+    if bar is not None:
+        bar.on_start(job)
+    while not job.done:
+        job.advance(max_seconds=0.1)
+        if bar is not None:
+            bar.on_step(job)
+    if bar is not None:
+        bar.on_end(job)
+    return time.perf_counter() - t0
+
+
+def _workers_run(args: argparse.Namespace, build: Any, compiled: Any, env: Any, tree: Any, steps: int, seed: int,
+                 workers: int) -> Any:
+    """The DQN learner here, its experience from ``workers`` spawned Blender processes (``drla.workers``);
+    ``env`` (this process's own view of the scene) only tells the agent its spaces."""
+    from .workers import WorkersRun  # multiprocessing's spawn machinery, only when asked for
+
+    config = build.config_with(compiled, steps, config_overrides(args))
+    agent = build.build_agent(compiled, env, seed=seed, total_steps=steps, config=config)
+    return WorkersRun(agent, str(Path(args.target).resolve()), tree.name, steps, workers=workers,
+                      copies=compiled.env.copies, seed=seed, task_metric=env.task_metric)
 
 
 def play_scene(args: argparse.Namespace) -> int:

@@ -121,6 +121,17 @@ def build_run(compiled: CompiledTree, env, agent, total_steps: int | None = None
     return train.TrainingRun(env, agent, steps, **kw)
 
 
+def config_with(compiled: CompiledTree, total_steps: int, overrides: dict[str, Any],
+                config: dqn.DQNConfig | None = None) -> dqn.DQNConfig:
+    """The tree's ``DQNConfig`` (or ``config``) with ``overrides`` (the CLI's flags) replacing fields."""
+    fields = dataclasses.asdict(config if config is not None else dqn_config(compiled, total_steps))
+    fields.update(overrides, total_timesteps=int(total_steps))
+    try:
+        return dqn.DQNConfig(**fields)
+    except (TypeError, ValueError) as exc:
+        raise BuildError(str(exc)) from exc
+
+
 def build_dqn_job(compiled: CompiledTree, env, *, seed: int, total_steps: int, checkpoint_dir: str = "",
                   config: dqn.DQNConfig | None = None, overrides: dict[str, Any] | None = None,
                   **run_kw) -> train.TrainingRun:
@@ -128,12 +139,7 @@ def build_dqn_job(compiled: CompiledTree, env, *, seed: int, total_steps: int, c
     folder checkpoints into ``checkpoint_dir``; ``overrides`` replace ``DQNConfig`` fields of the node's
     (the CLI's flags)."""
     if overrides:
-        fields = dataclasses.asdict(config if config is not None else dqn_config(compiled, total_steps))
-        fields.update(overrides, total_timesteps=int(total_steps))
-        try:
-            config = dqn.DQNConfig(**fields)
-        except (TypeError, ValueError) as exc:
-            raise BuildError(str(exc)) from exc
+        config = config_with(compiled, total_steps, overrides, config)
     trainer = compiled.trainer
     if trainer is not None and trainer.checkpoint_interval and not trainer.output_path and checkpoint_dir:
         run_kw.setdefault("checkpoint_interval", trainer.checkpoint_interval)

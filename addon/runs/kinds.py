@@ -33,6 +33,8 @@ class AgentKind:
     curve: str
     trained_text: Callable[[Any], str]
     after_training: Callable[[Any], str]
+    #: Whether ``drla train --workers`` can gather its experience in worker processes (an off-policy learner)
+    workers: bool
     #: A trained model tried in the scene, the result in words: ``(scene, compiled, model, n, seed, frames_dir)``
     #: (greedy episodes for DQN, random reachable targets for Learned IK); the CLI's ``play``
     evaluate: Callable[..., str]
@@ -54,7 +56,8 @@ def _dqn_bake(scene, tree, s, steps: int) -> str:
 DQN = AgentKind(
     name="dqn", label="DQN", can_play=True, can_follow=False, no_play_reason="",
     bake_label="Bake to Keyframes", bake_settings=(("bake_steps", "Steps"), ("bake_frame_step", "Frames/Step")),
-    curve="", trained_text=_dqn_trained_text, after_training=lambda session: "", evaluate=play.evaluate_episodes,
+    curve="", trained_text=_dqn_trained_text, after_training=lambda session: "", workers=True,
+    evaluate=play.evaluate_episodes,
     bake=_dqn_bake, bake_hint=lambda scene: "")
 
 
@@ -93,7 +96,7 @@ def _ik_bake(scene, tree, s, steps: int) -> str:
 IK = AgentKind(
     name="ik", label="Learned IK", can_play=False, can_follow=True,
     no_play_reason="A Learned IK tree has no episodes to play: use the Learned IK toggle to follow the target",
-    bake_label="Bake Target Animation", bake_settings=(), curve='LOSS', trained_text=_ik_trained_text,
+    bake_label="Bake Target Animation", bake_settings=(), curve='LOSS', trained_text=_ik_trained_text, workers=False,
     after_training=_ik_after_training, evaluate=ik.evaluate_targets, bake=_ik_bake,
     bake_hint=lambda scene: f"Frames {scene.frame_start}-{scene.frame_end} (the scene's frame range)")
 
@@ -118,7 +121,8 @@ def _team_bake(scene, tree, s, steps: int) -> str:
 TEAM = AgentKind(
     name="team", label="Multi-agent", can_play=True, can_follow=False, no_play_reason="",
     bake_label="Bake to Keyframes", bake_settings=(), curve="",
-    trained_text=_team_trained_text, after_training=lambda session: "", evaluate=_team_evaluate, bake=_team_bake,
+    trained_text=_team_trained_text, after_training=lambda session: "", workers=False, evaluate=_team_evaluate,
+    bake=_team_bake,
     bake_hint=lambda scene: "")
 
 

@@ -1,0 +1,65 @@
+"""``drla train SCENE --workers W`` (issue 13): spawned Blender processes gather the experience, this process
+learns; a worker killed with SIGKILL is replaced and the run still trains every step; the .blend on disk is
+never written."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import bpy
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def reach_blend(ext, tmp_path):
+    from drla_ext.addon.ui import examples
+
+    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
+    scene = bpy.context.scene
+    examples.build_transform_scene(scene)
+    examples.build_transform_tree(scene)
+    path = tmp_path / "reach.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    return path
+
+
+def train(blend, out, *flags):
+    return [sys.executable, "-m", "drla", "train", str(blend), "--out", str(out), "--eval-interval", "0",
+            "--learning-starts", "100", *flags]
+
+
+def test_two_workers_with_copies_train_every_step(reach_blend, tmp_path):
+    before = reach_blend.read_bytes()
+    out = subprocess.run(train(reach_blend, tmp_path / "r.json", "--workers", "2", "--copies", "2", "--steps", "1500"),
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "trained 1500 steps" in out.stdout and "with 2 worker processes" in out.stdout
+    assert "workers 2 (4 copies)" in out.stderr  # the progress bar: 2 processes of 2 copies each
+    assert (tmp_path / "r.json").is_file() and (tmp_path / "r_report.png").is_file()
+    assert reach_blend.read_bytes() == before
+
+
+def test_a_killed_worker_is_replaced_and_the_run_finishes(reach_blend, tmp_path):
+    proc = subprocess.Popen(train(reach_blend, tmp_path / "r.json", "--workers", "2", "--steps", "4000"), cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pid, lines, t0 = None, [], time.monotonic()
+    while pid is None and time.monotonic() - t0 < 120:  # the learner names each worker's process
+        line = proc.stderr.readline()
+        lines.append(line)
+        if "worker 0: process" in line:
+            pid = int(re.search(r"process (\d+)", line).group(1))
+    assert pid is not None, "".join(lines)
+    while time.monotonic() - t0 < 120 and not any("[" in line and "/4000" in line for line in lines):
+        lines.append(proc.stderr.readline())  # training has begun: the progress bar moved
+    os.kill(pid, signal.SIGKILL)
+    out, err = proc.communicate(timeout=300)
+    err = "".join(lines) + err
+    assert proc.returncode == 0, err
+    assert f"worker 0 stopped (exit code {-signal.SIGKILL})" in err and "starting another in its place" in err
+    assert "trained 4000 steps" in out and "1 worker restart(s)" in out
