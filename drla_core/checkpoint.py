@@ -105,7 +105,7 @@ def _rng_state(rng: np.random.Generator | None) -> dict[str, Any] | None:
     if state.get("bit_generator") not in _BIT_GENERATORS:
         raise CheckpointError(f"cannot checkpoint a {state.get('bit_generator')} generator; "
                               f"use one of {', '.join(_BIT_GENERATORS)} (np.random.default_rng is PCG64)")
-    return state
+    return dict(state)
 
 
 def _set_rng(rng: np.random.Generator, state: Any, what: str) -> None:
