@@ -485,7 +485,7 @@ def _restore_buffer(buf: Any, ckpt: Checkpoint) -> None:
             getattr(buf, name)[:size] = arrays[f"buffer.{name}"]
         buf.pos, buf.full = int(saved_buf["pos"]), bool(saved_buf["full"])
     elif saved_buf["stored"] == "newest":
-        buf.add_batch(*(arrays[f"buffer.{name}"] for name in names))
+        buf.add_batch(**{name: arrays[f"buffer.{name}"] for name in names})
 
 
 def _restore_env(run: Any, ckpt: Checkpoint) -> None:
