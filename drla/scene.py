@@ -141,24 +141,23 @@ def _checkpoint_to_resume(args: argparse.Namespace, tree: Any, kind: Any) -> Any
     ckpt = read_resume(args.resume) if getattr(args, "resume", None) else None
     if ckpt is not None and ckpt.settings.get("tree", tree.name) != tree.name:
         raise CLIError(f"--resume: {ckpt.path} is a run of tree {ckpt.settings['tree']!r}, not {tree.name!r}")
-    if ckpt is not None and kind.name != "dqn":
-        raise CLIError(f"--resume: checkpoints hold DQN runs; tree {tree.name!r} trains {kind.label}")
+    if ckpt is not None and ckpt.meta.get("kind") != kind.name:
+        made_by = addon_module("runs.kinds").KINDS.get(ckpt.meta.get("kind"))
+        raise CLIError(f"--resume: {ckpt.path} is a checkpoint of a {made_by.label if made_by else 'different'} run, "
+                       f"but tree {tree.name!r} trains {kind.label}")
     if ckpt is not None and args.seed is not None and args.seed != ckpt.meta["run"]["seed"]:
         raise CLIError(f"--seed: a resumed run keeps its seed ({ckpt.meta['run']['seed']}); drop --seed")
     return ckpt
 
 
-def _run_options(args: argparse.Namespace, kind: Any, tree: Any, model_path: Path, ckpt: Any) -> dict[str, Any]:
-    """What ``build_job`` gets besides the seed and steps: the flags' config changes, the checkpoints (full ones
-    for DQN, for ``--resume``) and, when resuming, the checkpointed run's config and evaluations."""
+def _run_options(args: argparse.Namespace, model_path: Path, ckpt: Any) -> dict[str, Any]:
+    """What ``build_job`` gets besides the seed and steps: the flags' config changes, the checkpoints and, when
+    resuming, the checkpointed run's config and evaluations."""
     saved_run = ckpt.meta["run"] if ckpt is not None else {}
     interval = args.checkpoint_interval if args.checkpoint_interval is not None else saved_run.get(
         "checkpoint_interval", 0)
     options: dict[str, Any] = {"overrides": config_overrides(args), "callbacks": [], "checkpoint_interval": interval,
                                "checkpoint_path": str(model_path.with_name(model_path.stem + "_step{step}.json"))}
-    if kind.name == "dqn":  # a scene run resumed from these restarts its episode there
-        options["save_fn"] = checkpoint_saver(model_path, {"target": str(args.target), "tree": tree.name,
-                                                           "out": str(model_path)})
     if ckpt is not None:
         options["config"] = resume_config(ckpt)
         for name in ("eval_interval", "eval_episodes"):
@@ -189,7 +188,7 @@ def train_scene(args: argparse.Namespace) -> int:
     trees = sum(1 for t in bpy.data.node_groups if t.bl_idname == TREE_IDNAME)
     model_path, report_path = out_paths(args.out or (ckpt.settings.get("out") if ckpt is not None else None),
                                         _default_stem(args.target, tree, trees))
-    options = _run_options(args, kind, tree, model_path, ckpt)
+    options = _run_options(args, model_path, ckpt)
     bar = None if args.quiet else ProgressBar(steps)
     print(f"{kind.label} on {tree.name} ({Path(args.target).name}): {steps} steps, seed {seed}", file=sys.stderr)
     env = None
@@ -205,7 +204,10 @@ def train_scene(args: argparse.Namespace) -> int:
                 job = build.build_job(compiled, env, seed=seed, total_steps=steps, **options)
             except build.BuildError as exc:
                 raise CLIError(str(exc)) from exc
-            if ckpt is not None:
+            if callable(getattr(job, "save_checkpoint", None)):  # full checkpoints, for --resume
+                job.save_fn = checkpoint_saver(model_path, {"target": str(args.target), "tree": tree.name,
+                                                            "out": str(model_path)})
+            if ckpt is not None:  # a scene cannot be restored mid-episode: the job starts a fresh one
                 resume(job, ckpt)
             ctrl_c.run = job
             t0 = time.perf_counter()

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from drla_core.agents.dqn import DQNAgent, DQNConfig
-from drla_core.checkpoint import CheckpointError, previous_path, read_checkpoint, read_latest, save_checkpoint
+from drla_core.checkpoint import CheckpointError, previous_path, read_checkpoint, read_latest
 from drla_core.env import Env
 from drla_core.envs import make
 from drla_core.model_io import load_model
