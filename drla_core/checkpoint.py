@@ -11,9 +11,9 @@ One file: an uncompressed ``.npz`` (``np.savez``) whose member ``checkpoint.json
 a uint8 array) holds the small parts and lists every other member (name, shape, dtype). It is
 loaded with ``allow_pickle=False``; nothing in it is executed. Writing is atomic: a temporary file
 beside the target, fsync, then ``os.replace``; the checkpoint it replaces is kept as
-``<name>.prev.npz``, so a kill at any moment leaves the last good checkpoint. The zip's CRC-32 of
-every member is checked as it is read, so a truncated or corrupted file is refused
-(``CheckpointError``) rather than half-loaded. Format: docs/model-format.md, "Checkpoints".
+``<name>.prev.npz``, so a kill at any moment leaves the last good checkpoint (and at worst a
+temporary file, removed by the next write). The zip's CRC-32 of every member is checked as it is
+read, so a truncated or corrupted file is refused (``CheckpointError``) rather than half-loaded. Format: docs/model-format.md, "Checkpoints".
 
 Environments: a pure env declares ``Env.episode_attrs`` (the attributes holding its current
 episode); those and its ``np_random`` are saved, and a resumed run continues the very episode the
@@ -24,6 +24,7 @@ step count, its curve continuing.
 
 from __future__ import annotations
 
+import glob
 import json
 import math
 import os
@@ -162,21 +163,27 @@ def _restorable(env: Any) -> bool:
 
 
 def checkpoint_state(run: Any, *, replay_buffer: bool = True, max_buffer_bytes: int = MAX_BUFFER_BYTES,
-                     settings: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """``run``'s full state as ``(JSON-able meta, arrays)``; the arrays are copies."""
+                     settings: dict[str, Any] | None = None,
+                     copy: bool = True) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """``run``'s full state as ``(JSON-able meta, arrays)``; the arrays are copies unless ``copy=False`` (views
+    into the live run, for writing at once: a full replay buffer is tens of megabytes)."""
     agent = run.agent
+
+    def own(a: np.ndarray) -> np.ndarray:
+        return a.copy() if copy else a
+
     for name in ("q_network", "target_network", "optimizer", "replay_buffer", "rng", "config"):
         if not hasattr(agent, name):
             raise CheckpointError(f"checkpoints hold DQN runs; {type(agent).__name__} has no {name}")
     arrays: dict[str, np.ndarray] = {
-        "agent.q_params": agent.q_network.params.copy(),
-        "agent.target_params": agent.target_network.params.copy(),
+        "agent.q_params": own(agent.q_network.params),
+        "agent.target_params": own(agent.target_network.params),
         # Adam keeps its moments divided by (1 - beta); saved as held, so the resumed steps are bit-exact
-        "agent.adam_m_scaled": agent.optimizer._m.copy(),
-        "agent.adam_v_scaled": agent.optimizer._v.copy(),
+        "agent.adam_m_scaled": own(agent.optimizer._m),
+        "agent.adam_v_scaled": own(agent.optimizer._v),
     }
     if agent.best_params is not None:
-        arrays["agent.best_params"] = agent.best_params.copy()
+        arrays["agent.best_params"] = own(agent.best_params)
     opt = agent.optimizer
     agent_meta = {
         "config": agent.config.to_dict(), "architecture": agent.q_network.architecture(),
@@ -199,7 +206,7 @@ def checkpoint_state(run: Any, *, replay_buffer: bool = True, max_buffer_bytes: 
     if keep == size and size:  # all of it, as laid out: sampling after the resume draws the same rows
         buffer_meta["stored"] = "all"
         for name in names:
-            arrays[f"buffer.{name}"] = getattr(buf, name)[:size].copy()
+            arrays[f"buffer.{name}"] = own(getattr(buf, name)[:size])
     elif keep:  # the newest ``keep`` transitions, oldest first
         buffer_meta["stored"] = "newest"
         rows = (buf.pos - keep + np.arange(keep)) % buf.capacity
@@ -256,7 +263,7 @@ def save_checkpoint(path: str | os.PathLike[str], run: Any, *, replay_buffer: bo
     if path.suffix != ".npz":
         raise CheckpointError(f"a checkpoint file ends in .npz, not {path.name}")
     meta, arrays = checkpoint_state(run, replay_buffer=replay_buffer, max_buffer_bytes=max_buffer_bytes,
-                                    settings=settings)
+                                    settings=settings, copy=False)
     text = json.dumps(meta, allow_nan=False, separators=(",", ":"))
     members = {META: np.frombuffer(text.encode("utf-8"), dtype=np.uint8), **arrays}
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -276,6 +283,11 @@ def save_checkpoint(path: str | os.PathLike[str], run: Any, *, replay_buffer: bo
         except OSError:
             pass
         raise
+    for stale in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):  # left by a run killed while writing
+        try:
+            stale.unlink()
+        except OSError:
+            pass
     if os.name == "posix":  # the renames themselves reach the disk
         try:
             dir_fd = os.open(path.parent, os.O_RDONLY)

@@ -299,6 +299,12 @@ def test_a_failed_write_leaves_the_last_good_checkpoint(tmp_path, monkeypatch):
     assert path.read_bytes() == before and read_checkpoint(path).steps == 800
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.npz", "c.prev.npz"]  # no temporary file left
 
+    monkeypatch.undo()
+    (tmp_path / ".c.npz.abc123.tmp").write_bytes(b"half a checkpoint, its writer killed")
+    run.save_checkpoint(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.npz", "c.prev.npz"]
+    assert read_checkpoint(path).steps == 100 and read_checkpoint(previous_path(path)).steps == 800
+
 
 def test_cli_resume_from_a_truncated_checkpoint_uses_the_previous_one(tmp_path):
     model = tmp_path / "m.json"
