@@ -13,7 +13,8 @@ loaded with ``allow_pickle=False``; nothing in it is executed. Writing is atomic
 beside the target, fsync, then ``os.replace``; the checkpoint it replaces is kept as
 ``<name>.prev.npz``, so a kill at any moment leaves the last good checkpoint (and at worst a
 temporary file, removed by the next write). The zip's CRC-32 of every member is checked as it is
-read, so a truncated or corrupted file is refused (``CheckpointError``) rather than half-loaded. Format: docs/model-format.md, "Checkpoints".
+read, so a truncated or corrupted file is refused (``CheckpointError``) rather than half-loaded.
+Format: docs/model-format.md, "Checkpoints".
 
 Environments: a pure env declares ``Env.episode_attrs`` (the attributes holding its current
 episode); those and its ``np_random`` are saved, and a resumed run continues the very episode the
