@@ -226,3 +226,22 @@ def test_a_scene_run_resumes_from_its_checkpoint_at_its_step_count_and_curve(rea
     out = run_cli("train", arm, "--tree", "Arm3", "--resume", ckpt, "--steps", "10")
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert f"--resume: {ckpt} is a run of tree 'Reach', not 'Arm3'" in out.stderr
+
+
+def test_a_scene_run_with_copies_resumes_with_as_many_copies(reach_blend, tmp_path):
+    from drla_core.checkpoint import read_checkpoint
+
+    model = tmp_path / "reach.json"
+    out = run_cli("train", reach_blend, "--steps", "200", "--copies", "2", "--checkpoint-interval", "100",
+                  "--eval-interval", "0", "--learning-starts", "50", "--quiet", "--out", model)
+    assert out.returncode == 0, out.stderr
+    ckpt = tmp_path / "reach_ckpt.npz"
+    assert read_checkpoint(ckpt).meta["run"]["num_envs"] == 2
+    out = run_cli("train", reach_blend, "--resume", ckpt, "--copies", "3", "--quiet")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "the checkpoint is of a run with 2 environment copies, this run has 3" in out.stderr
+    out = run_cli("train", reach_blend, "--resume", ckpt, "--steps", "300", "--quiet")  # the checkpoint's 2 copies
+    assert out.returncode == 0, out.stderr
+    assert f"resuming {ckpt} at step 200 of 300" in out.stderr and "trained 300 steps" in out.stdout
+    later = read_checkpoint(ckpt)
+    assert later.steps == 300 and later.meta["agent"]["num_timesteps"] == 300
