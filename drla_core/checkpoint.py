@@ -545,6 +545,16 @@ def restore_run(run: Any, ckpt: Checkpoint) -> list[tuple[str, Any, Any]]:
     """
     if run._started:
         raise CheckpointError("restore_run needs a run that has not started")
+    try:
+        return _restore(run, ckpt)
+    except CheckpointError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a file edited by hand, not one we wrote
+        raise CheckpointError(f"{ckpt.path} holds invalid data ({type(exc).__name__}: {exc}); the run it was "
+                              "loaded into is unusable, build a new one") from exc
+
+
+def _restore(run: Any, ckpt: Checkpoint) -> list[tuple[str, Any, Any]]:
     _check_fits(ckpt, run)
     changes = _changes(ckpt, run)
     meta, saved_run = ckpt.meta, ckpt.meta["run"]

@@ -262,7 +262,7 @@ def test_truncated_or_corrupted_checkpoints_are_refused(tmp_path):
         read_checkpoint(tmp_path / "missing.npz")
 
 
-def test_a_newer_version_is_refused(tmp_path):
+def test_a_newer_version_or_edited_data_is_refused(tmp_path):
     path = _two_checkpoints(tmp_path)
     ckpt = read_checkpoint(path)
     meta = dict(ckpt.meta, version=2)
@@ -270,6 +270,14 @@ def test_a_newer_version_is_refused(tmp_path):
     np.savez(tmp_path / "v2.npz", **members)
     with pytest.raises(CheckpointError, match="format version 2, this DRLA reads version 1 .a newer DRLA wrote it"):
         read_checkpoint(tmp_path / "v2.npz")
+
+    # hand-edited data inside a well-formed file: refused with a message, not a traceback
+    meta = json.loads(json.dumps(ckpt.meta))
+    meta["agent"]["num_timesteps"] = "many"
+    members = {"checkpoint.json": np.frombuffer(json.dumps(meta).encode(), np.uint8), **ckpt.arrays}
+    np.savez(tmp_path / "edited.npz", **members)
+    with pytest.raises(CheckpointError, match=r"edited.npz holds invalid data \(ValueError: invalid literal"):
+        _run("cartpole", 1000).load_checkpoint(tmp_path / "edited.npz")
 
 
 def test_read_latest_falls_back_to_the_previous_checkpoint_and_says_so(tmp_path):
