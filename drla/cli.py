@@ -46,8 +46,12 @@ from .common import (
     finish_training,
     load_model_file,
     make_config,
+    checkpoint_saver,
     out_paths,
+    read_resume,
     report_title,
+    resume,
+    resume_config,
     shown_path,
 )
 from .progress import ProgressBar
@@ -228,30 +232,44 @@ def cmd_envs(args: argparse.Namespace) -> int:
 def cmd_train(args: argparse.Namespace) -> int:
     if args.target.lower().endswith(".blend"):
         return scene.train_scene(args)
+    ckpt = read_resume(args.resume) if args.resume else None
+    saved = ckpt.settings if ckpt is not None else {}
+    if ckpt is not None and saved.get("target") != args.target:
+        raise CLIError(f"--resume: {ckpt.path} is a run on {saved.get('target')!r}, not on {args.target!r}")
     if args.target not in ENV_NAMES:
         raise CLIError(f"unknown environment {args.target!r}: give a .blend file or one of {', '.join(ENV_NAMES)}")
     if args.agent in pure_jobs.AGENTS:
         return pure_jobs.train(args)
-    steps = 50_000 if args.steps is None else args.steps
-    args.seed = 0 if args.seed is None else args.seed
+    saved_run = ckpt.meta["run"] if ckpt is not None else {}
+    steps = args.steps or saved_run.get("total_steps") or 50_000
+    if ckpt is not None and args.seed is not None and args.seed != saved_run["seed"]:
+        raise CLIError(f"--seed: a resumed run keeps its seed ({saved_run['seed']}); drop --seed")
+    args.seed = saved_run.get("seed", 0) if args.seed is None else args.seed
     env, eval_env = make(args.target), make(args.target)
-    config = make_config(None, {**ENV_DEFAULTS.get(args.target, {}), **config_overrides(args)}, steps)
+    base = resume_config(ckpt) if ckpt is not None else None
+    config = make_config(base, {**(ENV_DEFAULTS.get(args.target, {}) if base is None else {}),
+                                **config_overrides(args)}, steps)
     agent = DQNAgent(env.observation_space, env.action_space, config, seed=args.seed)
-    model_path, report_path = out_paths(args.out, args.target)
+    model_path, report_path = out_paths(args.out or saved.get("out"), args.target)
     meta = {"env": args.target, "seed": args.seed}
     callbacks: list[Any] = [] if args.quiet else [ProgressBar(steps)]
+    interval = args.checkpoint_interval if args.checkpoint_interval is not None else saved_run.get(
+        "checkpoint_interval", 0)
     options = dict(seed=args.seed, eval_env=eval_env,
-                   eval_interval=2000 if args.eval_interval is None else args.eval_interval,
-                   eval_episodes=10 if args.eval_episodes is None else args.eval_episodes, callbacks=callbacks,
-                   checkpoint_interval=args.checkpoint_interval,
-                   checkpoint_path=str(model_path.with_name(model_path.stem + "_step{step}.json")))
-    copies = getattr(args, "copies", None) or 1
+                   eval_interval=_given(args.eval_interval, saved_run.get("eval_interval"), 2000),
+                   eval_episodes=_given(args.eval_episodes, saved_run.get("eval_episodes"), 10),
+                   callbacks=callbacks, checkpoint_interval=interval,
+                   checkpoint_path=str(model_path.with_name(model_path.stem + "_step{step}.json")),
+                   save_fn=checkpoint_saver(model_path, {"target": args.target, "out": str(model_path)}))
+    copies = getattr(args, "copies", None) or saved_run.get("num_envs") or 1
     if copies > 1:  # N copies stepped together, one network call for all; steps count env steps of every copy
         meta["copies"] = copies
         venv = SyncVectorEnv([lambda: make(args.target)] * copies)
         run: TrainingRun = VectorTrainingRun(venv, agent, steps, **options)
     else:
         run = TrainingRun(env, agent, steps, **options)
+    if ckpt is not None:
+        resume(run, ckpt)
     with CtrlC().installed() as ctrl_c:
         ctrl_c.run = run
         t0 = time.perf_counter()
@@ -262,6 +280,11 @@ def cmd_train(args: argparse.Namespace) -> int:
             meta["interrupted"] = True
         return finish_training(run, agent.to_model(meta), model_path, report_path,
                                report_title(f"DQN on {args.target}", run, args.seed), wall, ctrl_c)
+
+
+def _given(value: Any, saved: Any, default: Any) -> Any:
+    """A flag given now, else the resumed run's setting, else the default."""
+    return value if value is not None else saved if saved is not None else default
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -354,8 +377,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="greedy evaluation every N steps, 0: never (default 2000, or the scene's Trainer node)")
     p.add_argument("--eval-episodes", type=POSITIVE_INT, metavar="N",
                    help="episodes per evaluation (default 10, or the scene's Trainer node)")
-    p.add_argument("--checkpoint-interval", type=COUNT, default=0, metavar="N",
-                   help="save the model so far every N steps as <out>_step<N>.json (default 0: never)")
+    p.add_argument("--checkpoint-interval", type=COUNT, metavar="N",
+                   help="every N steps save the model so far as <out>_step<N>.json and the full training state as "
+                        "<out>_ckpt.npz (the one before kept as <out>_ckpt.prev.npz), for --resume (default 0: "
+                        "never; a resumed run keeps its interval)")
+    p.add_argument("--resume", metavar="CKPT.npz",
+                   help="continue the run saved in this checkpoint (an <out>_ckpt.npz) to its --steps; flags given "
+                        "now (learning rate, exploration, steps, ...) apply from there; the network cannot change")
     p.add_argument("--copies", type=POSITIVE_INT, metavar="N",
                    help="train N copies of the environment at once, one network call for all (default: 1 for a "
                         "built-in environment, the Environment node's Copies for a .blend); --steps counts the steps "

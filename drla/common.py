@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from drla_core.agents.dqn import DQNConfig
+from drla_core.checkpoint import Checkpoint, CheckpointError, read_latest
 from drla_core.mlp import ACTIVATIONS
 from drla_core.model_io import Model, ModelFormatError, load_model, save_model
 
@@ -77,6 +78,53 @@ def out_paths(out: str | None, default_stem: str) -> tuple[Path, Path]:
     if not os.access(model_path.parent, os.W_OK):
         raise CLIError(f"cannot write to the folder {model_path.parent}: permission denied")
     return model_path, model_path.with_name(model_path.stem + "_report.png")
+
+
+def checkpoint_file(model_path: Path) -> Path:
+    """The full checkpoint beside the model: ``out/m.json`` -> ``out/m_ckpt.npz`` (the one before: ``.prev.npz``)."""
+    return model_path.with_name(model_path.stem + "_ckpt.npz")
+
+
+def checkpoint_saver(model_path: Path, settings: dict[str, Any]) -> Callable[[Any, str], None]:
+    """A ``TrainingRun`` ``save_fn``: the model so far (``<out>_step<N>.json``, as before) and the full checkpoint
+    (``checkpoint_file``, the last two kept) that ``--resume`` continues from."""
+    path = checkpoint_file(model_path)
+
+    def save(run: Any, model_file: str) -> None:
+        save_model(model_file, run.agent.to_model({"steps": run.steps, "episodes": run.episodes}))
+        run.save_checkpoint(path, settings=settings)
+
+    return save
+
+
+def read_resume(path: str) -> Checkpoint:
+    """The checkpoint ``--resume`` names, or the one before it when it is broken (saying so on stderr)."""
+    try:
+        ckpt, note = read_latest(path)
+    except CheckpointError as exc:
+        raise CLIError(f"--resume: {exc}") from exc
+    if note:
+        print(f"warning: {note}", file=sys.stderr)
+    return ckpt
+
+
+def resume_config(ckpt: Checkpoint) -> DQNConfig:
+    """The ``DQNConfig`` the checkpointed run trained with (flags given now change it, ``make_config``)."""
+    try:
+        return DQNConfig(**ckpt.config)
+    except (TypeError, ValueError) as exc:
+        raise CLIError(f"--resume: {ckpt.path} holds a DQN configuration this DRLA cannot use: {exc}") from exc
+
+
+def resume(run: Any, ckpt: Checkpoint) -> None:
+    """Load ``ckpt`` into the freshly built ``run``; say where it continues and what changed (on stderr)."""
+    try:
+        changes = run.load_checkpoint(ckpt)
+    except CheckpointError as exc:
+        raise CLIError(f"cannot resume from {ckpt.path}: {exc}") from exc
+    print(f"resuming {ckpt.path} at step {run.steps} of {run.total_steps}", file=sys.stderr)
+    for name, old, new in changes:
+        print(f"  {name}: {old} -> {new} (from step {run.steps})", file=sys.stderr)
 
 
 def report_title(what: str, job: Any, seed: int) -> str:

@@ -16,7 +16,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .common import CLIError, CtrlC, config_overrides, finish_training, load_model_file, out_paths, report_title
+from .common import (
+    CLIError,
+    CtrlC,
+    checkpoint_saver,
+    config_overrides,
+    finish_training,
+    load_model_file,
+    out_paths,
+    read_resume,
+    report_title,
+    resume,
+    resume_config,
+)
 from .progress import ProgressBar
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -124,25 +136,57 @@ def _default_stem(target: str, tree: Any, trees: int) -> str:
     return f"{stem}_{tree.name}" if trees > 1 else stem
 
 
+def _checkpoint_to_resume(args: argparse.Namespace, tree: Any, kind: Any) -> Any:
+    """``--resume``'s checkpoint (or None), refused when it is of another tree or the tree is not DQN."""
+    ckpt = read_resume(args.resume) if getattr(args, "resume", None) else None
+    if ckpt is not None and ckpt.settings.get("tree", tree.name) != tree.name:
+        raise CLIError(f"--resume: {ckpt.path} is a run of tree {ckpt.settings['tree']!r}, not {tree.name!r}")
+    if ckpt is not None and ckpt.meta.get("kind") != kind.name:
+        made_by = addon_module("runs.kinds").KINDS.get(ckpt.meta.get("kind"))
+        raise CLIError(f"--resume: {ckpt.path} is a checkpoint of a {made_by.label if made_by else 'different'} run, "
+                       f"but tree {tree.name!r} trains {kind.label}")
+    if ckpt is not None and args.seed is not None and args.seed != ckpt.meta["run"]["seed"]:
+        raise CLIError(f"--seed: a resumed run keeps its seed ({ckpt.meta['run']['seed']}); drop --seed")
+    return ckpt
+
+
+def _run_options(args: argparse.Namespace, model_path: Path, ckpt: Any) -> dict[str, Any]:
+    """What ``build_job`` gets besides the seed and steps: the flags' config changes, the checkpoints and, when
+    resuming, the checkpointed run's config and evaluations."""
+    saved_run = ckpt.meta["run"] if ckpt is not None else {}
+    interval = args.checkpoint_interval if args.checkpoint_interval is not None else saved_run.get(
+        "checkpoint_interval", 0)
+    options: dict[str, Any] = {"overrides": config_overrides(args), "callbacks": [], "checkpoint_interval": interval,
+                               "checkpoint_path": str(model_path.with_name(model_path.stem + "_step{step}.json"))}
+    if ckpt is not None:
+        options["config"] = resume_config(ckpt)
+        for name in ("eval_interval", "eval_episodes"):
+            options[name] = saved_run[name]
+    for name in ("eval_interval", "eval_episodes"):
+        if getattr(args, name) is not None:
+            options[name] = getattr(args, name)
+    return options
+
+
 def train_scene(args: argparse.Namespace) -> int:
     """Train the tree's agent, whatever its kind, through the add-on's one assembler (``runs.build``)."""
     bpy, ext, tree, scene = open_scene(args.target, args.tree)
     compiled = compile_or_explain(ext, tree, scene)
     build, kinds = addon_module("runs.build"), addon_module("runs.kinds")
     kind = kinds.of(compiled)
+    ckpt = _checkpoint_to_resume(args, tree, kind)
+    saved_run = ckpt.meta["run"] if ckpt is not None else {}
+    if ckpt is not None and not getattr(args, "copies", None) and saved_run.get("num_envs"):
+        args.copies = saved_run["num_envs"]  # a resumed run keeps its copies
     workers = _check_scale_flags(args, compiled, kind, tree)
     trainer = compiled.trainer
-    steps = build.total_steps_of(compiled, args.steps or 0)
-    seed = args.seed if args.seed is not None else (trainer.seed if trainer else 0)
+    steps = build.total_steps_of(compiled, args.steps or saved_run.get("total_steps") or 0)
+    seed = saved_run["seed"] if ckpt is not None else args.seed if args.seed is not None else (
+        trainer.seed if trainer else 0)
     trees = sum(1 for t in bpy.data.node_groups if t.bl_idname == TREE_IDNAME)
-    model_path, report_path = out_paths(args.out, _default_stem(args.target, tree, trees))
-    options: dict[str, Any] = {"overrides": config_overrides(args), "callbacks": [],
-                               "checkpoint_interval": args.checkpoint_interval,
-                               "checkpoint_path": str(model_path.with_name(model_path.stem + "_step{step}.json"))}
-    if args.eval_interval is not None:
-        options["eval_interval"] = args.eval_interval
-    if args.eval_episodes is not None:
-        options["eval_episodes"] = args.eval_episodes
+    model_path, report_path = out_paths(args.out or (ckpt.settings.get("out") if ckpt is not None else None),
+                                        _default_stem(args.target, tree, trees))
+    options = _run_options(args, model_path, ckpt)
     bar = None if args.quiet else ProgressBar(steps)
     print(f"{kind.label} on {tree.name} ({Path(args.target).name}): {steps} steps, seed {seed}", file=sys.stderr)
     env = None
@@ -161,6 +205,11 @@ def train_scene(args: argparse.Namespace) -> int:
                     job = build.build_job(compiled, env, seed=seed, total_steps=steps, **options)
             except build.BuildError as exc:
                 raise CLIError(str(exc)) from exc
+            if callable(getattr(job, "save_checkpoint", None)):  # full checkpoints, for --resume
+                job.save_fn = checkpoint_saver(model_path, {"target": str(args.target), "tree": tree.name,
+                                                            "out": str(model_path)})
+            if ckpt is not None:  # a scene cannot be restored mid-episode: the job starts a fresh one
+                resume(job, ckpt)
             ctrl_c.run = job
             wall = _run_to_end(job, bar)
         finally:

@@ -30,6 +30,10 @@ class Env:
     metadata: dict[str, Any] = {}
     #: Name of an ``info`` key holding a 0/1 task success signal per event (e.g. ``"hit"``), if any.
     task_metric: str | None = None
+    #: The attributes holding the current episode (with ``np_random``, all of a pure env's changing state):
+    #: a checkpoint saves them, so a resumed run continues the episode. None: not restorable (a Blender
+    #: scene); a resumed run starts a fresh episode.
+    episode_attrs: tuple[str, ...] | None = None
     _np_random: np.random.Generator | None = None
 
     @property

@@ -116,6 +116,8 @@ class History:
     """Environment steps trained (the last episode may not have ended there)."""
     interrupted: bool = False
     """The run was stopped before its budget (Ctrl-C on the command line)."""
+    setting_changes: list[tuple[int, str, Any, Any]] = field(default_factory=list)
+    """(step, setting, old value, new value) for each setting changed when the run was resumed from a checkpoint."""
 
     def metric_text(self, last: int | None = 20, short: bool = False) -> str | None:
         """The task metric's counts and rate over the last ``last`` episodes; see ``history_metric_text``."""
@@ -226,6 +228,7 @@ class TrainingRun:
         self.eval_cpu_seconds = 0.0
         self._slice_cpu_start: float | None = None
         self._started = False
+        self._continuing = False  # restored from a checkpoint, first slice not run yet (``_continue``)
         self._stop_requested = False
         self._final_eval = True
         self._obs: Any = None
@@ -333,6 +336,8 @@ class TrainingRun:
         limit = max_steps if max_steps is not None else math.inf
         if not self._started:
             self._start()
+        elif self._continuing:
+            self._continue()
         taken = 0
         stride = self._stride
         while taken < limit and not self.done:
@@ -366,6 +371,43 @@ class TrainingRun:
         t0 = time.perf_counter()
         self._obs, _ = self.env.reset(seed=self.seed)
         self.train_seconds += time.perf_counter() - t0
+
+    def _continue(self) -> None:
+        """The first slice of a run restored from a checkpoint (``load_checkpoint``): what ``_start`` does for a
+        new run. An env that could not be restored mid-episode (a scene) starts a fresh episode here."""
+        self._continuing = False
+        if hasattr(self.agent, "on_training_start"):
+            self.agent.on_training_start(self.total_steps)
+        for cb in self.callbacks:
+            cb.on_start(self)
+        if self._obs is None:
+            t0 = time.perf_counter()
+            self._fresh_episode()
+            self.train_seconds += time.perf_counter() - t0
+        if self.steps >= self.total_steps:
+            self._finish()
+
+    def _fresh_episode(self) -> None:
+        self._obs, _ = self.env.reset()
+        self._episode_return, self._episode_length = 0.0, 0
+        self._metric_sum, self._metric_count = 0.0, 0
+
+    # ---- checkpoints (drla_core.checkpoint) -------------------------------------------------------
+
+    def save_checkpoint(self, path: Any, **kwargs: Any) -> Any:
+        """Write the run's full state to ``path`` (``.npz``); see ``checkpoint.save_checkpoint`` for ``kwargs``."""
+        from .checkpoint import save_checkpoint  # lazy, as model_io: the loop does not need it
+
+        return save_checkpoint(path, self, **kwargs)
+
+    def load_checkpoint(self, checkpoint: Any) -> list[tuple[str, Any, Any]]:
+        """Continue from ``checkpoint`` (a path or a ``checkpoint.Checkpoint``) on this freshly built run;
+        returns the settings changed since, as ``(setting, old, new)``; see ``checkpoint.restore_run``."""
+        from .checkpoint import read_checkpoint, restore_run
+
+        if not hasattr(checkpoint, "meta"):
+            checkpoint = read_checkpoint(checkpoint)
+        return restore_run(self, checkpoint)
 
     def _step(self) -> None:
         t0 = time.perf_counter()
@@ -535,6 +577,10 @@ class VectorTrainingRun(TrainingRun):
         self.history.interrupted = False
         if not self._started:
             return
+        self._obs, _ = self.venv.reset()
+        self._clear_copies()
+
+    def _fresh_episode(self) -> None:
         self._obs, _ = self.venv.reset()
         self._clear_copies()
 

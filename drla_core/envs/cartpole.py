@@ -59,6 +59,8 @@ class CartPole(Env):
 
     metadata = {"render_fps": 50}
 
+    episode_attrs = ("state", "elapsed_steps")
+
     def __init__(self, max_episode_steps: int = 500) -> None:
         self.gravity = 9.8
         self.masscart = 1.0

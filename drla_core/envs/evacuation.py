@@ -70,6 +70,8 @@ class EvacuationGrid(Env):
     task_metric = "escaped"
     ACTION_NAMES = ("up", "down", "left", "right")
 
+    episode_attrs = ("pos", "steps")
+
     def __init__(self, building: Sequence[str] = DEFAULT_BUILDING, max_steps: int = 100,
                  step_cost: float = 0.01) -> None:
         rows = [str(r) for r in building]

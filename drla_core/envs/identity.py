@@ -41,6 +41,8 @@ class IdentityEnv(Env):
 
     task_metric = "correct"
 
+    episode_attrs = ("target", "steps")
+
     def __init__(self, n: int = 4, ep_length: int = 100) -> None:
         if n < 2 or ep_length < 1:
             raise ValueError("IdentityEnv: needs n >= 2 and ep_length >= 1")

@@ -67,6 +67,8 @@ class TankGrid(Env):
     task_metric = "hit"
     ACTION_NAMES = TANK_ACTIONS
 
+    episode_attrs = ("agent", "target", "elevation", "score", "steps")
+
     def __init__(self, width: int = 6, depth: int = 6, elevations: int = 3, max_steps: int = 200,
                  camera: str = "tank", score_scale: float = 10.0) -> None:
         if width < 1 or depth < 2:

@@ -189,3 +189,59 @@ def test_demo_hint_is_a_command_that_works(tmp_path):
     played = subprocess.run(command + ["--episodes", "1"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert played.returncode == 0, played.stderr
     assert "Tank: mean return" in played.stdout
+
+
+def test_a_scene_run_resumes_from_its_checkpoint_at_its_step_count_and_curve(reach_blend, tmp_path):
+    """A scene is not restorable mid-episode: the resumed run starts a fresh episode at the checkpoint's step
+    count, with the agent, its memory and the curve carried on; the IK tree's kind is refused."""
+    from drla_core.checkpoint import read_checkpoint
+
+    before = reach_blend.read_bytes()
+    model = tmp_path / "reach.json"
+    common = ["--eval-interval", "0", "--learning-starts", "100", "--train-freq", "8", "--gradient-steps", "2",
+              "--quiet", "--out", model]
+    out = run_cli("train", reach_blend, "--steps", "400", "--checkpoint-interval", "200", *common)
+    assert out.returncode == 0, out.stderr
+    ckpt = tmp_path / "reach_ckpt.npz"
+    first = read_checkpoint(ckpt)
+    assert first.steps == 400 and first.meta["env"]["restorable"] is False
+    assert first.meta["buffer"]["stored"] == "all" and first.meta["buffer"]["size"] == 400
+
+    out = run_cli("train", reach_blend, "--resume", ckpt, "--steps", "700", "--learning-rate", "0.001", "--quiet")
+    assert out.returncode == 0, out.stderr
+    no_noise(out)
+    assert f"resuming {ckpt} at step 400 of 700" in out.stderr and "learning_rate:" in out.stderr
+    assert "trained 700 steps" in out.stdout
+    assert load_model(model).meta["training_steps"] == 700
+    later = read_checkpoint(ckpt)  # written at step 600 by the resumed run
+    assert later.steps == 600 and later.meta["agent"]["num_timesteps"] == 600
+    old, new = first.meta["history"], later.meta["history"]
+    n = len(old["episode_returns"])
+    assert new["episode_returns"][:n] == old["episode_returns"] and len(new["episode_returns"]) > n
+    assert new["episode_end_steps"][:n] == old["episode_end_steps"] and new["episode_end_steps"][n] > 400
+    assert new["setting_changes"][0][:2] == [400, "learning_rate"]
+    assert reach_blend.read_bytes() == before
+
+    arm = ROOT / "scenes" / "robot_arm" / "robot_arm.blend"
+    out = run_cli("train", arm, "--tree", "Arm3", "--resume", ckpt, "--steps", "10")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert f"--resume: {ckpt} is a run of tree 'Reach', not 'Arm3'" in out.stderr
+
+
+def test_a_scene_run_with_copies_resumes_with_as_many_copies(reach_blend, tmp_path):
+    from drla_core.checkpoint import read_checkpoint
+
+    model = tmp_path / "reach.json"
+    out = run_cli("train", reach_blend, "--steps", "200", "--copies", "2", "--checkpoint-interval", "100",
+                  "--eval-interval", "0", "--learning-starts", "50", "--quiet", "--out", model)
+    assert out.returncode == 0, out.stderr
+    ckpt = tmp_path / "reach_ckpt.npz"
+    assert read_checkpoint(ckpt).meta["run"]["num_envs"] == 2
+    out = run_cli("train", reach_blend, "--resume", ckpt, "--copies", "3", "--quiet")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "the checkpoint is of a run with 2 environment copies, this run has 3" in out.stderr
+    out = run_cli("train", reach_blend, "--resume", ckpt, "--steps", "300", "--quiet")  # the checkpoint's 2 copies
+    assert out.returncode == 0, out.stderr
+    assert f"resuming {ckpt} at step 200 of 300" in out.stderr and "trained 300 steps" in out.stdout
+    later = read_checkpoint(ckpt)
+    assert later.steps == 300 and later.meta["agent"]["num_timesteps"] == 300
