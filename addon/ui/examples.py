@@ -517,4 +517,5 @@ EXAMPLES: dict[str, Callable[[Any], Any]] = {
     "Robot Arm 6 (Learned IK)": build_arm6_tree,
     "Robot Arm 3 (Learned IK)": build_arm3_tree,
     "Chase (two agents)": build_chase_tree,
+    "Tank Duel (two agents)": build_tank_duel_tree,
 }

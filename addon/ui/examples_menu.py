@@ -26,6 +26,8 @@ EXAMPLE_SCENES: dict[str, str] = {
     "Tank": os.path.join("scenes", "tank", "tank.blend"),
     "Robot Arm 6 (Learned IK)": os.path.join("scenes", "robot_arm", "robot_arm.blend"),
     "Robot Arm 3 (Learned IK)": os.path.join("scenes", "robot_arm", "robot_arm.blend"),
+    "Tank Duel (two agents)": os.path.join("scenes", "tank_duel", "tank_duel.blend"),
+    "Chase (two agents)": os.path.join("scenes", "chase", "chase.blend"),
 }
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the extension root
 

@@ -4,6 +4,7 @@ moves away; the frozen target never changes; the panel's run exports the trained
 
 import json
 
+import bpy
 import numpy as np
 import pytest
 
@@ -111,3 +112,18 @@ def test_play_shows_every_agent_acting_from_its_stored_model(empty_scene, tmp_pa
     assert len({h for h, _ in seen}) > 1 and len({t for _, t in seen}) > 1  # both agents moved
     assert play.steps == 30 and "Played 30 steps" in scene.drla.message
     assert {ob.name: tuple(ob.matrix_world.translation) for ob in scene.objects} == places
+
+
+@pytest.mark.parametrize("name, objects", [("Tank Duel (two agents)", ("TankB", "CannonB", "MuzzleB", "TankBCamera")),
+                                           ("Chase (two agents)", ("Hero", "Target"))])
+def test_the_multi_agent_examples_come_from_the_add_menu_into_an_empty_file(empty_scene, tmp_path, name, objects):
+    """Add > DRLA Examples brings the example's objects (from the scene in the extension) and its tree, ready."""
+    from drla_ext.addon.runs import sessions
+
+    assert bpy.ops.drla.add_example(name=name) == {'FINISHED'}
+    assert all(n in empty_scene.objects for n in objects)
+    compiled = compile_tree(empty_scene.drla.tree, empty_scene)
+    assert compiled.agent.kind == "team" and len(compiled.team) == 2
+    empty_scene.drla.output_dir = str(tmp_path)
+    assert bpy.ops.drla.train(steps=60) == {'FINISHED'}, empty_scene.drla.error
+    sessions.discard_all()

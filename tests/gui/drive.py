@@ -643,6 +643,92 @@ def stage_ik():
           diff(Ctx.before, scene_fingerprint()))
 
 
+def stage_team():
+    """The tank duel: Train from the sidebar runs both named agents at once (the figures name them),
+    Esc stops and restores the scene, each agent's model is stored, Play moves both tanks."""
+    try:
+        Ctx.before = scene_fingerprint()
+        drla().total_steps = 3000
+        result = sidebar_call(bpy.ops.drla.train)
+        check("Train on a multi-agent tree starts a modal run", result == {'RUNNING_MODAL'}, result)
+    except Exception:
+        failed_stage("team train")
+    yield from wait_until(lambda: drla().steps_done > 300, 90)
+    state_line("duel training")
+    status = drla().status
+    check("the sidebar shows both agents' figures", "tank_a" in status and "tank_b" in status, status)
+    shot("02_duel_training_panel", area=Ctx.v3d, region_type='UI')
+    shot("02_duel_training", area=Ctx.v3d)
+    try:
+        yield from press(Ctx.v3d, "Escape", 0.4, 0.5)
+    except Exception:
+        failed_stage("team esc")
+    yield from wait_until(lambda: ui_state() != "TRAINING", 15)
+    check("a real Esc stops the duel", ui_state() == "STOPPED", ui_state())
+    store = mod("runs.model_store")
+    check("each agent's model is stored in the file", all(store.find_text(Ctx.tree, name) is not None
+                                                          for name in ("tank_a", "tank_b")), drla().message)
+    check("the scene is exactly as before after the duel", scene_fingerprint() == Ctx.before,
+          diff(Ctx.before, scene_fingerprint()))
+    yield 1.0
+    try:
+        result = sidebar_call(bpy.ops.drla.play)
+        check("Play on a multi-agent tree starts", result == {'RUNNING_MODAL'}, result)
+    except Exception:
+        failed_stage("team play")
+    sess = mod("runs.sessions").get(bpy.context.scene)
+    yield from wait_until(lambda: sess.steps >= 8, 30)
+    moved = scene_fingerprint()["objects"]
+    check("both tanks act while playing", all(moved[n] != Ctx.before["objects"][n] for n in ("TankA", "TankB")),
+          f"{sess.steps} steps")
+    shot("03_duel_playing", area=Ctx.v3d)
+    try:
+        yield from press(Ctx.v3d, "Escape", 0.4, 0.5)
+    except Exception:
+        failed_stage("team play esc")
+    yield from wait_until(lambda: ui_state() != "PLAYING", 15)
+    check("the scene is exactly as before after playing the duel", scene_fingerprint() == Ctx.before,
+          diff(Ctx.before, scene_fingerprint()))
+    yield 1.0
+
+
+def stage_copies():
+    """The tank with Copies = 4 on its Environment node: Train makes the copies (seen in the viewport and
+    named in the sidebar), Esc removes every one of them and restores the scene."""
+    try:
+        Ctx.before = scene_fingerprint()
+        env = next(n for n in Ctx.tree.nodes if n.bl_idname == "DRLA_EnvironmentNode")
+        env.copies = 4
+        Ctx.before = scene_fingerprint()
+        drla().total_steps = 60000
+        result = sidebar_call(bpy.ops.drla.train)
+        check("Train with copies starts a modal run", result == {'RUNNING_MODAL'}, result)
+    except Exception:
+        failed_stage("copies train")
+    yield from wait_until(lambda: drla().steps_done > 400, 90)
+    copies = bpy.data.collections.get("DRLA Copies")
+    check("the copies are in the scene while training", copies is not None and len(copies.all_objects) > 10,
+          [o.name for o in copies.all_objects][:8] if copies else "no collection")
+    check("the sidebar names the copies", "Copies\t4" in drla().status, drla().status)
+    try:
+        with override(Ctx.v3d):
+            bpy.ops.view3d.view_all(center=False)
+    except Exception:
+        failed_stage("copies view all")
+    yield 2.0
+    shot("02_copies_training", area=Ctx.v3d)
+    shot("02_copies_panel", area=Ctx.v3d, region_type='UI')
+    try:
+        yield from press(Ctx.v3d, "Escape", 0.4, 0.5)
+    except Exception:
+        failed_stage("copies esc")
+    yield from wait_until(lambda: ui_state() != "TRAINING", 15)
+    check("Esc stops training with copies", ui_state() == "STOPPED", ui_state())
+    check("every copy is gone and the scene is exactly as before", scene_fingerprint() == Ctx.before,
+          diff(Ctx.before, scene_fingerprint()))
+    yield 1.0
+
+
 def finish():
     yield 0.5
     RESULTS["finished"] = True
@@ -657,6 +743,8 @@ SCENARIOS = {
              stage_export_import, stage_bake, stage_node_editor, stage_broken_node),
     "robot_arm": (stage_open, stage_layout, stage_drawn_layout, stage_ik),
     "tank_bake_undo": (stage_open, stage_layout, stage_train_and_esc, stage_bake, stage_node_editor),
+    "tank_duel": (stage_open, stage_layout, stage_team),
+    "tank_copies": (stage_open, stage_layout, stage_copies),
 }
 
 
