@@ -391,6 +391,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=POSITIVE_INT, metavar="W",
                    help="a .blend scene with a DQN agent: W Blender processes gather the experience (each with its "
                         "own copies), this one learns (default: none, all in this process)")
+    p.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
+                   help="run the --workers as Ray actors: on a local Ray started here, or on the cluster at ADDRESS "
+                        "(needs the ray package: pip install 'drla[ray]'; see docs/cluster.md)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--agent", choices=("dqn", *pure_jobs.AGENTS), default="dqn",
                    help="built-in environments: dqn (default), or evolve networks: ga (genetic algorithm), neat, "

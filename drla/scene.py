@@ -231,7 +231,7 @@ def train_scene(args: argparse.Namespace) -> int:
 
 def _check_scale_flags(args: argparse.Namespace, compiled: Any, kind: Any, tree: Any) -> int:
     """Apply ``--copies`` to the compiled tree; the number of ``--workers`` (0: none), if the kind takes them."""
-    workers = int(getattr(args, "workers", None) or 0)
+    workers = int(getattr(args, "workers", None) or (2 if getattr(args, "ray", None) else 0))
     if workers and not kind.workers:
         raise CLIError(f"--workers: tree {tree.name!r} trains {kind.label}, which learns in this process only")
     copies = getattr(args, "copies", None)
@@ -264,8 +264,12 @@ def _workers_run(args: argparse.Namespace, build: Any, compiled: Any, env: Any, 
 
     config = build.config_with(compiled, steps, config_overrides(args))
     agent = build.build_agent(compiled, env, seed=seed, total_steps=steps, config=config)
-    return WorkersRun(agent, str(Path(args.target).resolve()), tree.name, steps, workers=workers,
-                      copies=compiled.env.copies, seed=seed, task_metric=env.task_metric)
+    try:
+        return WorkersRun(agent, str(Path(args.target).resolve()), tree.name, steps, workers=workers,
+                          copies=compiled.env.copies, seed=seed, task_metric=env.task_metric,
+                          ray=getattr(args, "ray", None))
+    except RuntimeError as exc:  # no ray package
+        raise CLIError(str(exc)) from exc
 
 
 def play_scene(args: argparse.Namespace) -> int:

@@ -268,13 +268,14 @@ class MultiAgentRun:
         return self.slots[self.trained[0]].history
 
     def status(self) -> dict[str, str]:
-        """One line per agent: mode, episodes, exploration, mean return of its last 20 episodes."""
-        out = {}
+        """Episodes, then one short entry per agent (it fits a sidebar's half width): its mode, its
+        exploration while it learns, the mean return of its last 20 episodes."""
+        out = {"Episodes": str(self.episodes)}
         for name, s in self.slots.items():
             returns = s.history.episode_returns[-20:]
-            mean = sum(returns) / len(returns) if returns else 0.0
-            eps = f", epsilon {float(getattr(s.agent, 'epsilon', 0.0)):.2f}" if s.mode == "train" else ""
-            out[name] = f"{s.mode}, {s.episodes} episodes{eps}, return {mean:.2f}"
+            mean = f"{sum(returns) / len(returns):.2f}" if returns else "-"
+            eps = f" eps {float(getattr(s.agent, 'epsilon', 0.0)):.2f}" if s.mode == "train" else ""
+            out[name] = f"{s.mode}{eps} ret {mean}"
         return out
 
     def to_models(self, meta: dict[str, Any] | None = None) -> dict[str, Model]:

@@ -63,3 +63,15 @@ def test_a_killed_worker_is_replaced_and_the_run_finishes(reach_blend, tmp_path)
     assert proc.returncode == 0, err
     assert f"worker 0 stopped (exit code {-signal.SIGKILL})" in err and "starting another in its place" in err
     assert "trained 4000 steps" in out and "1 worker restart(s)" in out
+
+
+@pytest.mark.slow
+def test_the_workers_run_as_ray_actors_on_a_local_ray(reach_blend, tmp_path):
+    """--ray: the same collectors as Ray actors, on a local Ray instance started for the run with 2 CPUs."""
+    pytest.importorskip("ray", reason="the ray package is an extra: pip install 'drla[ray]'")
+    before = reach_blend.read_bytes()
+    out = subprocess.run(train(reach_blend, tmp_path / "r.json", "--workers", "2", "--ray", "--steps", "1200"),
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "trained 1200 steps" in out.stdout and "with 2 Ray actors" in out.stdout
+    assert (tmp_path / "r.json").is_file() and reach_blend.read_bytes() == before
