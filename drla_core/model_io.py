@@ -30,7 +30,7 @@ from .spaces import Box, Discrete, Space, space_from_dict
 __all__ = [
     "FORMAT", "VERSION", "KINDS", "REQUIRED_KEYS", "OPTIONAL_KEYS", "ARCHITECTURE_KEYS", "META_REQUIRED_KEYS",
     "MAX_FILE_BYTES", "MAX_PARAMS", "MAX_LAYERS", "MAX_LAYER_SIZE", "MAX_DEPTH", "MAX_STRING_CHARS", "MAX_ARRAY_ITEMS",
-    "MAX_INT_DIGITS",
+    "MAX_INT_DIGITS", "MAX_NUMBER",
     "Model", "ModelFormatError", "save_model", "load_model", "model_to_dict", "model_from_dict", "parse_model_json",
 ]
 
@@ -475,17 +475,22 @@ def _reject_constant(name: str) -> Any:
     raise ModelFormatError(f"{name} is not allowed in a model file (JSON numbers must be finite)")
 
 
+#: Every JSON number in a model file is below this in magnitude (integers: at most MAX_INT_DIGITS digits);
+#: the JavaScript reader, which sees numbers only as doubles, applies the same rule.
+MAX_NUMBER = 1e39
+
+
 def _finite_float(text: str) -> float:
     value = float(text)
-    if not math.isfinite(value):
-        raise ModelFormatError(f"number {text[:40]} is too large (it would be infinity)")
+    if not abs(value) < MAX_NUMBER:
+        raise ModelFormatError(f"number {text[:40]} is too large (numbers in a model file are below 1e39)")
     return value
 
 
 def _bounded_int(text: str) -> int:
     if len(text.lstrip("-")) > MAX_INT_DIGITS:
-        raise ModelFormatError(f"integer {text[:20]}... has {len(text.lstrip('-'))} digits, more than the limit of "
-                               f"{MAX_INT_DIGITS} (no float32 weight needs more)")
+        raise ModelFormatError(f"integer {text[:20]}... is too large: {len(text.lstrip('-'))} digits, more than the "
+                               f"limit of {MAX_INT_DIGITS} (numbers in a model file are below 1e39)")
     return int(text)
 
 

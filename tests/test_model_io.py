@@ -400,10 +400,10 @@ def _write_huge_extra(path: Path, megabytes: int) -> None:
 def test_huge_integer_weight_is_a_format_error_not_an_overflow(tmp_path: Path) -> None:
     path = tmp_path / "bigint.json"
     path.write_text(_good_text().replace('"layers.0.bias":[', '"layers.0.bias":[' + "1" * 400 + ",", 1))
-    with pytest.raises(ModelFormatError, match="integer 1111.* has 400 digits, more than the limit of 39"):
+    with pytest.raises(ModelFormatError, match="integer 1111.* is too large: 400 digits, more than the limit of 39"):
         load_model(path)
     path.write_text(_good_text().replace('"layers.0.bias":[', '"layers.0.bias":[-' + "9" * 40 + ",", 1))
-    with pytest.raises(ModelFormatError, match="has 40 digits"):
+    with pytest.raises(ModelFormatError, match="40 digits"):
         load_model(path)
 
 
