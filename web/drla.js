@@ -566,6 +566,42 @@ export function forwardKinematics(arm, ang, out = new Float64Array(3), jac = nul
   return out;
 }
 
+/** Every bone's head then the tip, armature space: an array of [x, y, z] (for drawing the arm). */
+export function jointPositions(arm, ang) {
+  const R = new Float64Array(9), T = new Float64Array(9);
+  const r0 = arm.rest[0];
+  for (let i = 0; i < 3; i++) for (let j = 0; j < 3; j++) R[i * 3 + j] = r0[i * 4 + j];
+  let px = r0[3], py = r0[7], pz = r0[11];
+  const points = [[px, py, pz]];
+  let k = 0;
+  for (let b = 0; b < arm.rest.length; b++) {
+    if (b > 0) {
+      const m = arm.rest[b];
+      px += R[0] * m[3] + R[1] * m[7] + R[2] * m[11];
+      py += R[3] * m[3] + R[4] * m[7] + R[5] * m[11];
+      pz += R[6] * m[3] + R[7] * m[7] + R[8] * m[11];
+      for (let i = 0; i < 3; i++) {
+        for (let j = 0; j < 3; j++) T[i * 3 + j] = R[i * 3] * m[j] + R[i * 3 + 1] * m[4 + j] + R[i * 3 + 2] * m[8 + j];
+      }
+      R.set(T);
+      points.push([px, py, pz]);
+    }
+    while (k < arm.nDofs && arm.dofBone[k] === b) {
+      const ax = arm.dofAxis[k], u = [1, 2, 0][ax], v = [2, 0, 1][ax];
+      const c = Math.cos(ang[k]), s = Math.sin(ang[k]);
+      for (let i = 0; i < 3; i++) {
+        const cu = R[i * 3 + u], cv = R[i * 3 + v];
+        R[i * 3 + u] = c * cu + s * cv;
+        R[i * 3 + v] = c * cv - s * cu;
+      }
+      k++;
+    }
+  }
+  const L = arm.lengths[arm.lengths.length - 1];
+  points.push([px + L * R[1], py + L * R[4], pz + L * R[7]]);
+  return points;
+}
+
 const TINY = 2.2250738585072014e-308;
 
 /** One clamped damped-least-squares step (kinematics._dls_update for one target): returns new angles. */

@@ -7,7 +7,8 @@
 //   {"type": "run", "model": "path/from/repo/root.json", "inputs": [flat numbers], "n": rows,
 //    "targets": [flat x, y, z] (IK models: also solve them), "options": {...solve options}}
 //     -> {"outputs": [flat], "actions": [..] (discrete), "angles": [flat], "tips": [flat]}
-//   {"type": "screenshot", "url": "/web/demos/x.html?...", "path": "out.png", "wait": "expression", "ms": 1500}
+//   {"type": "screenshot", "url": "/web/demos/x.html?..." (or a full http://127.0.0.1 URL), "path": "out.png",
+//    "wait": "expression", "ms": 1500}
 //     -> {"path", "bytes"}
 //   {"type": "bench", "model": ..., "inputs": [...], "n": rows, "targets": [...]} -> timings in the page
 //   {"type": "refuse", "model": "bad.json"} -> {"refused": a ModelFormatError was thrown, "message"}
@@ -53,7 +54,7 @@ async function main() {
   const profile = mkdtempSync(join(tmpdir(), "drla-chromium-"));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: job.chromium ?? "/usr/bin/chromium", headless: true, args: ARGS,
-    viewport: { width: 900, height: 600 },
+    viewport: { width: 1180, height: 600 },
   });
   const results = [];
   const errors = [];
@@ -102,7 +103,7 @@ async function main() {
           return { refused: false, message: "" };
         }, task));
       } else if (task.type === "screenshot") {
-        await page.goto(base + task.url);
+        await page.goto(task.url.startsWith("http") ? task.url : base + task.url);
         if (task.wait) await page.waitForFunction(task.wait, null, { timeout: 20000 });
         await page.waitForTimeout(task.ms ?? 500);
         const png = await page.screenshot({ path: task.path });

@@ -9,7 +9,7 @@ spaces, and for IK models with an arm ``targets``, ``angles`` (``IKSolver.solve_
 are hostile or malformed files; ``bad/expected.json`` maps each to a piece of the message both readers
 give. ``index.json`` lists everything. A runtime conforms when every output is within the tolerance rule of
 docs/model-format.md ("Conformance"), every action is equal, every tip is within 1e-6 m and every bad file is
-refused.
+refused. ``cartpole_physics.json`` holds CartPole episodes (start, actions, states) for the demo's JS physics.
 """
 
 from __future__ import annotations
@@ -130,6 +130,27 @@ def bad_files(good: dict[str, Any]) -> dict[str, tuple[str, str]]:
     }
 
 
+def cartpole_trajectories(episodes: int = 3, seed: int = 0) -> list[dict[str, Any]]:
+    """CartPole episodes under random actions: the start state, the actions and every state after a step
+    (float64), for checking web/demos/cartpole.js's physics against drla_core/envs/cartpole.py."""
+    from drla_core.envs.cartpole import CartPole
+
+    env, rng, out = CartPole(), np.random.default_rng(seed), []
+    for e in range(episodes):
+        env.reset(seed=seed + e)
+        start, actions, states, done = list(env.state), [], [], []
+        while True:
+            a = int(rng.integers(2))
+            _, _, terminated, truncated, _ = env.step(a)
+            actions.append(a)
+            states.append(list(env.state))
+            done.append(bool(terminated or truncated))
+            if terminated or truncated:
+                break
+        out.append({"start": start, "actions": actions, "states": states, "done": done})
+    return out
+
+
 def main() -> None:
     for path in list(HERE.glob("*.json")):
         path.unlink()
@@ -148,6 +169,7 @@ def main() -> None:
         expected[name] = message
         index["bad"].append(name)
     (HERE / "bad" / "expected.json").write_text(json.dumps(expected, indent=1) + "\n")
+    (HERE / "cartpole_physics.json").write_text(json.dumps(cartpole_trajectories()) + "\n")
     (HERE / "index.json").write_text(json.dumps(index, indent=1) + "\n")
     print(f"wrote {len(index['models'])} models and {len(index['bad'])} bad files to {HERE}")
 
