@@ -42,13 +42,13 @@ const fail = (message) => { throw new ModelFormatError(message); };
 
 const LEAKY_SLOPE = Math.fround(0.01); // numpy's float32(0.01)
 
-/** The activations of the format, applied in place to a Float64Array slice. */
+/** The activations of the format, applied in place to z[o .. o + n) of a Float64Array. */
 export const ACTIVATIONS = Object.freeze({
-  relu: (z) => { for (let i = 0; i < z.length; i++) if (!(z[i] > 0)) z[i] = 0; },
-  tanh: (z) => { for (let i = 0; i < z.length; i++) z[i] = Math.tanh(z[i]); },
-  leaky_relu: (z) => { for (let i = 0; i < z.length; i++) if (!(z[i] > 0)) z[i] *= LEAKY_SLOPE; },
+  relu: (z, o, n) => { for (let i = o; i < o + n; i++) if (!(z[i] > 0)) z[i] = 0; },
+  tanh: (z, o, n) => { for (let i = o; i < o + n; i++) z[i] = Math.tanh(z[i]); },
+  leaky_relu: (z, o, n) => { for (let i = o; i < o + n; i++) if (!(z[i] > 0)) z[i] *= LEAKY_SLOPE; },
   linear: () => {},
-  sigmoid: (z) => { for (let i = 0; i < z.length; i++) z[i] = 0.5 * (1 + Math.tanh(0.5 * z[i])); },
+  sigmoid: (z, o, n) => { for (let i = o; i < o + n; i++) z[i] = 0.5 * (1 + Math.tanh(0.5 * z[i])); },
 });
 
 // ---- generic checks ------------------------------------------------------------------------------------
@@ -258,22 +258,48 @@ const MLP_ARCHITECTURE = {
     }
     const width = Math.max(...sizes);
     const bufA = new Float64Array(width), bufB = new Float64Array(width);
+    const blockA = new Float64Array(4 * width), blockB = new Float64Array(4 * width);
     return {
-      /** y[o] for one input x (Float64Array of inputSize, already normalised) into `out` at `offset`. */
-      forwardInto(x, out, offset) {
+      /** Four inputs at once (x: 4 rows of inputSize, normalised) into out[offset ..] (4 rows of outputSize):
+       * each weight is read once for four rows, four independent sums per output. */
+      forward4(x, out, offset) {
         let h = x;
-        for (let l = 0; l < layers.length; l++) {
+        const last = layers.length - 1;
+        for (let l = 0; l <= last; l++) {
           const { fanIn, fanOut, w, b, act } = layers[l];
-          const z = (l === layers.length - 1) ? out.subarray(offset, offset + fanOut)
-            : (l % 2 === 0 ? bufA : bufB).subarray(0, fanOut);
+          const z = l === last ? out : (l % 2 === 0 ? blockA : blockB), zOff = l === last ? offset : 0;
+          const h1 = fanIn, h2 = 2 * fanIn, h3 = 3 * fanIn;
+          for (let o = 0; o < fanOut; o++) {
+            const bias = b[o], row = o * fanIn;
+            let s0 = bias, s1 = bias, s2 = bias, s3 = bias;
+            for (let j = 0; j < fanIn; j++) {
+              const wj = w[row + j];
+              s0 += wj * h[j]; s1 += wj * h[h1 + j]; s2 += wj * h[h2 + j]; s3 += wj * h[h3 + j];
+            }
+            z[zOff + o] = s0; z[zOff + fanOut + o] = s1; z[zOff + 2 * fanOut + o] = s2; z[zOff + 3 * fanOut + o] = s3;
+          }
+          act(z, zOff, 4 * fanOut);
+          h = z;
+        }
+      },
+
+      /** The outputs for one input x (Float64Array of inputSize, already normalised) into `out` at `offset`
+       * (no allocation: the hidden layers use two buffers). */
+      forwardInto(x, out, offset) {
+        let h = x, hOff = 0;
+        const last = layers.length - 1;
+        for (let l = 0; l <= last; l++) {
+          const { fanIn, fanOut, w, b, act } = layers[l];
+          const z = l === last ? out : (l % 2 === 0 ? bufA : bufB), zOff = l === last ? offset : 0;
           for (let o = 0; o < fanOut; o++) {
             let s = b[o];
             const row = o * fanIn;
-            for (let j = 0; j < fanIn; j++) s += w[row + j] * h[j];
-            z[o] = s;
+            for (let j = 0; j < fanIn; j++) s += w[row + j] * h[hOff + j];
+            z[zOff + o] = s;
           }
-          act(z);
+          act(z, zOff, fanOut);
           h = z;
+          hOff = zOff;
         }
       },
     };
@@ -434,10 +460,22 @@ export class Model {
       throw new RangeError(`forwardBatch: ${obs.length} values are not ${n} observations of ${this.inputSize}`);
     }
     const y = new Float64Array(n * this.outputSize);
-    for (let r = 0; r < n; r++) {
-      this.network.forwardInto(this._normalise(obs, r * this.inputSize, this._x), y, r * this.outputSize);
-    }
+    this._forwardRows(obs, n, y);
     return y;
+  }
+
+  /** Rows 4 at a time where the architecture can (each row's result is the same as forward's). */
+  _forwardRows(obs, n, y) {
+    const nIn = this.inputSize, nOut = this.outputSize, net = this.network;
+    let r = 0;
+    if (net.forward4) {
+      const x4 = this._x4 ?? (this._x4 = new Float64Array(4 * nIn));
+      for (; r + 4 <= n; r += 4) {
+        for (let k = 0; k < 4; k++) this._normalise(obs, (r + k) * nIn, x4.subarray(k * nIn, (k + 1) * nIn));
+        net.forward4(x4, y, r * nOut);
+      }
+    }
+    for (; r < n; r++) net.forwardInto(this._normalise(obs, r * nIn, this._x), y, r * nOut);
   }
 
   /** The greedy action: the index of the largest output for discrete actions (the first on ties, as
@@ -509,32 +547,45 @@ export function armFromDict(a) {
   });
   const base = "base" in a ? matrix(a.base, `${f}.base`) : Float64Array.from([1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1]);
   const lengths = Float64Array.from(a.lengths);
-  return { name: a.name, bones: a.bones.slice(), rest, lengths, dofBone, dofAxis, lower: Float64Array.from(lower),
+  const restIdentity = rest.map((m) => m[0] === 1 && m[1] === 0 && m[2] === 0 && m[4] === 0 && m[5] === 1 && m[6] === 0
+    && m[8] === 0 && m[9] === 0 && m[10] === 1);
+  return { name: a.name, bones: a.bones.slice(), rest, restIdentity, lengths, dofBone, dofAxis, lower: Float64Array.from(lower),
     upper: Float64Array.from(upper), base, nDofs: dofBone.length, reach: lengths.reduce((s, v) => s + v, 0),
     root: [rest[0][3], rest[0][7], rest[0][11]] };
 }
 
+const PAIR_U = [1, 2, 0], PAIR_V = [2, 0, 1]; // the columns a rotation about X, Y, Z mixes
+
+function workspace(arm) {
+  if (!arm._ws) {
+    const d = arm.nDofs;
+    arm._ws = { R: new Float64Array(9), T: new Float64Array(9), piv: new Float64Array(d * 3),
+      axes: new Float64Array(d * 3), J: new Float64Array(d * 3) };
+  }
+  return arm._ws;
+}
+
 /** Tip position (out[0..2]) and, when `jac` is given, the Jacobian jac[d * 3 + i] of armature-space FK. */
 export function forwardKinematics(arm, ang, out = new Float64Array(3), jac = null) {
-  const R = new Float64Array(9); // R[i * 3 + j]: row i, column j of the current frame's rotation
+  const { R, T, piv, axes } = workspace(arm); // R[i * 3 + j]: row i, column j of the current frame's rotation
   const r0 = arm.rest[0];
   for (let i = 0; i < 3; i++) for (let j = 0; j < 3; j++) R[i * 3 + j] = r0[i * 4 + j];
   let px = r0[3], py = r0[7], pz = r0[11];
-  const nD = arm.nDofs;
-  const piv = jac ? new Float64Array(nD * 3) : null, axes = jac ? new Float64Array(nD * 3) : null;
+  const nD = arm.nDofs, nB = arm.rest.length;
   let k = 0;
-  const T = new Float64Array(9);
-  for (let b = 0; b < arm.rest.length; b++) {
+  for (let b = 0; b < nB; b++) {
     if (b > 0) {
       const m = arm.rest[b];
       const tx = m[3], ty = m[7], tz = m[11];
       px += R[0] * tx + R[1] * ty + R[2] * tz;
       py += R[3] * tx + R[4] * ty + R[5] * tz;
       pz += R[6] * tx + R[7] * ty + R[8] * tz;
-      for (let i = 0; i < 3; i++) {
-        for (let j = 0; j < 3; j++) T[i * 3 + j] = R[i * 3] * m[j] + R[i * 3 + 1] * m[4 + j] + R[i * 3 + 2] * m[8 + j];
+      if (!arm.restIdentity[b]) {
+        for (let i = 0; i < 3; i++) {
+          for (let j = 0; j < 3; j++) T[i * 3 + j] = R[i * 3] * m[j] + R[i * 3 + 1] * m[4 + j] + R[i * 3 + 2] * m[8 + j];
+        }
+        R.set(T);
       }
-      R.set(T);
     }
     while (k < nD && arm.dofBone[k] === b) {
       const ax = arm.dofAxis[k];
@@ -542,12 +593,12 @@ export function forwardKinematics(arm, ang, out = new Float64Array(3), jac = nul
         piv[k * 3] = px; piv[k * 3 + 1] = py; piv[k * 3 + 2] = pz;
         axes[k * 3] = R[ax]; axes[k * 3 + 1] = R[3 + ax]; axes[k * 3 + 2] = R[6 + ax];
       }
-      const u = [1, 2, 0][ax], v = [2, 0, 1][ax];
+      const u = PAIR_U[ax], v = PAIR_V[ax];
       const c = Math.cos(ang[k]), s = Math.sin(ang[k]);
-      for (let i = 0; i < 3; i++) {
-        const cu = R[i * 3 + u], cv = R[i * 3 + v];
-        R[i * 3 + u] = c * cu + s * cv;
-        R[i * 3 + v] = c * cv - s * cu;
+      for (let i = 0; i < 9; i += 3) {
+        const cu = R[i + u], cv = R[i + v];
+        R[i + u] = c * cu + s * cv;
+        R[i + v] = c * cv - s * cu;
       }
       k++;
     }
@@ -587,7 +638,7 @@ export function jointPositions(arm, ang) {
       points.push([px, py, pz]);
     }
     while (k < arm.nDofs && arm.dofBone[k] === b) {
-      const ax = arm.dofAxis[k], u = [1, 2, 0][ax], v = [2, 0, 1][ax];
+      const ax = arm.dofAxis[k], u = PAIR_U[ax], v = PAIR_V[ax];
       const c = Math.cos(ang[k]), s = Math.sin(ang[k]);
       for (let i = 0; i < 3; i++) {
         const cu = R[i * 3 + u], cv = R[i * 3 + v];
@@ -604,40 +655,41 @@ export function jointPositions(arm, ang) {
 
 const TINY = 2.2250738585072014e-308;
 
-/** One clamped damped-least-squares step (kinematics._dls_update for one target): returns new angles. */
-function dlsUpdate(arm, ang, err, dist, jac, damping, maxStep = 0.2) {
-  const nD = arm.nDofs, reach = arm.reach;
+/** One clamped damped-least-squares step (kinematics._dls_update for one target): new angles into `out`. */
+function dlsUpdate(arm, ang, err, dist, jac, damping, out, maxStep = 0.2) {
+  const nD = arm.nDofs, reach = arm.reach, J = workspace(arm).J;
   const lim = maxStep * reach;
   let e0 = err[0], e1 = err[1], e2 = err[2];
   if (dist > lim) {
     const sc = Math.min(1, lim / Math.max(dist, 1e-30));
     e0 *= sc; e1 *= sc; e2 *= sc;
   }
-  let lam = Math.min(dist * (10 * damping), damping * reach);
+  const lam = Math.min(dist * (10 * damping), damping * reach);
   const lam2 = lam * lam + 1e-12;
-  const J = new Float64Array(nD * 3);
+  let m00 = lam2, m11 = lam2, m22 = lam2, m01 = 0, m12 = 0, m20 = 0;
   for (let d = 0; d < nD; d++) {
     const j0 = jac[d * 3], j1 = jac[d * 3 + 1], j2 = jac[d * 3 + 2];
+    // a joint at a limit that the descent direction (J^T e) pushes further out is frozen
     const atLo = ang[d] <= arm.lower[d], atHi = ang[d] >= arm.upper[d];
     let blocked = false;
     if (atLo || atHi) {
       const g = j0 * e0 + j1 * e1 + j2 * e2;
       blocked = (atLo && g < 0) || (atHi && g > 0);
     }
-    if (!blocked) { J[d * 3] = j0; J[d * 3 + 1] = j1; J[d * 3 + 2] = j2; }
+    if (blocked) {
+      J[d * 3] = 0; J[d * 3 + 1] = 0; J[d * 3 + 2] = 0;
+    } else {
+      J[d * 3] = j0; J[d * 3 + 1] = j1; J[d * 3 + 2] = j2;
+      m00 += j0 * j0; m11 += j1 * j1; m22 += j2 * j2; m01 += j0 * j1; m12 += j1 * j2; m20 += j2 * j0;
+    }
   }
-  let m00 = lam2, m11 = lam2, m22 = lam2, m01 = 0, m12 = 0, m20 = 0;
-  for (let d = 0; d < nD; d++) {
-    const a = J[d * 3], b = J[d * 3 + 1], c = J[d * 3 + 2];
-    m00 += a * a; m11 += b * b; m22 += c * c; m01 += a * b; m12 += b * c; m20 += c * a;
-  }
+  // (J J^T + lam2 I)^-1 e by cofactors (the matrix is symmetric positive definite)
   const c00 = m11 * m22 - m12 * m12, c11 = m22 * m00 - m20 * m20, c22 = m00 * m11 - m01 * m01;
   const c01 = m20 * m12 - m01 * m22, c12 = m01 * m20 - m12 * m00, c20 = m12 * m01 - m20 * m11;
   const det = Math.max(m00 * c00 + m01 * c01 + m20 * c20, TINY);
   const x0 = (c00 * e0 + c01 * e1 + c20 * e2) / det;
   const x1 = (c11 * e1 + c12 * e2 + c01 * e0) / det;
   const x2 = (c22 * e2 + c20 * e0 + c12 * e1) / det;
-  const out = new Float64Array(nD);
   for (let d = 0; d < nD; d++) {
     const v = ang[d] + (J[d * 3] * x0 + J[d * 3 + 1] * x1 + J[d * 3 + 2] * x2);
     out[d] = Math.min(Math.max(v, arm.lower[d]), arm.upper[d]);
@@ -676,45 +728,60 @@ export class IKModel extends Model {
    * Joint angles that put the tip on `target` (armature space, metres): the network's answer, then
    * IKSolver.solve_refined's two phases with restarts=0 and float64 steps (precise=True): `iters` steps,
    * then up to `restartIters` more while the best error is above `tol`; each target keeps its best pose.
-   * `{refine: false}` gives the network's answer alone.
+   * `{refine: false}` gives the network's answer alone. Returns a Float64Array of nDofs angles.
    */
-  solve(target, { refine = true, iters = 2, tol = 1e-4, restartIters = 2, damping = 0.02 } = {}) {
+  solve(target, options = {}) {
+    const out = new Float64Array(this._needArm().nDofs);
+    this._solveInto(target, 0, out, 0, options);
+    return out;
+  }
+
+  /** Solve `n` targets packed as [x, y, z, x, y, z, ...]: a Float64Array (n x nDofs). */
+  solveBatch(targets, n, options = {}) {
     const arm = this._needArm();
-    const t = [+target[0], +target[1], +target[2]];
-    let ang = this.solveNetwork(t);
-    if (!refine || iters + restartIters <= 0) return ang;
+    n = n ?? targets.length / 3;
+    const out = new Float64Array(n * arm.nDofs);
+    this._forwardRows(targets, n, out); // the network's answers, 4 targets at a time; refined in place below
+    for (let r = 0; r < n; r++) this._solveInto(targets, r * 3, out, r * arm.nDofs, options, true);
+    return out;
+  }
+
+  _solveInto(target, tOff, result, rOff, { refine = true, iters = 2, tol = 1e-4, restartIters = 2, damping = 0.02 },
+    networkDone = false) {
+    const arm = this._needArm(), nD = arm.nDofs;
+    if (!this._ik) {
+      this._ik = { t: new Float64Array(3), a: new Float64Array(nD), b: new Float64Array(nD), best: new Float64Array(nD),
+        tip: new Float64Array(3), jac: new Float64Array(nD * 3), err: new Float64Array(3) };
+    }
+    const w = this._ik, t = w.t;
+    t[0] = +target[tOff]; t[1] = +target[tOff + 1]; t[2] = +target[tOff + 2];
+    let ang = w.a, next = w.b;
+    if (networkDone) {
+      for (let d = 0; d < nD; d++) ang[d] = result[rOff + d];
+    } else {
+      this.network.forwardInto(this._normalise(t, 0, this._x), ang, 0);
+    }
+    for (let d = 0; d < nD; d++) ang[d] = Math.min(Math.max(ang[d], arm.lower[d]), arm.upper[d]);
+    if (!refine || iters + restartIters <= 0) { result.set(ang, rOff); return; }
     iters = Math.max(iters, 0);
     restartIters = Math.max(restartIters, 0);
-    const tip = new Float64Array(3), jac = new Float64Array(arm.nDofs * 3), err = new Float64Array(3);
+    const { tip, jac, err, best } = w;
     const measure = () => {
       forwardKinematics(arm, ang, tip, jac);
       err[0] = t[0] - tip[0]; err[1] = t[1] - tip[1]; err[2] = t[2] - tip[2];
       return Math.sqrt(err[0] * err[0] + err[1] * err[1] + err[2] * err[2]);
     };
-    let dist = measure(), best = dist, bestAng = ang;
-    for (let r = 0; r < iters; r++) {
-      ang = dlsUpdate(arm, ang, err, dist, jac, damping);
+    let dist = measure(), bestDist = dist;
+    best.set(ang);
+    const step = () => {
+      dlsUpdate(arm, ang, err, dist, jac, damping, next);
+      [ang, next] = [next, ang];
       dist = measure();
-      if (dist < best) { best = dist; bestAng = ang; }
-    }
-    if (best > tol) {
-      for (let s = 0; s < restartIters; s++) {
-        ang = dlsUpdate(arm, ang, err, dist, jac, damping);
-        dist = measure();
-        if (dist < best) { best = dist; bestAng = ang; }
-        if (best <= tol) break;
-      }
-    }
-    return bestAng;
-  }
-
-  /** Solve `n` targets packed as [x, y, z, x, y, z, ...]: a Float64Array (n x nDofs). */
-  solveBatch(targets, n, options) {
-    const arm = this._needArm();
-    n = n ?? targets.length / 3;
-    const out = new Float64Array(n * arm.nDofs);
-    for (let r = 0; r < n; r++) out.set(this.solve(targets.subarray(r * 3, r * 3 + 3), options), r * arm.nDofs);
-    return out;
+      if (dist < bestDist) { bestDist = dist; best.set(ang); }
+    };
+    for (let r = 0; r < iters; r++) step();
+    for (let s = 0; s < restartIters && bestDist > tol; s++) step();
+    result.set(best, rOff);
   }
 }
 KIND_MODELS.ik = IKModel;
