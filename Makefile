@@ -81,7 +81,8 @@ test-matrix: setup $(STAMP45)  ## the Blender suite on Blender 4.5 (bpy), 5.0 (b
 demo: setup  ## train the tank agent headless, write the model JSON and a report picture to out/
 	$(PY) -m drla demo --out $(OUT)
 
-bench: setup  ## run the benchmarks; each prints one JSON line of figures
+bench: setup setup-browser  ## run the benchmarks; each prints one JSON line of figures
+	$(PY) bench/portable.py
 	$(PY) bench/dqn_cartpole.py
 	$(PY) bench/scene_env.py
 	$(PY) bench/ik.py
