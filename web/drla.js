@@ -84,10 +84,12 @@ function checkData(value, field, depth, maxDepth) {
       const v = value[i];
       if (typeof v === "number") {
         if (!(Math.abs(v) < LIMITS.number)) fail(`number ${v} is too large (numbers in a model file are below 1e39)`);
-      } else if (v !== null && typeof v === "object" || typeof v === "string") {
+      } else if (v !== null && typeof v !== "boolean") {
         checkData(v, `${field}[${i}]`, depth + 1, maxDepth);
       }
     }
+  } else if (value !== null && typeof value !== "boolean" && !isObj(value)) {
+    fail(`${field}: ${typeof value} is not JSON data`); // an object handed to load() holding a function, ...
   } else if (isObj(value)) {
     for (const k of Object.keys(value)) {
       if (k.length > LIMITS.stringChars) {

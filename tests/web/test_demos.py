@@ -73,8 +73,9 @@ def test_demo_pages_render_in_chromium() -> None:
     IMAGES.mkdir(parents=True, exist_ok=True)
     servers = [serving(path) for _, path, _ in DEMOS]
     try:
-        tasks = [{"type": "screenshot", "url": web.demo_url(server, page), "path": str(IMAGES / f"web_demo_{name}.png"),
-                  "wait": "window.demoReady", "ms": 1500 if name == "cartpole" else 400}
+        # ?still=N: the page after N steps, drawn once, so that the pictures are the same on every run
+        tasks = [{"type": "screenshot", "url": web.demo_url(server, page) + "&still=60",
+                  "path": str(IMAGES / f"web_demo_{name}.png"), "wait": "window.demoReady", "ms": 200}
                  for (name, _, page), (server, _) in zip(DEMOS, servers)]
         shots = portable.run_browser(tasks)
     finally:

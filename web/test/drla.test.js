@@ -50,6 +50,11 @@ test("long arrays, long strings, deep nesting and bad UTF-8 are refused", () => 
   refuses("[".repeat(200000) + "]".repeat(200000), "nested too deeply");
   refuses(new Uint8Array([123, 34, 0xff, 34, 125]), "not UTF-8");
   assert.throws(() => parseText(42), ModelFormatError);
+  refuses({ ...good(), extra: { f: () => 1 } }, "extra.f: function is not JSON data");
+  refuses({ ...good(), meta: { ...good().meta, n: [1, undefined] } }, "meta.n[1]: undefined is not JSON data");
+  const cyclic = good();
+  cyclic.extra.self = cyclic.extra;
+  refuses(cyclic, "nested");
 });
 
 test("observations of the wrong size are an error, batches are checked", () => {
