@@ -60,12 +60,28 @@ def _rollout_obs(env_name: str, n: int, seed: int) -> np.ndarray:
     return np.array(rows, np.float32)
 
 
+def _recorded_obs(path: Path, n: int, seed: int) -> np.ndarray:
+    """``n`` observations from a recorded episode (web/demos/record_tank.py), each with a few of its picture's
+    pixels flipped so that they are not all the same ones."""
+    data = json.loads(path.read_text())
+    rec = np.asarray(data["obs"], np.float32)
+    rng = np.random.default_rng(seed)
+    obs = rec[rng.integers(len(rec), size=n)]
+    pixels = data["rows"] * data["cols"]
+    flip = rng.random((n, pixels)) < 0.02
+    obs[:, :pixels] = np.where(flip, 1.0 - obs[:, :pixels], obs[:, :pixels])
+    return obs
+
+
 def cases(n: int = 1000, seed: int = 0) -> list[Case]:
-    """The models of each kind the product ships: CartPole and tank DQNs (the demos' models), the two
+    """The models of each kind the product ships: CartPole and tank DQNs (the demos' models: TankGrid's and
+    the Blender tank scene's, ``drla demo``), the two
     example IK arms, and an MLP with normalised 2D observations from the conformance set."""
     demo = WEB / "demos" / "models"
     out = [Case("dqn_cartpole", demo / "cartpole.json", obs=_rollout_obs("cartpole", n, seed)),
-           Case("dqn_tank", demo / "tank.json", obs=_rollout_obs("tank_grid", n, seed))]
+           Case("dqn_tank", demo / "tank.json", obs=_rollout_obs("tank_grid", n, seed)),
+           Case("dqn_tank_scene", demo / "tank_scene.json",
+                obs=_recorded_obs(demo / "tank_sequence_211.json", n, seed))]
     mlp = load_model(WEB / "conformance" / "mlp_box_2d_obs.json")
     rng = np.random.default_rng(seed)
     out.append(Case("mlp_obs_norm", WEB / "conformance" / "mlp_box_2d_obs.json",

@@ -36,7 +36,8 @@ def demo_for(model: Model) -> str:
         return "arm.html"
     if discrete and (env == "cartpole" or (model.network.input_size == 4 and model.action_space.n == 2)):
         return "cartpole.html"
-    if discrete and (env == "tank_grid" or model.network.input_size == 133):
+    recorded = ROOT / "web" / "demos" / "models" / f"tank_sequence_{model.network.input_size}.json"
+    if discrete and model.action_space.n == 8 and recorded.exists():  # TankGrid's or the tank scene's
         return "tank.html"
     raise ValueError(f"no demo page fits this model (kind {model.kind}, {model.network.input_size} inputs, "
                      f"env {env or 'unknown'}): the demos are CartPole, the robot arm (IK) and the tank")

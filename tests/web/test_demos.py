@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 IMAGES = ROOT / "docs" / "images"
 DEMOS = [("cartpole", ROOT / "web/demos/models/cartpole.json", "cartpole.html"),
          ("arm", ROOT / "scenes/robot_arm/arm6_ik.json", "arm.html"),
-         ("tank", ROOT / "web/demos/models/tank.json", "tank.html")]
+         ("tank", ROOT / "web/demos/models/tank.json", "tank.html"),
+         ("tank_scene", ROOT / "web/demos/models/tank_scene.json", "tank.html")]
 
 
 @pytest.mark.parametrize("name, path, page", DEMOS, ids=[d[0] for d in DEMOS])
@@ -88,8 +89,9 @@ def test_demo_pages_render_in_chromium() -> None:
         image = read_png(shot["path"])
         colours = np.unique(image.reshape(-1, image.shape[-1]), axis=0)
         assert len(colours) > 50 and image.std() > 10, f"{name}: the screenshot looks blank"
-    cartpole, arm, tank = (s["text"] for s in shots)
+    cartpole, arm, *tanks = (s["text"] for s in shots)
     assert "push_" in cartpole and "episode" in cartpole
     assert "error, + refinement" in arm and " mm" in arm
-    agree = tank.split("agreement")[1].split()[0:3]
-    assert agree[0] == agree[2], f"the JS greedy actions differ from the recorded Python ones: {agree}"
+    for tank in tanks:
+        agree = tank.split("agreement")[1].split()[0:3]
+        assert agree[0] == agree[2], f"the JS greedy actions differ from the recorded Python ones: {agree}"
