@@ -1,12 +1,13 @@
 """Portable runtime figures (issue 14): drla.js in headless Chromium against numpy, and the three-way equality.
 
-Prints ONE JSON line: ``js_forward_us`` (tank DQN, one observation), ``js_batch_1000_ms`` (CartPole DQN, 1000
-observations through ``forwardBatch``), ``js_ik_solve_1000_ms`` (arm6: network + DLS refinement, 1000 targets,
-``solveBatch``), ``numpy_ik_solve_1000_ms`` (``IKSolver.solve_refined`` on the same targets with the refinement
-drla.js ports: ``restarts=0, precise=True``) and ``numpy_ik_solve_default_1000_ms`` (the add-on's default:
-float32 steps, atlas restarts), ``js_ik_vs_numpy`` (the ratio; target <= 3), and ``max_abs_diff`` per model
-kind: the largest output difference from numpy's of Blender's runtime path and of the browser (IK: also the tip
-difference in metres). Timings are medians of repeats; on a shared machine they are noisy.
+Prints ONE JSON line: ``js_forward_us`` (the tank scene's DQN, 211 inputs, one observation),
+``js_batch_1000_ms`` (CartPole DQN, 1000 observations through ``forwardBatch``), ``js_ik_solve_1000_ms``
+(arm6: network + DLS refinement, 1000 targets, ``solveBatch``), ``numpy_ik_solve_1000_ms``
+(``IKSolver.solve_refined`` on the same targets with the refinement drla.js ports: ``restarts=0,
+precise=True``) and ``numpy_ik_solve_default_1000_ms`` (the add-on's default: float32 steps, atlas restarts),
+``js_ik_vs_numpy`` (the ratio; target <= 3), and ``max_abs_diff`` per model kind: the largest output
+difference from numpy's of Blender's runtime path and of the browser (IK: also the tip difference in metres).
+Timings are medians of repeats; on a shared machine they are noisy.
 
     .venv/bin/python bench/portable.py      (needs chromium and web/node_modules: make setup-browser)
 """
@@ -44,7 +45,7 @@ def main() -> None:
     if found is None:
         print(json.dumps({"error": f"headless Chromium not available: {why}"}))
         sys.exit(1)
-    tank, cart, arm6 = cases["dqn_tank"], cases["dqn_cartpole"], cases["ik_arm6"]
+    tank, cart, arm6 = cases["dqn_tank_scene"], cases["dqn_cartpole"], cases["ik_arm6"]
     bench = [{"type": "bench", "model": str(c.path.relative_to(portable.ROOT)), "n": len(c.obs),
               "inputs": c.obs.astype(float).ravel().tolist(),
               **({"targets": c.targets.ravel().tolist()} if c.targets is not None else {})} for c in (tank, cart, arm6)]
