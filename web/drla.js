@@ -293,7 +293,17 @@ const MLP_ARCHITECTURE = {
         for (let l = 0; l <= last; l++) {
           const { fanIn, fanOut, w, b, act } = layers[l];
           const z = l === last ? out : (l % 2 === 0 ? bufA : bufB), zOff = l === last ? offset : 0;
-          for (let o = 0; o < fanOut; o++) {
+          let o = 0;
+          for (; o + 4 <= fanOut; o += 4) { // four outputs at once: four independent sums, each in file order
+            const r0 = o * fanIn, r1 = r0 + fanIn, r2 = r1 + fanIn, r3 = r2 + fanIn;
+            let s0 = b[o], s1 = b[o + 1], s2 = b[o + 2], s3 = b[o + 3];
+            for (let j = 0; j < fanIn; j++) {
+              const hj = h[hOff + j];
+              s0 += w[r0 + j] * hj; s1 += w[r1 + j] * hj; s2 += w[r2 + j] * hj; s3 += w[r3 + j] * hj;
+            }
+            z[zOff + o] = s0; z[zOff + o + 1] = s1; z[zOff + o + 2] = s2; z[zOff + o + 3] = s3;
+          }
+          for (; o < fanOut; o++) {
             let s = b[o];
             const row = o * fanIn;
             for (let j = 0; j < fanIn; j++) s += w[row + j] * h[hOff + j];
