@@ -84,8 +84,16 @@ async function main() {
             }
             return out;
           }
-          const time = (f, reps) => { f(); const t0 = performance.now(); for (let r = 0; r < reps; r++) f();
-            return (performance.now() - t0) / reps; };
+          const time = (f, reps) => { // warmed up first (the JIT compiles hot code after a while), median of 5
+            for (let r = 0; r < reps; r++) f();
+            const runs = [];
+            for (let k = 0; k < 5; k++) {
+              const t0 = performance.now();
+              for (let r = 0; r < reps; r++) f();
+              runs.push((performance.now() - t0) / reps);
+            }
+            return runs.sort((a, b) => a - b)[2];
+          };
           const one = x.subarray(0, model.inputSize);
           out.forward_us = 1000 * time(() => model.forward(one), 2000);
           out.batch_ms = time(() => model.forwardBatch(x, t.n), 20);
