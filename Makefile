@@ -8,7 +8,7 @@ VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' blender_manifest.toml)
 ZIP := dist/drla-$(VERSION).zip
 OUT ?= out
 
-.PHONY: setup setup-bpy45 test test-fast test-blender test-gui test-matrix demo bench bench-evolution lint format type check build validate clean help
+.PHONY: setup setup-bpy45 setup-browser test test-fast test-blender test-gui test-matrix demo bench bench-evolution lint format type check build validate clean help
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -24,11 +24,29 @@ $(STAMP): requirements-dev.txt pyproject.toml
 
 setup: $(STAMP)  ## create .venv with Python 3.11, the pinned dev requirements (bpy==5.0.1 included) and the drla command
 
-test: setup  ## the whole suite: pure core, then real Blender (headless)
-	$(PY) -m pytest -q tests/test_*.py tests/blender
+test: setup setup-browser  ## the whole suite: pure core, real Blender (headless), then headless Chromium (tests/web)
+	$(PY) -m pytest -q -rs tests/test_*.py tests/blender tests/web
 
 test-fast: setup  ## the suite without tests marked slow
-	$(PY) -m pytest -q -m "not slow" tests/test_*.py tests/blender
+	$(PY) -m pytest -q -rs -m "not slow" tests/test_*.py tests/blender tests/web
+
+# The browser tests (tests/web) drive Debian's chromium through playwright-core (web/'s one dev dependency;
+# no browser is downloaded). Where chromium cannot be installed (not root, no apt-get, no network) this says
+# so and the browser tests are skipped with that reason, never passed.
+WEB_STAMP := web/node_modules/.installed
+setup-browser: $(WEB_STAMP)  ## Debian's chromium (apt-get, as root, if missing) and web/'s npm dev dependencies
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	      || echo "setup-browser: apt-get could not install chromium: the browser tests will be SKIPPED"; \
+	  else echo "setup-browser: chromium is missing and cannot be installed here (needs root and apt-get):" \
+	    "the browser tests will be SKIPPED"; fi; }
+
+$(WEB_STAMP): web/package.json web/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+	  (cd web && npm ci --no-audit --no-fund --loglevel=error) && touch $(WEB_STAMP) \
+	    || echo "setup-browser: npm ci failed in web/: the browser tests will be SKIPPED"; \
+	else echo "setup-browser: npm is missing: the browser tests will be SKIPPED"; fi
 
 test-blender: setup  ## run the Blender tests inside a real Blender binary: make test-blender BLENDER=/path/to/blender
 	@test -n "$(BLENDER)" || (echo "usage: make test-blender BLENDER=/path/to/blender (needs pytest in that Blender's Python)"; exit 2)
@@ -63,7 +81,8 @@ test-matrix: setup $(STAMP45)  ## the Blender suite on Blender 4.5 (bpy), 5.0 (b
 demo: setup  ## train the tank agent headless, write the model JSON and a report picture to out/
 	$(PY) -m drla demo --out $(OUT)
 
-bench: setup  ## run the benchmarks; each prints one JSON line of figures
+bench: setup setup-browser  ## run the benchmarks; each prints one JSON line of figures
+	$(PY) bench/portable.py
 	$(PY) bench/dqn_cartpole.py
 	$(PY) bench/scene_env.py
 	$(PY) bench/ik.py

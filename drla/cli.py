@@ -6,6 +6,8 @@
     drla eval model.json --env cartpole --episodes 20
     drla play scenes/tank/tank.blend --model tank.json --episodes 20
     drla inspect model.json
+    drla export-onnx model.json model.onnx
+    drla web model.json
     drla envs
     drla demo
 
@@ -343,6 +345,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return status
 
 
+def _onnx_io() -> Any:
+    from . import onnx_io  # imported on use: onnx is an optional extra
+
+    return onnx_io
+
+
+def _web() -> Any:
+    from . import web
+
+    return web
+
+
 # ---- parser -----------------------------------------------------------------------------------------------
 
 
@@ -427,6 +441,30 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("inspect", help="validate a model file and show its architecture")
     p.add_argument("model", help="model .json file to check")
     p.set_defaults(func=cmd_inspect)
+
+    p = sub.add_parser("export-onnx", help="write a model file as ONNX (Unity, Godot, onnxruntime-web; needs onnx)",
+                       description="Write MODEL.json as an ONNX graph: input 'obs' [batch, inputs] (raw observations; "
+                                   "the normalisation is in the graph), outputs 'output' and 'action' (greedy).")
+    p.add_argument("model", help="model .json file")
+    p.add_argument("out", metavar="OUT.onnx", help="ONNX file to write")
+    p.set_defaults(func=lambda args: _onnx_io().cmd_export_onnx(args))
+
+    p = sub.add_parser("import-onnx", help="read a plain MLP from ONNX as a DRLA model file (needs onnx)",
+                       description="Read an ONNX MLP (Gemm or MatMul+Add layers, relu/tanh/sigmoid/leaky_relu) "
+                                   "and write it as a DRLA model file.")
+    p.add_argument("onnx", metavar="IN.onnx", help="ONNX file to read")
+    p.add_argument("out", metavar="OUT.json", help="model file to write")
+    p.add_argument("--kind", choices=("dqn", "ik", "mlp"), help="model kind (default: from the file, else mlp)")
+    p.add_argument("--actions", metavar="NAMES", help="comma-separated action names: discrete actions (a DQN)")
+    p.set_defaults(func=lambda args: _onnx_io().cmd_import_onnx(args))
+
+    p = sub.add_parser("web", help="open a model in its browser demo (a local server on 127.0.0.1)",
+                       description="Serve web/ and MODEL.json on 127.0.0.1 and open the demo page for the model's "
+                                   "kind: CartPole, the robot arm (IK) or the tank's greedy policy.")
+    p.add_argument("model", help="model .json file")
+    p.add_argument("--port", type=_int_type(0), default=0, metavar="N", help="port (default: any free one)")
+    p.add_argument("--no-browser", action="store_true", help="only print the address")
+    p.set_defaults(func=lambda args: _web().cmd_web(args))
 
     p = sub.add_parser("envs", help="list the built-in environments")
     p.set_defaults(func=cmd_envs)

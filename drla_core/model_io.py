@@ -30,7 +30,8 @@ from .spaces import Box, Discrete, Space, space_from_dict
 
 __all__ = [
     "FORMAT", "VERSION", "KINDS", "REQUIRED_KEYS", "OPTIONAL_KEYS", "ARCHITECTURE_KEYS", "META_REQUIRED_KEYS",
-    "MAX_FILE_BYTES", "MAX_PARAMS", "MAX_LAYERS", "MAX_LAYER_SIZE", "MAX_DEPTH",
+    "MAX_FILE_BYTES", "MAX_PARAMS", "MAX_LAYERS", "MAX_LAYER_SIZE", "MAX_DEPTH", "MAX_STRING_CHARS", "MAX_ARRAY_ITEMS",
+    "MAX_INT_DIGITS", "MAX_NUMBER",
     "Model", "ModelFormatError", "save_model", "load_model", "model_to_dict", "model_from_dict", "parse_model_json",
 ]
 
@@ -44,16 +45,24 @@ META_REQUIRED_KEYS = ("drla_version", "created")
 BOX_DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
               "uint64", "bool")
 
-#: Refuse files larger than this before reading them.
-MAX_FILE_BYTES = 256 * 1024 * 1024
-#: Refuse architectures with more weights and biases than this before allocating anything.
-MAX_PARAMS = 50_000_000
+#: Refuse files larger than this before reading them: parsing 16 MiB of JSON numbers takes about a second
+#: and about 10x the file's size in memory (Python objects), so a hostile file costs at most that.
+MAX_FILE_BYTES = 16 * 1024 * 1024
+#: Refuse architectures with more weights and biases than this before allocating anything (a file within
+#: MAX_FILE_BYTES holds fewer anyway: each number takes at least two bytes).
+MAX_PARAMS = 4_000_000
 #: Most layers (hidden + output) a model may have.
 MAX_LAYERS = 64
 #: Widest layer (and largest observation / action vector) a model may have.
 MAX_LAYER_SIZE = 1_000_000
 #: Deepest nesting of lists/objects allowed in ``meta`` and ``extra``.
 MAX_DEPTH = 32
+#: Longest string (a value or an object key) anywhere in a model file.
+MAX_STRING_CHARS = 65_536
+#: Longest array anywhere in a model file (``meta`` and ``extra`` included).
+MAX_ARRAY_ITEMS = 1_000_000
+#: Most digits a JSON integer may have: float32's largest value has 39, so no weight needs more.
+MAX_INT_DIGITS = 39
 
 
 class ModelFormatError(ValueError):
@@ -218,6 +227,9 @@ def _int(value: Any, field: str, low: int, high: int) -> int:
 def _str(value: Any, field: str) -> str:
     if not isinstance(value, str):
         raise ModelFormatError(f"{field} must be a string, got {_type_name(value)} ({value!r:.40})")
+    if len(value) > MAX_STRING_CHARS:
+        raise ModelFormatError(f"{field}: a string of {len(value)} characters, more than the limit of "
+                               f"{MAX_STRING_CHARS}")
     return value
 
 
@@ -233,7 +245,7 @@ def _keys(d: Mapping[str, Any], field: str, required: tuple[str, ...], optional:
         raise ModelFormatError(f"{field}: missing required key {missing[0]!r}")
     unknown = sorted(set(d) - set(required) - set(optional))
     if unknown:
-        raise ModelFormatError(f"{field}: unknown key {unknown[0]!r} (allowed: {', '.join(required + optional)})")
+        raise ModelFormatError(f"{field}: unknown key {unknown[0]!r:.60} (allowed: {', '.join(required + optional)})")
 
 
 def _activation(value: Any, field: str) -> str:
@@ -255,20 +267,32 @@ def _number_list(value: Any, field: str, length: int) -> None:
 
 
 def _float32_array(value: list, field: str) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        arr = np.array(value, dtype=np.float64).astype(np.float32)
+    try:
+        with np.errstate(over="ignore"):
+            arr = np.array(value, dtype=np.float64).astype(np.float32)
+    except OverflowError:  # a Python int beyond float64 (a dict built in code; files stop at MAX_INT_DIGITS)
+        raise ModelFormatError(f"{field}: values must be finite float32 numbers (an integer too large for a "
+                               "number found)") from None
     if not np.all(np.isfinite(arr)):
         raise ModelFormatError(f"{field}: values must be finite float32 numbers (NaN, infinity or overflow found)")
     return arr
 
 
 def _check_depth(value: Any, field: str, depth: int = 0) -> None:
+    """Free-form data (``meta``, ``extra``) within the limits: nesting, array lengths, string lengths."""
     if depth > MAX_DEPTH:
         raise ModelFormatError(f"{field}: nested deeper than {MAX_DEPTH} levels")
-    if isinstance(value, dict):
+    if isinstance(value, str):
+        _str(value, field)
+    elif isinstance(value, dict):
         for k, v in value.items():
-            _check_depth(v, f"{field}.{k}", depth + 1)
+            _str(k, f"{field}: a key")
+            _check_depth(v, f"{field}.{k:.40}", depth + 1)
     elif isinstance(value, list):
+        if len(value) > MAX_ARRAY_ITEMS:
+            raise ModelFormatError(f"{field}: an array of {len(value)} items, more than the limit of {MAX_ARRAY_ITEMS}")
+        if set(map(type, value)) <= {int, float, bool, type(None)}:
+            return  # a flat array of numbers (the common case) needs no walk item by item
         for i, v in enumerate(value):
             _check_depth(v, f"{field}[{i}]", depth + 1)
 
@@ -483,11 +507,23 @@ def _reject_constant(name: str) -> Any:
     raise ModelFormatError(f"{name} is not allowed in a model file (JSON numbers must be finite)")
 
 
+#: Every JSON number in a model file is below this in magnitude (integers: at most MAX_INT_DIGITS digits);
+#: the JavaScript reader, which sees numbers only as doubles, applies the same rule.
+MAX_NUMBER = 1e39
+
+
 def _finite_float(text: str) -> float:
     value = float(text)
-    if not math.isfinite(value):
-        raise ModelFormatError(f"number {text[:40]} is too large (it would be infinity)")
+    if not abs(value) < MAX_NUMBER:
+        raise ModelFormatError(f"number {text[:40]} is too large (numbers in a model file are below 1e39)")
     return value
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ModelFormatError(f"integer {text[:20]}... is too large: {len(text.lstrip('-'))} digits, more than the "
+                               f"limit of {MAX_INT_DIGITS} (numbers in a model file are below 1e39)")
+    return int(text)
 
 
 def parse_model_json(text: str | bytes) -> Any:
@@ -501,7 +537,7 @@ def parse_model_json(text: str | bytes) -> Any:
             msg = f"not a JSON model file: not UTF-8 text ({exc.reason} at byte {exc.start})"
             raise ModelFormatError(msg) from None
     try:
-        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float, parse_int=_bounded_int)
     except json.JSONDecodeError as exc:
         raise ModelFormatError(f"not a JSON model file: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     except RecursionError:

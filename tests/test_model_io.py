@@ -381,3 +381,107 @@ def test_docs_javascript_forward_pass_matches_numpy(tmp_path: Path) -> None:
     for obs, (q, name) in zip(x, results):
         assert np.allclose(q, model.predict(obs), rtol=1e-5, atol=1e-5)
         assert name == model.action_space.names[model.act(obs)]
+
+
+# ---- hostile files: each ends in ModelFormatError within bounded time and memory (issue 14, item 5) -------------
+
+
+def _write_huge_extra(path: Path, megabytes: int) -> None:
+    """A model whose ``extra`` holds ``megabytes`` MiB of numbers, written in 1 MiB chunks."""
+    head, tail = _good_text().rsplit('"extra":{', 1)
+    chunk = b"0.125," * (1024 * 1024 // 6)
+    with open(path, "wb") as f:
+        f.write((head + '"extra":{"numbers":[').encode())
+        for _ in range(megabytes):
+            f.write(chunk)
+        f.write(("0]," + tail).encode())
+
+
+def test_huge_integer_weight_is_a_format_error_not_an_overflow(tmp_path: Path) -> None:
+    path = tmp_path / "bigint.json"
+    path.write_text(_good_text().replace('"layers.0.bias":[', '"layers.0.bias":[' + "1" * 400 + ",", 1))
+    with pytest.raises(ModelFormatError, match="integer 1111.* is too large: 400 digits, more than the limit of 39"):
+        load_model(path)
+    path.write_text(_good_text().replace('"layers.0.bias":[', '"layers.0.bias":[-' + "9" * 40 + ",", 1))
+    with pytest.raises(ModelFormatError, match="40 digits"):
+        load_model(path)
+
+
+def test_huge_integer_in_a_dict_is_a_format_error(good: dict) -> None:
+    good["params"]["layers.0.bias"][0] = 10**400
+    with pytest.raises(ModelFormatError, match=r"params.layers.0.bias: values must be finite float32 numbers"):
+        model_from_dict(good)
+
+
+def test_float32_overflowing_integer_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "f32.json"
+    path.write_text(re.sub(r'"layers.0.bias":\[[^,]+,', '"layers.0.bias":[' + "9" * 39 + ",", _good_text(), count=1))
+    with pytest.raises(ModelFormatError, match="params.layers.0.bias: values must be finite float32"):
+        load_model(path)
+
+
+def test_250_mb_file_is_refused_before_parsing_with_bounded_memory(tmp_path: Path) -> None:
+    import tracemalloc
+
+    path = tmp_path / "huge.json"
+    _write_huge_extra(path, 250)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ModelFormatError, match=r"huge.json: \d+ bytes, more than the limit of 16777216"):
+            load_model(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1_000_000  # nothing was read: the size alone refused it
+
+
+def test_file_just_under_the_limit_with_a_long_extra_array_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "long.json"
+    _write_huge_extra(path, 15)  # 15 MiB: parsed, then the 2.6 million item array is refused
+    assert path.stat().st_size < model_io.MAX_FILE_BYTES
+    with pytest.raises(ModelFormatError, match=r"extra.numbers: an array of \d+ items, more than the limit of "
+                                               r"1000000"):
+        load_model(path)
+
+
+@pytest.mark.parametrize("where, message", [
+    ("extra", "extra.note: a string of 65537 characters, more than the limit of 65536"),
+    ("meta", "meta.note: a string of 65537 characters"),
+    ("key", "extra: a key: a string of 65537 characters"),
+    ("name", "action_space.names[0]: a string of 65537 characters"),
+])
+def test_long_strings_are_refused(good: dict, where: str, message: str) -> None:
+    text = "x" * (model_io.MAX_STRING_CHARS + 1)
+    if where == "key":
+        good["extra"] = {text: 1}
+    elif where == "name":
+        good["action_space"]["names"][0] = text
+    else:
+        good[where]["note"] = text
+    with pytest.raises(ModelFormatError, match=re.escape(message)):
+        model_from_dict(good)
+
+
+def test_nested_long_array_in_extra_is_refused(good: dict) -> None:
+    good["extra"] = {"a": [{"b": [0] * (model_io.MAX_ARRAY_ITEMS + 1)}]}
+    with pytest.raises(ModelFormatError, match=re.escape("extra.a[0].b: an array of 1000001 items")):
+        model_from_dict(good)
+
+
+@pytest.mark.parametrize("command", ["inspect", "eval"])
+@pytest.mark.parametrize("case", ["bigint", "huge"])
+def test_cli_refuses_hostile_files_in_one_line(tmp_path: Path, command: str, case: str) -> None:
+    import sys
+
+    path = tmp_path / f"{case}.json"
+    if case == "bigint":
+        path.write_text(_good_text().replace('"layers.0.bias":[', '"layers.0.bias":[' + "1" * 400 + ",", 1))
+    else:
+        _write_huge_extra(path, 250)
+    argv = [sys.executable, "-m", "drla", command, str(path)] + (["--env", "cartpole"] if command == "eval" else [])
+    out = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {path}: "), out.stderr
+    assert "Traceback" not in out.stderr
+    assert ("400 digits" if case == "bigint" else "more than the limit of 16777216") in lines[0]
