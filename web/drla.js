@@ -22,6 +22,8 @@ export const LIMITS = Object.freeze({
   params: 4000000,
   layers: 64,
   layerSize: 1000000,
+  graphNodes: 100000,
+  graphConnections: 1000000,
 });
 
 const REQUIRED_KEYS = ["format", "version", "kind", "architecture", "params", "observation_space", "action_space",
@@ -318,8 +320,110 @@ const MLP_ARCHITECTURE = {
   },
 };
 
-/** `architecture.type` -> {check(arch), build(plan, params)}; a new architecture is one more entry. */
-export const ARCHITECTURES = { mlp: MLP_ARCHITECTURE };
+/** A graph network (what a NEAT genome decodes to; drla_core/graph_net.py): the layer stack's keys with
+ * `hidden: []`, plus `graph: {nodes: [activation per hidden node], connections: [[source, target], ...]}`;
+ * params `graph.weight` (one per connection) and `graph.bias` (one per output node, then per hidden node).
+ * Nodes 0..in-1 are inputs, then the outputs, then the hidden nodes; the connections form a DAG. */
+const GRAPH_ARCHITECTURE = {
+  check(arch) {
+    keys(arch, "architecture", ["input_size", "hidden", "output_size", "output_activation", "graph"]);
+    const inputSize = int(arch.input_size, "architecture.input_size", 1, LIMITS.graphNodes);
+    const outputSize = int(arch.output_size, "architecture.output_size", 1, LIMITS.graphNodes);
+    activation(arch.output_activation, "architecture.output_activation");
+    if (!Array.isArray(arch.hidden) || arch.hidden.length !== 0) {
+      fail("architecture.hidden must be [] in a graph network: its hidden nodes are in architecture.graph.nodes");
+    }
+    const graph = obj(arch.graph, "architecture.graph");
+    keys(graph, "architecture.graph", ["nodes", "connections"]);
+    if (!Array.isArray(graph.nodes)) fail("architecture.graph.nodes must be an array of activation names");
+    const nNodes = inputSize + outputSize + graph.nodes.length;
+    if (nNodes > LIMITS.graphNodes) {
+      fail(`architecture.graph.nodes: ${nNodes} nodes in all, more than the limit of ${LIMITS.graphNodes}`);
+    }
+    const acts = [];
+    for (let i = 0; i < outputSize; i++) acts.push(arch.output_activation);
+    graph.nodes.forEach((a, i) => acts.push(activation(a, `architecture.graph.nodes[${i}]`)));
+    const conns = graph.connections;
+    const field = "architecture.graph.connections";
+    if (!Array.isArray(conns)) fail(`${field} must be an array of [source, target] pairs`);
+    if (conns.length > LIMITS.graphConnections) {
+      fail(`${field}: ${conns.length}, more than the limit of ${LIMITS.graphConnections}`);
+    }
+    const seen = new Set();
+    const src = new Int32Array(conns.length), dst = new Int32Array(conns.length);
+    conns.forEach((c, j) => {
+      if (!Array.isArray(c) || c.length !== 2 || !Number.isInteger(c[0]) || !Number.isInteger(c[1])) {
+        fail(`${field}[${j}] must be a pair of node ids [source, target]`);
+      }
+      const [a, b] = c;
+      if (a < 0 || a >= nNodes || b < 0 || b >= nNodes) {
+        fail(`${field}[${j}]: node id out of range (the graph has nodes 0 to ${nNodes - 1}), got [${a}, ${b}]`);
+      }
+      if (b < inputSize) fail(`${field}[${j}]: [${a}, ${b}] ends at input node ${b}; inputs have no incoming connections`);
+      const key = a * nNodes + b;
+      if (seen.has(key)) fail(`${field}[${j}]: [${a}, ${b}] appears twice`);
+      seen.add(key);
+      src[j] = a; dst[j] = b;
+    });
+    // Kahn's algorithm: an order to evaluate the nodes in, or the cycle's node (linear time, never a hang).
+    const indegree = new Int32Array(nNodes), succStart = new Int32Array(nNodes + 1);
+    for (let j = 0; j < conns.length; j++) { indegree[dst[j]]++; succStart[src[j] + 1]++; }
+    for (let i = 0; i < nNodes; i++) succStart[i + 1] += succStart[i];
+    const succ = new Int32Array(conns.length), fill = succStart.slice(0, nNodes);
+    for (let j = 0; j < conns.length; j++) succ[fill[src[j]]++] = j;
+    const order = [], ready = [];
+    for (let i = 0; i < nNodes; i++) if (indegree[i] === 0) ready.push(i);
+    const left = Int32Array.from(indegree);
+    while (ready.length) {
+      const n = ready.pop();
+      order.push(n);
+      for (let k = succStart[n]; k < succStart[n + 1]; k++) {
+        const t = dst[succ[k]];
+        if (--left[t] === 0) ready.push(t);
+      }
+    }
+    if (order.length !== nNodes) {
+      let stuck = 0;
+      while (left[stuck] === 0) stuck++;
+      fail(`connections form a cycle (through node ${stuck}): a graph network must be feed-forward`);
+    }
+    return { inputSize, outputSize, nNodes, acts, src, dst, order, nParams: conns.length + nNodes - inputSize };
+  },
+
+  build(plan, params) {
+    params = obj(params, "params");
+    keys(params, "params", ["graph.weight", "graph.bias"]);
+    const { inputSize, outputSize, nNodes, acts, src, dst, order } = plan;
+    const w = Float64Array.from(float32s(params["graph.weight"], "params.graph.weight", src.length));
+    const b = Float64Array.from(float32s(params["graph.bias"], "params.graph.bias", nNodes - inputSize));
+    // Incoming connections per node, in the file's order (sums in the file's order, like numpy's).
+    const inStart = new Int32Array(nNodes + 1);
+    for (let j = 0; j < dst.length; j++) inStart[dst[j] + 1]++;
+    for (let i = 0; i < nNodes; i++) inStart[i + 1] += inStart[i];
+    const inConn = new Int32Array(dst.length), fill = inStart.slice(0, nNodes);
+    for (let j = 0; j < dst.length; j++) inConn[fill[dst[j]]++] = j;
+    const values = new Float64Array(nNodes);
+    const fns = acts.map((a) => ACTIVATIONS[a]);
+    const evalOrder = Int32Array.from(order.filter((n) => n >= inputSize));
+    return {
+      forwardInto(x, out, offset) {
+        for (let i = 0; i < inputSize; i++) values[i] = x[i];
+        for (const n of evalOrder) {
+          let s = b[n - inputSize];
+          for (let k = inStart[n]; k < inStart[n + 1]; k++) s += w[inConn[k]] * values[src[inConn[k]]];
+          values[n] = Math.fround(s);
+          fns[n - inputSize](values, n, 1);
+          values[n] = Math.fround(values[n]);
+        }
+        for (let o = 0; o < outputSize; o++) out[offset + o] = values[inputSize + o];
+      },
+    };
+  },
+};
+
+/** `architecture.type` -> {check(arch), build(plan, params)}; a new architecture is one more entry (a
+ * graph network is found by its `graph` key, as the Python reader finds it). */
+export const ARCHITECTURES = { mlp: MLP_ARCHITECTURE, graph: GRAPH_ARCHITECTURE };
 
 // ---- parsing ------------------------------------------------------------------------------------------------
 
@@ -396,7 +500,7 @@ export function load(input) {
   if (!KINDS.includes(kind)) fail(`kind: unknown kind '${kind.slice(0, 40)}'; known: ${KINDS.join(", ")}`);
 
   const archData = obj(d.architecture, "architecture");
-  const archType = archData.type ?? "mlp";
+  const archType = archData.type ?? ("graph" in archData ? "graph" : "mlp");
   const architecture = Object.hasOwn(ARCHITECTURES, archType) ? ARCHITECTURES[archType] : null;
   if (!architecture) {
     fail(`architecture.type: unknown architecture ${short(archType)}; known: ${Object.keys(ARCHITECTURES).join(", ")}`);

@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from drla_core import kinematics as kin  # noqa: E402
 from drla_core.agents.ik import IKSolver  # noqa: E402
+from drla_core.graph_net import GraphNetwork  # noqa: E402
 from drla_core.mlp import ACTIVATIONS, MLP  # noqa: E402
 from drla_core.model_io import Model, load_model, model_to_dict  # noqa: E402
 from drla_core.spaces import Box, Discrete  # noqa: E402
@@ -59,7 +60,31 @@ def models() -> dict[str, Model]:
                                   obs_norm={"mean": [0.0] * 6, "std": [0.5] * 6})
     for arm in ("arm3", "arm6"):
         out[f"ik_{arm}"] = load_model(ROOT / "scenes" / "robot_arm" / f"{arm}_ik.json")
+    # Graph networks (what NEAT evolves): inputs 0-3, outputs 4-5, hidden 6-8; skip connections, mixed activations
+    rng = np.random.default_rng(5)
+    conns = [(0, 6), (1, 6), (2, 7), (6, 7), (3, 8), (7, 4), (8, 5), (0, 4), (6, 5), (1, 5), (7, 8)]
+    for name, out_act, kind, action_space in (("graph_dqn", "linear", "dqn", Discrete(2, ["a", "b"])),
+                                              ("graph_tanh", "tanh", "mlp", Box(-1.0, 1.0, (2,)))):
+        net = GraphNetwork(4, 2, out_act, ["tanh", "relu", "sigmoid"], conns, rng.normal(0, 1.2, len(conns)),
+                           rng.normal(0, 0.5, 5))
+        out[name] = Model(net, Box(-np.inf, np.inf, (4,)), action_space, kind=kind, meta=META)
     return out
+
+
+def graph_bad_files(good: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """Hostile graph networks: a cycle, a node that does not exist."""
+    def with_connections(conns: list[list[int]]) -> str:
+        d = json.loads(json.dumps(good))
+        d["architecture"]["graph"]["connections"] = conns
+        d["params"]["graph.weight"] = [0.5] * len(conns)
+        return json.dumps(d, separators=(",", ":"))
+
+    conns = good["architecture"]["graph"]["connections"]
+    return {
+        "graph_cycle": (with_connections([*conns, [8, 6]]), "connections form a cycle"),
+        "graph_node_out_of_range": (with_connections([*conns, [0, 99]]), "node id out of range"),
+        "graph_into_input": (with_connections([*conns, [6, 1]]), "inputs have no incoming connections"),
+    }
 
 
 def cases(name: str, model: Model) -> dict[str, Any]:
@@ -164,7 +189,9 @@ def main() -> None:
         (HERE / f"{name}.cases.json").write_text(json.dumps(cases(name, model), separators=(",", ":")) + "\n")
         index["models"].append({"name": name, "kind": model.kind, "solve": model.kind == "ik" and "arm" in model.extra})
     expected = {}
-    for name, (text, message) in bad_files(model_to_dict(all_models["dqn_relu"])).items():
+    hostile = {**bad_files(model_to_dict(all_models["dqn_relu"])),
+               **graph_bad_files(model_to_dict(all_models["graph_dqn"]))}
+    for name, (text, message) in hostile.items():
         (HERE / "bad" / f"{name}.json").write_text(text)
         expected[name] = message
         index["bad"].append(name)
