@@ -52,6 +52,11 @@ def report_path(tree_name: str, output_dir: str = "") -> str:
     return os.path.join(checkpoint_dir(override=output_dir), f"{safe_name(tree_name)}_report.png")
 
 
+def resume_path(tree_name: str, output_dir: str = "") -> str:
+    """The full training state a stopped run writes so that Resume works after the file is reopened."""
+    return os.path.join(checkpoint_dir(override=output_dir), f"{safe_name(tree_name)}_resume.npz")
+
+
 def checkpoint_path(folder: str, tree_name: str) -> str:
     """The checkpoint file a run overwrites every Checkpoint Every steps."""
     return os.path.join(folder, f"{safe_name(tree_name)}_checkpoint.json")

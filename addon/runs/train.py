@@ -14,11 +14,16 @@ import os
 import time
 from typing import Any
 
+from ...drla_core.checkpoint import read_checkpoint
 from ..preferences import checkpoint_dir
 from ..properties import settings
 from ..words import format_duration
 from . import build, kinds, model_store, outputs
 from .sessions import DONE, RUNNING, STOPPED, TICK_BUDGET_S, Session, SessionError
+
+
+#: The replay memory a stopped run writes for Resume at most (beyond it, the newest transitions).
+RESUME_BUFFER_BYTES = 256 * 1024 * 1024
 
 
 class TrainSession(Session):
@@ -85,14 +90,55 @@ class TrainSession(Session):
         return self.state == RUNNING
 
     def stop(self) -> None:
-        """Pause: store the model so far, restore the scene, keep the job for ``resume``."""
+        """Pause: store the model so far, write the training state (the tree remembers where, so Resume
+        works after the file is reopened), restore the scene, keep the job for ``resume``."""
         if self.state != RUNNING:
             return
         self._guard(self._store_model)
+        self._guard(self._write_resume_state)
         self._close_scene()
         self.state = STOPPED
         self.message = (f"Stopped at step {self.steps} of {self.total_steps}: "
                         "Resume continues, Play uses the model so far")
+        self._mirror()
+
+    def _write_resume_state(self) -> None:
+        """The job's full state (networks, optimiser, replay memory, schedules, curves) for a later Blender."""
+        if not callable(getattr(self.job, "save_checkpoint", None)):
+            return
+        path = outputs.resume_path(self.tree_name, self.output_dir)
+        self.job.save_checkpoint(path, settings={"tree": self.tree_name, "total_steps": self.total_steps},
+                                 max_buffer_bytes=RESUME_BUFFER_BYTES)
+        self.tree.drla_last_checkpoint = path
+
+    @classmethod
+    def from_checkpoint(cls, scene, tree, *, total_steps: int = 0, output_dir: str = "") -> TrainSession:
+        """A stopped run of ``tree`` continued from the training state it wrote when it stopped (possibly in
+        an earlier Blender session): RUNNING afterwards, or raises SessionError (the scene untouched)."""
+        sess = cls(scene, tree, total_steps=total_steps, output_dir=output_dir)
+        s = settings(scene)
+        s.error = ""
+        s.message = ""
+        sess._register()
+        sess._guard(sess._start_from_checkpoint, tree.drla_last_checkpoint)
+        sess._start_clock()
+        return sess
+
+    def _start_from_checkpoint(self, path: str) -> None:
+        checkpoint = read_checkpoint(path)
+        compiled = self._compile()
+        self.agent_kind = kinds.of(compiled)
+        self.total_steps = int(self.requested_steps or checkpoint.meta["run"]["total_steps"])
+        self._open_scene()
+        # The tree's settings as they are now: what the user changed since applies (and is recorded)
+        self.job = build.build_job(compiled, self.env, seed=int(checkpoint.meta["run"]["seed"]),
+                                   total_steps=self.total_steps)
+        if not callable(getattr(self.job, "load_checkpoint", None)):
+            raise SessionError(f"A {self.agent_kind.label} run cannot continue from a training state: press Train")
+        changes = self.job.load_checkpoint(checkpoint)
+        self.state = RUNNING
+        self.message = f"Resumed at step {self.steps} from {os.path.basename(path)}" + (
+            f"; changed since: {', '.join(name for name, _, _ in changes)}" if changes else "")
         self._mirror()
 
     def resume(self) -> TrainSession:

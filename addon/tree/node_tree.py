@@ -23,6 +23,11 @@ class DRLA_NodeTree(NodeTree):
     bl_label = "DRLA"
     bl_icon = 'OUTLINER_OB_ARMATURE'
 
+    #: The full training state written when a run of this tree last stopped (``runs.train``): saved with
+    #: the .blend, so Resume continues after the file is closed and opened again.
+    drla_last_checkpoint: StringProperty(name="Last Checkpoint", subtype='FILE_PATH', options={'HIDDEN'},
+                                         description="Where the stopped run's training state was written")
+
 
 class DRLANode:
     """Mixin for every DRLA node.

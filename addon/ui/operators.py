@@ -267,18 +267,36 @@ class DRLA_OT_resume(_TrainBase, bpy.types.Operator):
     @classmethod
     def poll(cls, context):
         reason = _why_not_idle(context)
-        if not reason:
-            sess = sessions.get(context.scene)
-            tree = settings(context.scene).tree
-            if sess is None or sess.kind != "TRAIN" or sess.state != sessions.STOPPED or sess.tree_name != tree.name:
-                reason = "No stopped run to resume in this Blender session: press Train"
+        if not reason and _stopped_session(context) is None and not _saved_state(context):
+            reason = "No stopped run to resume: press Train"
         return _poll(cls, reason)
 
     def _running_session(self, context):
-        sess = sessions.get(context.scene)
+        sess = _stopped_session(context)
+        if sess is None:  # stopped in an earlier Blender session: the tree remembers its training state
+            s = settings(context.scene)
+            return TrainSession.from_checkpoint(context.scene, s.tree, total_steps=self.steps,
+                                                output_dir=s.output_dir)
         if self.steps:
             sess.total_steps = sess.steps + self.steps
         return sess.resume()
+
+
+def _stopped_session(context):
+    """This Blender session's stopped run of the chosen tree, or None."""
+    sess = sessions.get(context.scene)
+    tree = settings(context.scene).tree
+    if sess is None or sess.kind != "TRAIN" or sess.state != sessions.STOPPED or tree is None \
+            or sess.tree_name != tree.name:
+        return None
+    return sess
+
+
+def _saved_state(context) -> bool:
+    """Whether the chosen tree remembers a training state written when a run of it stopped."""
+    tree = settings(context.scene).tree
+    path = getattr(tree, "drla_last_checkpoint", "") if tree is not None else ""
+    return bool(path) and os.path.isfile(path)
 
 
 class DRLA_OT_stop(bpy.types.Operator):
