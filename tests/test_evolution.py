@@ -278,3 +278,16 @@ def test_continuous_actions_evolve_on_the_maze_and_export():
     model = job.to_model()
     assert isinstance(model.action_space, Box) and model.network.output_activation == "tanh"
     assert "action_transform" in model.extra
+
+
+def test_resume_on_new_envs_mid_generation_repeats_the_generation_exactly():
+    whole = cartpole_job("neat", seed=2, generations=3, episodes=2)
+    whole.advance()
+    cut = cartpole_job("neat", seed=2, generations=3, episodes=2)
+    cut.advance(max_steps=1)
+    cut.advance(max_seconds=0.0)  # generation 2 started, then the scene "closed"
+    assert cut.steps == 1 and cut._eval is not None
+    cut.resume([make("cartpole") for _ in range(5)])  # rebuilt environments, fewer of them
+    cut.advance()
+    assert comparable(cut.checkpoint()) == comparable(whole.checkpoint())
+    assert cut.env_steps == whole.env_steps
