@@ -243,6 +243,16 @@ def test_checkpoint_refuses_other_files(tmp_path):
         EvolutionJob.from_checkpoint({"format": "drla-model"}, lambda: make("cartpole"))
     with pytest.raises(ValueError, match="unsupported evolution checkpoint version 7"):
         EvolutionJob.from_checkpoint({"format": "drla-evolution", "version": 7}, lambda: make("cartpole"))
+    good = cartpole_job("ga", generations=1)
+    good.advance()
+    data = json.loads(json.dumps(good.checkpoint()))
+    del data["rng"]
+    with pytest.raises(ValueError, match="broken evolution checkpoint: missing 'rng'"):
+        EvolutionJob.from_checkpoint(data, lambda: make("cartpole"))
+    data = json.loads(json.dumps(good.checkpoint()))
+    data["method"]["population"] = [[0.0]]
+    with pytest.raises(ValueError, match="broken evolution checkpoint: checkpoint population has shape"):
+        EvolutionJob.from_checkpoint(data, lambda: make("cartpole"))
 
 
 def test_job_in_slices_matches_one_call_and_reports_status(tmp_path):
