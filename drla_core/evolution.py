@@ -867,24 +867,31 @@ class EvolutionJob:
         if data.get("version") != CHECKPOINT_VERSION:
             raise ValueError(f"unsupported evolution checkpoint version {data.get('version')!r}: "
                              f"this DRLA reads version {CHECKPOINT_VERSION}")
-        job = cls(env, EvolutionConfig.from_dict(data["config"]), seed=int(data["seed"]), behavior=behavior)
-        job.rng = rng_from_state(data["rng"])
-        job.method.rng = job.rng  # type: ignore[attr-defined]
-        job.method.load_state(data["method"])
-        if job.archive is not None:
-            job.archive.load_state(data["archive"])
-        job.steps, job.env_steps = int(data["generation"]), int(data["env_steps"])
-        if data["champion"] is not None:
-            job.champion = job.method.genome_from_data(data["champion"])
-            job.champion_fitness = float(data["champion_fitness"])
-        job.champion_generation = int(data["champion_generation"])
-        job.champion_eval = data["champion_eval"]
-        job.solved = bool(data["solved"])
-        h = data["history"]
-        job.history = {k: list(h[k]) for k in job.history}
-        job.history["evals"] = [tuple(e) for e in job.history["evals"]]
-        job.resume()
+        try:
+            job = cls(env, EvolutionConfig.from_dict(data["config"]), seed=int(data["seed"]), behavior=behavior)
+            job._load(data)
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            what = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise ValueError(f"broken evolution checkpoint: {what}") from None
         return job
+
+    def _load(self, data: Mapping[str, Any]) -> None:
+        self.rng = rng_from_state(data["rng"])
+        self.method.rng = self.rng  # type: ignore[attr-defined]
+        self.method.load_state(data["method"])
+        if self.archive is not None:
+            self.archive.load_state(data["archive"])
+        self.steps, self.env_steps = int(data["generation"]), int(data["env_steps"])
+        if data["champion"] is not None:
+            self.champion = self.method.genome_from_data(data["champion"])
+            self.champion_fitness = float(data["champion_fitness"])
+        self.champion_generation = int(data["champion_generation"])
+        self.champion_eval = None if data["champion_eval"] is None else float(data["champion_eval"])
+        self.solved = bool(data["solved"])
+        h = data["history"]
+        self.history = {k: list(h[k]) for k in self.history}
+        self.history["evals"] = [tuple(e) for e in self.history["evals"]]
+        self.resume()
 
     @classmethod
     def load_checkpoint(cls, path: str | os.PathLike[str], env: EnvSource,

@@ -375,6 +375,7 @@ class NEAT:
         ranked = sorted(self.species, key=lambda sp: -sp["best"])
         keep = [sp for r, sp in enumerate(ranked)
                 if r < c.species_elitism or self.generation - sp["last_improved"] < c.max_stagnation]
+        keep = keep or ranked[:1]  # species_elitism 0 and every species stagnant: the best goes on
         members = np.concatenate([sp["members"] for sp in keep])
         lo, hi = f[members].min(), f[members].max()
         span = max(1.0, hi - lo)

@@ -243,6 +243,16 @@ def test_checkpoint_refuses_other_files(tmp_path):
         EvolutionJob.from_checkpoint({"format": "drla-model"}, lambda: make("cartpole"))
     with pytest.raises(ValueError, match="unsupported evolution checkpoint version 7"):
         EvolutionJob.from_checkpoint({"format": "drla-evolution", "version": 7}, lambda: make("cartpole"))
+    good = cartpole_job("ga", generations=1)
+    good.advance()
+    data = json.loads(json.dumps(good.checkpoint()))
+    del data["rng"]
+    with pytest.raises(ValueError, match="broken evolution checkpoint: missing 'rng'"):
+        EvolutionJob.from_checkpoint(data, lambda: make("cartpole"))
+    data = json.loads(json.dumps(good.checkpoint()))
+    data["method"]["population"] = [[0.0]]
+    with pytest.raises(ValueError, match="broken evolution checkpoint: checkpoint population has shape"):
+        EvolutionJob.from_checkpoint(data, lambda: make("cartpole"))
 
 
 def test_job_in_slices_matches_one_call_and_reports_status(tmp_path):
@@ -278,3 +288,16 @@ def test_continuous_actions_evolve_on_the_maze_and_export():
     model = job.to_model()
     assert isinstance(model.action_space, Box) and model.network.output_activation == "tanh"
     assert "action_transform" in model.extra
+
+
+def test_resume_on_new_envs_mid_generation_repeats_the_generation_exactly():
+    whole = cartpole_job("neat", seed=2, generations=3, episodes=2)
+    whole.advance()
+    cut = cartpole_job("neat", seed=2, generations=3, episodes=2)
+    cut.advance(max_steps=1)
+    cut.advance(max_seconds=0.0)  # generation 2 started, then the scene "closed"
+    assert cut.steps == 1 and cut._eval is not None
+    cut.resume([make("cartpole") for _ in range(5)])  # rebuilt environments, fewer of them
+    cut.advance()
+    assert comparable(cut.checkpoint()) == comparable(whole.checkpoint())
+    assert cut.env_steps == whole.env_steps
