@@ -35,6 +35,11 @@ class DRLA_PG_scene_settings(bpy.types.PropertyGroup):
         name="Steps", default=0, min=0, soft_max=1_000_000,
         description="Environment steps to train for. 0 uses the tree's own setting",
     )
+    workers: IntProperty(
+        name="Workers", default=0, min=0, soft_max=16, max=256,
+        description="Background Blender processes that gather experience on a copy of this file while Blender "
+                    "stays responsive (0: train in this Blender). For DQN trees",
+    )
     output_dir: StringProperty(
         name="Output Folder", subtype='DIR_PATH', default="",
         description="Checkpoints and the report picture go here. Empty uses the preferences' folder",

@@ -260,14 +260,14 @@ def _workers_run(args: argparse.Namespace, build: Any, compiled: Any, env: Any, 
                  workers: int) -> Any:
     """The DQN learner here, its experience from ``workers`` spawned Blender processes (``drla.workers``);
     ``env`` (this process's own view of the scene) only tells the agent its spaces."""
-    from .workers import WorkersRun  # multiprocessing's spawn machinery, only when asked for
+    from .workers import workers_run  # Ray's machinery, only when asked for
 
     config = build.config_with(compiled, steps, config_overrides(args))
     agent = build.build_agent(compiled, env, seed=seed, total_steps=steps, config=config)
     try:
-        return WorkersRun(agent, str(Path(args.target).resolve()), tree.name, steps, workers=workers,
-                          copies=compiled.env.copies, seed=seed, task_metric=env.task_metric,
-                          ray=getattr(args, "ray", None))
+        return workers_run(agent, str(Path(args.target).resolve()), tree.name, steps, workers=workers,
+                           copies=compiled.env.copies, seed=seed, task_metric=env.task_metric,
+                           ray=getattr(args, "ray", None))
     except RuntimeError as exc:  # no ray package
         raise CLIError(str(exc)) from exc
 

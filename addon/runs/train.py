@@ -18,7 +18,7 @@ from ...drla_core.checkpoint import read_checkpoint
 from ..preferences import checkpoint_dir
 from ..properties import settings
 from ..words import format_duration
-from . import build, kinds, model_store, outputs
+from . import build, kinds, model_store, outputs, workers
 from .sessions import DONE, RUNNING, STOPPED, TICK_BUDGET_S, Session, SessionError
 
 
@@ -61,10 +61,18 @@ class TrainSession(Session):
         compiled = self._compile()
         self.agent_kind = kinds.of(compiled)
         self.total_steps = build.total_steps_of(compiled, self.requested_steps)
+        n_workers = int(settings(self.scene).workers) if self.agent_kind.workers and compiled.env else 0
+        if n_workers:  # the workers open a copy of the file; this Blender only learns (its scene is not stepped)
+            blend = workers.save_worker_copy(self.tree_name, self.output_dir)
+            copies, compiled.env.copies = compiled.env.copies, 1
         self._open_scene()
-        folder = checkpoint_dir(override=self.output_dir, create=False)
-        self.job = build.build_job(compiled, self.env, seed=self.seed, total_steps=self.total_steps,
-                                   checkpoint_dir=folder)
+        if n_workers:
+            self.job = workers.build_job(compiled, self.env, blend, workers=n_workers, copies=copies,
+                                         seed=self.seed, total_steps=self.total_steps)
+        else:
+            folder = checkpoint_dir(override=self.output_dir, create=False)
+            self.job = build.build_job(compiled, self.env, seed=self.seed, total_steps=self.total_steps,
+                                       checkpoint_dir=folder)
         if self.agent_kind.curve:
             with contextlib.suppress(Exception):
                 settings(self.scene).curve = self.agent_kind.curve
@@ -101,6 +109,13 @@ class TrainSession(Session):
         self.message = (f"Stopped at step {self.steps} of {self.total_steps}: "
                         "Resume continues, Play uses the model so far")
         self._mirror()
+
+    def _close_scene(self) -> None:
+        """Worker processes end with the run's scene (stop, finish or failure); Resume starts new ones."""
+        if self.job is not None and callable(getattr(self.job, "pause", None)):
+            with contextlib.suppress(Exception):
+                self.job.pause()
+        super()._close_scene()
 
     def _write_resume_state(self) -> None:
         """The job's full state (networks, optimiser, replay memory, schedules, curves) for a later Blender."""

@@ -162,6 +162,7 @@ def draw_main(layout, context) -> None:
     col = layout.column(align=True)
     col.enabled = state not in {"TRAINING", "PLAYING"}
     col.prop(s, "total_steps")
+    col.prop(s, "workers")
     col.prop(s, "output_dir", text="")
 
     if s.message and state != "TRAINING":

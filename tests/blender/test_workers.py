@@ -75,3 +75,34 @@ def test_the_workers_run_as_ray_actors_on_a_local_ray(reach_blend, tmp_path):
     assert out.returncode == 0, out.stderr
     assert "trained 1200 steps" in out.stdout and "with 2 Ray actors" in out.stdout
     assert (tmp_path / "r.json").is_file() and reach_blend.read_bytes() == before
+
+
+def test_the_panel_trains_with_worker_processes_and_blender_stays_free(empty_scene, tmp_path):
+    """Workers chosen in the sidebar: the learner's ticks return within their time box while two background
+    processes gather the experience (on a copy of the file); the curve fills; Stop ends the processes; Resume
+    starts new ones; the run finishes and the scene is as before."""
+    from drla_ext.addon.runs.train import TrainSession
+    from drla_ext.addon.ui import examples
+
+    scene = empty_scene
+    tree = examples.build_transform_tree(scene, total_steps=1500)
+    scene.drla.workers = 2
+    bpy.context.view_layer.update()
+    places = {ob.name: tuple(ob.matrix_world.translation) for ob in scene.objects}
+    sess = TrainSession(scene, tree, output_dir=str(tmp_path)).start()
+    assert (tmp_path / "Reach_workers.blend").is_file()
+    ticks = []
+    while sess.steps < 500:
+        t0 = time.perf_counter()
+        assert sess.tick(0.05), scene.drla.error
+        ticks.append(time.perf_counter() - t0)
+    assert max(ticks) < 2.0  # each tick waits for news at most its time box (plus one chunk's learning)
+    assert "Workers\t2" in scene.drla.status and sess.job.history.episode_returns
+    processes = [w.handle[0] for w in sess.job.workers]
+    sess.stop()
+    assert all(p.poll() is not None for p in processes)  # the workers ended with Stop
+    sess.resume()
+    sess.run_blocking()
+    assert sess.state == "DONE" and sess.steps == 1500, scene.drla.error
+    assert all(w.handle[0].poll() is not None for w in sess.job.workers)
+    assert {ob.name: tuple(ob.matrix_world.translation) for ob in scene.objects} == places

@@ -729,6 +729,39 @@ def stage_copies():
     yield 1.0
 
 
+def stage_workers():
+    """Workers = 2 in the sidebar: two background Blender processes gather the experience (on a copy of the
+    file) while this window stays responsive; the counter moves, Esc ends the processes, the scene is as before."""
+    try:
+        env = next(n for n in Ctx.tree.nodes if n.bl_idname == "DRLA_EnvironmentNode")
+        env.copies = 2
+        drla().workers = 2
+        Ctx.before = scene_fingerprint()
+        drla().total_steps = 60000
+        result = sidebar_call(bpy.ops.drla.train)
+        check("Train with workers starts a modal run", result == {'RUNNING_MODAL'}, result)
+    except Exception:
+        failed_stage("workers train")
+    yield from wait_until(lambda: drla().steps_done > 200, 120)
+    state_line("workers")
+    check("the background workers' experience trains the agent", Ctx.waited and "Workers\t2" in drla().status,
+          f"steps {drla().steps_done}, status {drla().status!r}")
+    sess = mod("runs.sessions").get(bpy.context.scene)
+    shot("04_workers_panel", area=Ctx.v3d, region_type='UI')
+    try:
+        yield from press(Ctx.v3d, "Escape", 0.4, 0.5)
+    except Exception:
+        failed_stage("workers esc")
+    yield from wait_until(lambda: ui_state() != "TRAINING", 30)
+    processes = [w.handle[0] for w in getattr(getattr(sess, "job", None), "workers", [])]
+    check("Esc ends the worker processes", processes and all(p.poll() is not None for p in processes),
+          [p.poll() for p in processes])
+    check("the scene is exactly as before after training with workers", scene_fingerprint() == Ctx.before,
+          diff(Ctx.before, scene_fingerprint()))
+    drla().workers = 0
+    yield 1.0
+
+
 def finish():
     yield 0.5
     RESULTS["finished"] = True
@@ -744,7 +777,7 @@ SCENARIOS = {
     "robot_arm": (stage_open, stage_layout, stage_drawn_layout, stage_ik),
     "tank_bake_undo": (stage_open, stage_layout, stage_train_and_esc, stage_bake, stage_node_editor),
     "tank_duel": (stage_open, stage_layout, stage_team),
-    "tank_copies": (stage_open, stage_layout, stage_copies),
+    "tank_copies": (stage_open, stage_layout, stage_copies, stage_workers),
 }
 
 
