@@ -13,7 +13,7 @@ weights N(0, 1) and biases 0, the same mutation rates, threshold 3.0, elitism 2,
 neat-python evaluates genome by genome with its ``FeedForwardNetwork.activate``; DRLA evaluates every
 genome's episode in one batched forward per step. Both step the same pure-Python CartPole.
 
-Maze: GA (64 individuals, 60 generations) scored by novelty (k 15, adaptive archive) or by fitness,
+Maze: GA (64 individuals, 80 generations) scored by novelty (k 15, adaptive archive) or by fitness,
 solved when an individual reaches the goal.
 
     .venv/bin/python bench/evolution.py [--quick]      (make bench-evolution installs neat-python first)
@@ -184,7 +184,7 @@ def population_forward_us(repeats: int = 2000) -> float:
 
 
 def maze(novelty: bool, seed: int) -> bool:
-    cfg = EvolutionConfig(method="ga", generations=60, target_return=1.0, solve_episodes=1,
+    cfg = EvolutionConfig(method="ga", generations=80, target_return=1.0, solve_episodes=1,
                           ga=GAConfig(population_size=64, mutation_rate=0.2, mutation_sigma=0.2),
                           novelty=NoveltyConfig(k=15, threshold=0.05) if novelty else None)
     job = EvolutionJob(lambda: make("deceptive_maze"), cfg, seed=seed)

@@ -41,7 +41,7 @@ class PureJob:
 #: Per environment: the evolution budget and the champion check that ends a run early.
 EVOLUTION_DEFAULTS: dict[str, dict[str, Any]] = {
     "cartpole": {"generations": 50, "target_return": 475.0},
-    "deceptive_maze": {"generations": 60, "target_return": 1.0, "solve_episodes": 1,
+    "deceptive_maze": {"generations": 80, "target_return": 1.0, "solve_episodes": 1,
                        "ga": {"mutation_rate": 0.2, "mutation_sigma": 0.2}},
 }
 
