@@ -59,6 +59,9 @@ class RayPool:
         worker.pending = ("ready", actor.copies_count.remote())
         return "Ray actor"
 
+    def death(self, worker: Any) -> str:
+        return "its Ray actor is gone"
+
     def submit(self, worker: Any, params: np.ndarray, epsilon: float, steps: int) -> bool:
         worker.pending = ("chunk", worker.handle.collect.remote(params, epsilon, steps))
         return True

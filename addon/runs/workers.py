@@ -207,6 +207,16 @@ class ProcessPool:
             return False
         return True
 
+    def death(self, worker: _Worker) -> str:
+        """How a worker whose connection broke ended (its exit code)."""
+        process = worker.handle[0]
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        return f"exit code {process.poll()}"
+
     def wait(self, workers: list[_Worker], timeout: float) -> list[tuple[_Worker, tuple]]:
         """The workers with news: ``("ready", copies)``, ``("chunk", batch, episodes)`` or ``("dead", why)``."""
         conns = {w.handle[1]: w for w in workers}
@@ -216,12 +226,7 @@ class ProcessPool:
             try:
                 news.append((worker, conn.recv()))
             except (EOFError, OSError):
-                process = worker.handle[0]
-                try:
-                    process.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                news.append((worker, ("dead", f"exit code {process.poll()}")))
+                news.append((worker, ("dead", self.death(worker))))
         return news
 
     def close(self, workers: list[_Worker]) -> None:
@@ -274,7 +279,7 @@ class WorkersRun:
         if self.pool.submit(worker, self.agent.q_network.params, float(self.agent.epsilon), CHUNK_STEPS):
             worker.busy = True
         else:
-            self._restart(worker, "its connection is closed")
+            self._restart(worker, self.pool.death(worker))
 
     def _restart(self, worker: _Worker, why: str) -> None:
         """A worker died: start another in its place (its chunk in flight is collected again)."""

@@ -46,7 +46,7 @@ def test_two_workers_with_copies_train_every_step(reach_blend, tmp_path):
 
 
 def test_a_killed_worker_is_replaced_and_the_run_finishes(reach_blend, tmp_path):
-    proc = subprocess.Popen(train(reach_blend, tmp_path / "r.json", "--workers", "2", "--steps", "4000"), cwd=ROOT,
+    proc = subprocess.Popen(train(reach_blend, tmp_path / "r.json", "--workers", "2", "--steps", "20000"), cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     pid, lines, t0 = None, [], time.monotonic()
     while pid is None and time.monotonic() - t0 < 120:  # the learner names each worker's process
@@ -55,14 +55,14 @@ def test_a_killed_worker_is_replaced_and_the_run_finishes(reach_blend, tmp_path)
         if "worker 0: process" in line:
             pid = int(re.search(r"process (\d+)", line).group(1))
     assert pid is not None, "".join(lines)
-    while time.monotonic() - t0 < 120 and not any("[" in line and "/4000" in line for line in lines):
+    while time.monotonic() - t0 < 120 and not any("[" in line and "/20000" in line for line in lines):
         lines.append(proc.stderr.readline())  # training has begun: the progress bar moved
     os.kill(pid, signal.SIGKILL)
     out, err = proc.communicate(timeout=300)
     err = "".join(lines) + err
     assert proc.returncode == 0, err
     assert f"worker 0 stopped (exit code {-signal.SIGKILL})" in err and "starting another in its place" in err
-    assert "trained 4000 steps" in out and "1 worker restart(s)" in out
+    assert "trained 20000 steps" in out and "1 worker restart(s)" in out
 
 
 @pytest.mark.slow
