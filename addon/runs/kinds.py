@@ -38,6 +38,12 @@ class AgentKind:
     evaluate: Callable[..., str]
     bake: Callable[[Any, Any, Any, int], str]
     bake_hint: Callable[[Any], str]
+    #: The ``Model.kind`` its models are saved as ('' : the kind's name; evolution saves plain "mlp" networks)
+    model_kind: str = ""
+
+    def makes(self, model) -> bool:
+        """Whether ``model`` (a loaded model file) is of the kind this agent kind trains."""
+        return getattr(model, "kind", None) == (self.model_kind or self.name)
 
 
 # --------------------------------------------------------------------------- DQN
@@ -135,7 +141,7 @@ EVOLUTION = AgentKind(
     bake_label="Bake Champion to Keyframes", bake_settings=(("bake_steps", "Steps"),
                                                             ("bake_frame_step", "Frames/Step")),
     curve='RETURN', trained_text=_evolution_trained_text, after_training=lambda session: "",
-    evaluate=play.evaluate_episodes, bake=_dqn_bake, bake_hint=lambda scene: "")
+    evaluate=play.evaluate_episodes, bake=_dqn_bake, bake_hint=lambda scene: "", model_kind="mlp")
 
 
 #: Every agent kind by ``AgentSpec.kind`` (the agent node's ``agent_kind``).

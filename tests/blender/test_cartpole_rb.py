@@ -167,3 +167,44 @@ def test_broken_motor_and_evolution_trees_say_why_on_the_node(cartpole):
     with pytest.raises(CompileError):
         compiler.compile_tree(tree, scene)
     assert "either kind, not both" in action_set.drla_error
+
+
+def test_cli_trains_and_plays_the_committed_scene_and_bake_keys_the_champion(tmp_path, builder):
+    """``drla train scene.blend`` and ``drla play`` as for a DQN tree (the file never written), then Bake:
+    the champion's episode keyed where the simulation put the cart and the pole."""
+    import subprocess
+    import sys
+
+    from drla_ext.addon.runs import kinds
+
+    if not BLEND.exists():
+        pytest.skip("scenes/cartpole_rb/cartpole_rb.blend not built yet")
+    before = BLEND.read_bytes()
+    model = tmp_path / "cp.json"
+    cli = [sys.executable, "-m", "drla"]
+    out = subprocess.run([*cli, "train", BLEND, "--steps", "2", "--seed", "0", "--out", model], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "evolved 2 generations" in out.stdout and json.loads(model.read_text())["kind"] == "mlp"
+    out = subprocess.run([*cli, "play", BLEND, "--model", model, "--episodes", "2"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "CartPole: mean return 63.00 over 2 episodes" in out.stdout  # generation 1's best, replayed exactly
+    assert BLEND.read_bytes() == before
+
+    from drla_ext.addon.runs import model_store
+    from drla_ext.drla_core.model_io import load_model
+
+    scene = builder.build_scene()
+    tree = builder.build_tree(scene)
+    model_store.store_model(tree, load_model(model))
+    text = kinds.EVOLUTION.bake(scene, tree, scene.drla, 0)
+    assert "Baked" in text or "bake" in text.lower(), text
+    assert scene.objects["Pole"].animation_data is not None
+    from drla_ext.addon.scene import keyframes
+
+    cart = scene.objects["Cart"]
+    fcurves = keyframes.fcurves_for(cart, cart.animation_data.action)
+    xs = [k.co[1] for k in fcurves.find("location", index=0).keyframe_points]
+    assert len(xs) == 63 + 1 and max(abs(x) for x in xs) > 0.05  # the cart moved on the rail, keyed per step
+    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
