@@ -34,7 +34,7 @@ def test_check_env_on_tank_variants(kwargs: dict) -> None:
 
 
 def test_registry() -> None:
-    assert set(ENV_NAMES) == {"cartpole", "evacuation", "tank_grid", "identity"}
+    assert set(ENV_NAMES) == {"cartpole", "evacuation", "tank_grid", "identity", "deceptive_maze"}
     assert isinstance(make("tank_grid", width=4), TankGrid) and make("tank_grid", width=4).width == 4
     with pytest.raises(KeyError, match="unknown environment 'pong'; known: cartpole"):
         make("pong")

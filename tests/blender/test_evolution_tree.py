@@ -123,3 +123,31 @@ def test_evolution_refuses_dqn_flags_and_copies(empty_scene):
     finally:
         env.close()
     bpy.data.node_groups.remove(tree)
+
+
+def test_neat_with_novelty_runs_in_the_scene(empty_scene):
+    """NEAT and a Novelty node through the same assembler: novelty per generation, the archive filling,
+    the champion a graph network that plays in the scene."""
+    from drla_ext.addon.runs import build
+    from drla_ext.addon.scene.snapshot import restored_scene
+    from drla_ext.addon.tree import compiler
+    from drla_ext.drla_core.graph_net import GraphNetwork
+    from drla_ext.drla_core.train import evaluate
+
+    scene = empty_scene
+    tree, agent = reach_tree(scene, method='NEAT', population_size=12, generations=3)
+    novelty = tree.nodes.new("DRLA_NoveltyNode")
+    novelty.values, novelty.k, novelty.fitness_weight = 3, 5, 0.3
+    tree.links.new(novelty.outputs[0], agent.inputs["Novelty"])
+    compiled = compiler.compile_tree(tree, scene)
+    with restored_scene(scene):
+        env = build.build_env(compiled, scene)
+        job = build.build_job(compiled, env, seed=2)
+        job.advance()
+        assert job.steps == 3 and all(v is not None and v > 0 for v in job.history["novelty"])
+        assert job.archive.items and len(job.archive.items[0]) == 3  # the first 3 observation values
+        model = job.to_model({"tree": tree.name})
+        assert isinstance(model.network, GraphNetwork)
+        result = evaluate(env, lambda obs: model.act(obs), episodes=2, seed=0)
+        assert len(result.returns) == 2
+        env.close()
