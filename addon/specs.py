@@ -41,7 +41,9 @@ class StateSpec:
 
 @dataclass
 class ActionSpec:
-    """One discrete action. ``kind``: MOVE, ROTATE, BONE_ROTATE, SET_PROPERTY, ADD_PROPERTY, WAIT, FIRE."""
+    """One discrete action. ``kind``: MOVE, ROTATE, BONE_ROTATE, SET_PROPERTY, ADD_PROPERTY, WAIT, FIRE; or
+    MOTOR, one continuous value (``path``: the motor velocity it writes, ``value``: Max Velocity), gathered
+    into a ``MotorsSpec`` by the Action Set."""
     kind: str
     name: str
     node: str
@@ -67,6 +69,18 @@ class ContinuousSpec:
     @property
     def size(self) -> int:
         return 3 * len(self.bones)
+
+
+@dataclass
+class MotorsSpec:
+    """Continuous rigid-body motors: one value in [-1, 1] per Motor action (``ActionSpec`` of kind MOTOR),
+    times its Max Velocity, set as the motor's target velocity."""
+    node: str
+    motors: list[ActionSpec]
+
+    @property
+    def size(self) -> int:
+        return len(self.motors)
 
 
 @dataclass
@@ -97,7 +111,7 @@ class EnvSpec:
     node: str
     state: StateSpec
     actions: list[ActionSpec]
-    continuous: ContinuousSpec | None = None
+    continuous: ContinuousSpec | MotorsSpec | None = None
     rewards: list[RewardSpec] = field(default_factory=list)
     dones: list[DoneSpec] = field(default_factory=list)
     frames_per_step: int = 1
@@ -145,6 +159,7 @@ def objects_of(env: EnvSpec) -> list[str]:
     parts = [*env.state.sensors, *env.actions, *env.rewards, *env.dones]
     if env.continuous is not None:
         parts.append(env.continuous)
+        parts += getattr(env.continuous, "motors", [])
     for part in parts:
         found += [getattr(part, a, "") for a in ("obj", "other", "armature")]
         found += [v for k, v in (getattr(part, "options", None) or {}).items() if k in _OBJECT_OPTIONS]
@@ -172,9 +187,17 @@ def env_for_copy(env: EnvSpec, names: dict[str, str], origin: tuple[float, float
     state = dataclasses.replace(env.state, sensors=[shifted(s) for s in env.state.sensors])
     return dataclasses.replace(
         env, state=state, actions=[_renamed(a, names) for a in env.actions],
-        continuous=_renamed(env.continuous, names) if env.continuous is not None else None,
+        continuous=_renamed_continuous(env.continuous, names),
         rewards=[_renamed(r, names) for r in env.rewards], dones=[shifted(d) for d in env.dones],
         random_objects=[names.get(n, n) for n in env.random_objects], copies=1)
+
+
+def _renamed_continuous(spec: Any, names: dict[str, str]) -> Any:
+    if spec is None:
+        return None
+    if isinstance(spec, MotorsSpec):
+        return dataclasses.replace(spec, motors=[_renamed(m, names) for m in spec.motors])
+    return _renamed(spec, names)
 
 
 @dataclass

@@ -16,6 +16,9 @@ genome's episode in one batched forward per step. Both step the same pure-Python
 Maze: GA (64 individuals, 80 generations) scored by novelty (k 15, adaptive archive) or by fitness,
 solved when an individual reaches the goal.
 
+Walker (``scenes/walker``, needs bpy): its Evolution tree in Blender headless, 40 generations (10 with
+--quick); the champion's distance in one 10 s episode and generations per minute.
+
     .venv/bin/python bench/evolution.py [--quick]      (make bench-evolution installs neat-python first)
 """
 
@@ -32,7 +35,8 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
@@ -200,11 +204,47 @@ def solve_figures(name: str, runs: list[tuple[float | None, int]], out: dict) ->
     print(f"{name}: " + ", ".join(f"{'-' if t is None else f'{t:.2f}s'}/{g}g" for t, g in runs), file=sys.stderr)
 
 
+def walker(generations: int, seed: int = 0) -> dict:
+    """The rigid-body walker (``scenes/walker``) evolved in Blender headless by its own tree (GA, 24
+    individuals, one 10 s episode each): the champion's distance walked (m) and generations per minute."""
+    try:
+        import bpy  # noqa: F401  (the bpy wheel of .venv)
+    except ImportError:
+        return {"walker_best_distance_m": "bpy not installed"}
+    import importlib.util
+
+    from drla.extension import register_extension
+
+    register_extension()
+    spec = importlib.util.spec_from_file_location("build_walker", ROOT / "scenes" / "walker" / "build_walker.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    from drla_ext.addon.runs import build
+    from drla_ext.addon.scene.snapshot import restored_scene
+    from drla_ext.addon.tree.compiler import compile_tree
+
+    scene = module.build_scene()
+    compiled = compile_tree(module.build_tree(scene), scene)
+    with restored_scene(scene):
+        env = build.build_env(compiled, scene)
+        job = build.build_job(compiled, env, seed=seed, total_steps=generations)
+        t0 = time.perf_counter()
+        job.advance()
+        wall = time.perf_counter() - t0
+        env.close()
+    best = job.champion_fitness
+    print(f"walker: best per generation {[round(b, 2) for b in job.history['best']]}", file=sys.stderr)
+    return {"walker_best_distance_m": round(best, 3),
+            "walker_body_lengths": round(best / module.BODY_LENGTH, 2),
+            "walker_generations_per_min": round(60.0 * job.steps / wall, 1), "walker_generations": job.steps}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="3 seeds instead of 10")
     parser.add_argument("--no-neat-python", action="store_true", help="skip the neat-python reference")
     parser.add_argument("--repeats", type=int, default=3, help="runs per seed; the fastest counts (default 3)")
+    parser.add_argument("--no-walker", action="store_true", help="skip the rigid-body walker (needs bpy)")
     args = parser.parse_args()
     seeds = range(3 if args.quick else 10)
     out: dict = {"seeds": len(seeds), "repeats": args.repeats,
@@ -237,6 +277,8 @@ def main() -> None:
             out[f"{method}_champion_100_fresh_episodes_median"] = round(statistics.median(means), 1)
     out["maze_novelty_solved_seeds"] = sum(maze(True, s) for s in seeds)
     out["maze_fitness_solved_seeds"] = sum(maze(False, s) for s in seeds)
+    if not args.no_walker:
+        out.update(walker(10 if args.quick else 40))
     print(json.dumps(out))
 
 

@@ -279,8 +279,8 @@ def play_scene(args: argparse.Namespace) -> int:
     compiled = compile_or_explain(ext, tree, scene)
     kinds = addon_module("runs.kinds")
     kind = kinds.of(compiled)
-    if model.kind != kind.name:
-        made_by = kinds.KINDS[model.kind].label if model.kind in kinds.KINDS else repr(model.kind)
+    if not kind.makes(model):
+        made_by = next((k.label for k in kinds.KINDS.values() if k.makes(model)), repr(model.kind))
         raise CLIError(f"{args.model} is a {made_by} model but tree {tree.name!r} trains {kind.label}")
     frames = Path(args.frames) if args.frames else None
     if frames is not None:

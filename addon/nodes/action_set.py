@@ -1,11 +1,13 @@
 import bpy
 
+from ..specs import MotorsSpec
 from ..tree.node_tree import DRLANode, linked_nodes
 
 
 class DRLA_ActionSetNode(DRLANode, bpy.types.Node):
-    """The discrete actions the agent chooses from, numbered in link order.
-    Triggers: actions discrete action space"""
+    """The discrete actions the agent chooses from, numbered in link order; or Motor actions, one
+    continuous value each (a continuous action space, for an Evolution agent).
+    Triggers: actions discrete action space continuous motors"""
 
     bl_idname = "DRLA_ActionSetNode"
     bl_label = "Action Set"
@@ -41,4 +43,10 @@ class DRLA_ActionSetNode(DRLANode, bpy.types.Node):
                 ctx.error(node, f"two actions are named '{action.name}'")
             seen.add(action.name)
             actions.append(action)
+        motors = [a for a in actions if a.kind == "MOTOR"]
+        if motors and len(motors) < len(actions):
+            ctx.error(self, "Motor actions are continuous and the others discrete: an Action Set holds "
+                            "either kind, not both")
+        if motors:
+            return MotorsSpec(self.name, motors)
         return actions

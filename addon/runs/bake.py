@@ -1,7 +1,9 @@
 """Bake: a trained agent's behaviour becomes keyframes, so an animator keeps the result.
 
 * ``bake(scene, tree)``: one greedy episode is played on a snapshot of the scene, recording after
-  every step the transforms of every object (location, rotation in its rotation mode) and pose bone.
+  every step the transforms of every object (location, rotation in its rotation mode) and pose bone;
+  an active rigid body's are where the simulation put it (its world matrix: physics never writes its
+  channels). Its keys play back once the body is no longer simulated (Kinematic, or Rigid Body off).
   Whatever the agent changed becomes F-curves of a new action per object ("DRLA Bake: ..."),
   written after the scene has been restored: only the new actions remain.
 * ``bake_target(ob, target, solver, ...)``: Learned IK keys the joint rotations that make the tip
@@ -68,13 +70,34 @@ class BakeResult:
 
 
 # --------------------------------------------------------------------------- recording
+def _simulated(ob) -> bool:
+    """An active, unparented rigid body: the simulation, not its channels, places it."""
+    rb = ob.rigid_body
+    return rb is not None and rb.type == 'ACTIVE' and not rb.kinematic and ob.parent is None
+
+
+def _rotation_in_mode(ob, q) -> tuple[float, ...]:
+    """Quaternion ``q`` as the values of ``ob``'s rotation mode (an Euler near its current one)."""
+    if ob.rotation_mode == 'QUATERNION':
+        return tuple(q)
+    if ob.rotation_mode == 'AXIS_ANGLE':
+        axis, angle = q.to_axis_angle()
+        return (angle, *axis)
+    return tuple(q.to_euler(ob.rotation_mode, ob.rotation_euler))
+
+
 def capture(scene) -> dict[Key, tuple[float, ...]]:
     """The transform channels of every object and pose bone in ``scene``."""
     out: dict[Key, tuple[float, ...]] = {}
     for ob in scene.objects:
-        out[(ob.name, "", "location")] = tuple(ob.location)
         rot = rotation_path(ob.rotation_mode)
-        out[(ob.name, "", rot)] = tuple(getattr(ob, rot))
+        if _simulated(ob):  # physics moves only its matrix_world: key where the simulation put it
+            loc, q, _scale = ob.matrix_world.decompose()
+            out[(ob.name, "", "location")] = tuple(loc)
+            out[(ob.name, "", rot)] = _rotation_in_mode(ob, q)
+        else:
+            out[(ob.name, "", "location")] = tuple(ob.location)
+            out[(ob.name, "", rot)] = tuple(getattr(ob, rot))
         if ob.pose is not None:
             for pb in ob.pose.bones:
                 out[(ob.name, pb.name, "location")] = tuple(pb.location)

@@ -11,10 +11,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import numpy as np
+
 from ...drla_core import train
 from ...drla_core.agents import dqn
 from ...drla_core.agents.ik import IKTrainingJob
+from ...drla_core.evolution import EvolutionConfig, EvolutionJob, GAConfig, NoveltyConfig
 from ...drla_core.model_io import load_model
+from ...drla_core.neat import NEATConfig
 from ...drla_core.multi_agent import MultiAgentRun
 from ...drla_core.vector_env import VectorEnv
 from ..scene.scene_env import SceneEnv
@@ -198,8 +202,82 @@ def build_team_job(compiled: CompiledTree, env, *, seed: int, total_steps: int,
     return MultiAgentRun(env, agents, total_steps, modes=modes, seed=seed)
 
 
+# --------------------------------------------------------------------------- evolution
+class SceneEvolutionJob(EvolutionJob):
+    """An ``EvolutionJob`` whose history also speaks the live curve's words: the best fitness of each
+    generation as its 'returns', the mean as its second curve, with their titles and the x axis in
+    generations (the same lists, not copies: they grow as the run goes)."""
+
+    def __init__(self, *args, **kw) -> None:
+        super().__init__(*args, **kw)
+        self._curve_names()
+
+    def _curve_names(self) -> None:
+        h = self.history
+        h["episode_returns"], h["episode_end_steps"] = h["best"], h["generation"]
+        h["losses"], h["loss_steps"] = h["mean"], h["generation"]
+        h["curve_titles"] = {"RETURN": "Best fitness per generation", "LOSS": "Mean fitness per generation"}
+        h["x_label"] = "generations"
+
+    def resume(self, env=None) -> None:
+        super().resume(env)
+        self._curve_names()  # a checkpoint's history arrives as separate lists
+
+
+def evolution_config(compiled: CompiledTree, generations: int) -> EvolutionConfig:
+    """The ``EvolutionConfig`` the Evolution Agent (and Novelty) node describes."""
+    c = compiled.agent.config
+    population = int(c.get("population_size", 32))
+    ga = GAConfig(population_size=population, hidden=[tuple(h) for h in compiled.agent.hidden],
+                  selection=c.get("selection", "tournament"), crossover=c.get("crossover", "uniform"),
+                  mutation_rate=float(c.get("mutation_rate", 0.1)), mutation_sigma=float(c.get("mutation_sigma", 0.1)),
+                  elites=int(c.get("elites", 2)))
+    n = c.get("novelty")
+    novelty = None if not n else NoveltyConfig(k=n["k"], archive=n["archive"], threshold=n["threshold"],
+                                               add_probability=n["add_probability"],
+                                               fitness_weight=n["fitness_weight"])
+    neat = NEATConfig(population_size=population, elitism=min(int(c.get("elites", 2)), population - 1))
+    return EvolutionConfig(method=c.get("method", "ga"), generations=int(generations),
+                           episodes=int(c.get("episodes", 1)), novelty=novelty, ga=ga, neat=neat)
+
+
+def behavior_of(compiled: CompiledTree):
+    """The Novelty node's behaviour: a slice of the episode's final observation (``None``: the default)."""
+    n = compiled.agent.config.get("novelty")
+    if not n:
+        return None
+    start, end = int(n["behavior_start"]), int(n["behavior_end"])
+
+    def behavior(obs, info):
+        return np.asarray(obs, dtype=np.float64).reshape(-1)[start:end]
+    return behavior
+
+
+def build_evolution_job(compiled: CompiledTree, env, *, seed: int, total_steps: int,
+                        overrides: dict[str, Any] | None = None, **options) -> SceneEvolutionJob:
+    """Evolution: a population evaluated one individual after another on the tree's one ``SceneEnv``
+    (scene copies cannot hold rigid bodies yet); ``total_steps`` counts generations."""
+    if overrides:
+        raise BuildError("DQN settings from the command line do not apply to an Evolution Agent "
+                         "(its settings are on the Evolution Agent node)")
+    unknown = set(options) - set(_RUN_OPTIONS)
+    if unknown:
+        raise TypeError(f"build_evolution_job: unknown options {sorted(unknown)}")
+    if isinstance(env, VectorEnv):
+        raise BuildError("an Evolution Agent evaluates its population on the scene itself: set the "
+                         "Environment's Copies to 1")
+    try:
+        config = evolution_config(compiled, total_steps)
+        behavior = behavior_of(compiled)
+        if behavior is None:
+            return SceneEvolutionJob(env, config, seed=seed)
+        return SceneEvolutionJob(env, config, seed=seed, behavior=behavior)
+    except ValueError as exc:
+        raise BuildError(str(exc)) from exc
+
+
 #: How each agent kind (``AgentSpec.kind``) is built into a training job.
-JOBS = {"dqn": build_dqn_job, "ik": build_ik_job, "team": build_team_job}
+JOBS = {"dqn": build_dqn_job, "ik": build_ik_job, "team": build_team_job, "evolution": build_evolution_job}
 
 
 def build_job(compiled: CompiledTree, env=None, *, seed: int = 0, total_steps: int = 0, **kw):

@@ -1,5 +1,5 @@
 """The agent kinds a tree can train, and what each can do: the only place that tells DQN from
-Learned IK (evolution is next). The panel, the operators and the CLI ask a kind for a capability
+Learned IK and evolution. The panel, the operators and the CLI ask a kind for a capability
 (``can_play``, ``can_follow``, ``bake``), never for its name.
 
 A kind is found from a compiled tree (``of``) or, cheaply while the panel draws, from the node
@@ -40,6 +40,12 @@ class AgentKind:
     evaluate: Callable[..., str]
     bake: Callable[[Any, Any, Any, int], str]
     bake_hint: Callable[[Any], str]
+    #: The ``Model.kind`` its models are saved as ('' : the kind's name; evolution saves plain "mlp" networks)
+    model_kind: str = ""
+
+    def makes(self, model) -> bool:
+        """Whether ``model`` (a loaded model file) is of the kind this agent kind trains."""
+        return getattr(model, "kind", None) == (self.model_kind or self.name)
 
 
 # --------------------------------------------------------------------------- DQN
@@ -126,8 +132,24 @@ TEAM = AgentKind(
     bake_hint=lambda scene: "")
 
 
+# --------------------------------------------------------------------------- evolution
+def _evolution_trained_text(session) -> str:
+    job = session.job
+    return (f"Evolved {count(session.steps, 'generation')} ({count(job.env_steps, 'step')}) in "
+            f"{session.train_seconds:.1f} s: champion fitness {job.champion_fitness:.4g} "
+            f"(generation {job.champion_generation + 1})")
+
+
+EVOLUTION = AgentKind(
+    name="evolution", label="Evolution", can_play=True, can_follow=False, no_play_reason="",
+    bake_label="Bake Champion to Keyframes", bake_settings=(("bake_steps", "Steps"),
+                                                            ("bake_frame_step", "Frames/Step")),
+    curve='RETURN', trained_text=_evolution_trained_text, after_training=lambda session: "",
+    evaluate=play.evaluate_episodes, bake=_dqn_bake, bake_hint=lambda scene: "", model_kind="mlp")
+
+
 #: Every agent kind by ``AgentSpec.kind`` (the agent node's ``agent_kind``).
-KINDS: dict[str, AgentKind] = {kind.name: kind for kind in (DQN, IK, TEAM)}
+KINDS: dict[str, AgentKind] = {kind.name: kind for kind in (DQN, IK, TEAM, EVOLUTION)}
 
 
 def of(compiled) -> AgentKind:

@@ -2,7 +2,8 @@
 
 ``DiscreteActuator.apply(index, rng)`` performs one named action (move, rotate, rotate a
 bone, set or add to a property, wait, fire) and returns what happened (``fired``, ``hit``);
-``BoneActuator.apply(vector)`` sets continuous bone rotations; ``randomize_locations`` places
+``BoneActuator.apply(vector)`` sets continuous bone rotations; ``MotorActuator.apply(vector)`` sets
+rigid-body motor velocities; ``randomize_locations`` places
 objects at random start locations. Objects are looked up once, when built.
 """
 
@@ -176,6 +177,21 @@ class BoneActuator:
                 pb.rotation_quaternion = q
             else:
                 pb.rotation_euler = q.to_euler(pb.rotation_mode if len(pb.rotation_mode) == 3 else 'XYZ')
+        return NO_EVENT
+
+
+class MotorActuator:
+    """Continuous rigid-body motors: each value in [-1, 1] times the motor's Max Velocity becomes its
+    constraint's target velocity (taking effect on the next simulated frame)."""
+
+    def __init__(self, spec, scene):
+        self.setters = [property_setter(scene.objects[m.obj], m.path) for m in spec.motors]
+        self.scales = np.asarray([m.value for m in spec.motors], np.float64)
+
+    def apply(self, action, rng=None) -> dict[str, bool]:
+        velocities = np.clip(np.asarray(action, np.float64).reshape(-1), -1.0, 1.0) * self.scales
+        for set_velocity, v in zip(self.setters, velocities.tolist()):
+            set_velocity(v)
         return NO_EVENT
 
 

@@ -9,8 +9,9 @@ start frame, and places the randomised objects with ``self.np_random``.
 
 Observation: ``Box(low, high, (state size,))``, each value's range as its sensor knows it (pixels and
 rays in 0..1, distances from 0, quaternions in -1..1, the rest unbounded) times its Scale, within the
-State's Clip; action: ``Discrete(n,
-names)`` or ``Box(-1, 1, (3 x bones,))`` for continuous bone rotations. With a Fire action,
+State's Clip; action: ``Discrete(n, names)``, ``Box(-1, 1, (3 x bones,))`` for continuous bone
+rotations or ``Box(-1, 1, (motors,))`` for rigid-body motors (a reset then restarts the simulation from
+the start frame: bit-identical episodes). With a Fire action,
 ``info["hit"]`` is 1/0 on every shot and ``task_metric == "hit"``.
 
 The env changes the scene while it runs; wrap it in ``snapshot.restored_scene(scene)`` (as
@@ -27,7 +28,9 @@ from ...drla_core.env import Env
 from ...drla_core.spaces import Box, Discrete
 from . import actuators, sensors
 from .rewards import DONES, REWARDS
-from .snapshot import ObjectState, active_snapshots, capture_path, prepare_for_training, restore_path
+from ..specs import MotorsSpec
+from .snapshot import (ObjectState, active_snapshots, capture_path, free_rigid_body_cache, prepare_for_training,
+                       restore_path)
 
 
 # --------------------------------------------------------------------------- the environment
@@ -41,7 +44,11 @@ class SceneEnv(Env):
         self.spec, self.scene = spec, scene
         self.state = sensors.StateReader(spec.state, scene, shared)
         self.observation_space = Box(self.state.low, self.state.high, (self.state.size,))
-        if spec.continuous is not None:
+        self.motors = isinstance(spec.continuous, MotorsSpec)
+        if self.motors:
+            self.actuator = actuators.MotorActuator(spec.continuous, scene)
+            self.action_space = Box(-1.0, 1.0, (spec.continuous.size,))
+        elif spec.continuous is not None:
             self.actuator = actuators.BoneActuator(spec.continuous, scene)
             self.action_space = Box(-1.0, 1.0, (spec.continuous.size,))
         else:
@@ -73,7 +80,9 @@ class SceneEnv(Env):
         names: list[str] = list(self.spec.random_objects)
         for a in self.spec.actions:
             names += [a.obj, a.options.get("target", ""), a.options.get("score_obj", "")]
-        if self.spec.continuous is not None:
+        if self.motors:
+            names += [m.obj for m in self.spec.continuous.motors]
+        elif self.spec.continuous is not None:
             names.append(self.spec.continuous.armature)
         return [n for n in dict.fromkeys(names) if n]
 
@@ -86,6 +95,8 @@ class SceneEnv(Env):
                 out.append((a.obj, a.path))
             elif a.kind == 'FIRE' and a.options.get("score_obj") and a.options.get("score_path"):
                 out.append((a.options["score_obj"], a.options["score_path"]))
+        if isinstance(self.spec.continuous, MotorsSpec):
+            out += [(m.obj, m.path) for m in self.spec.continuous.motors]
         return [(n, p) for n, p in dict.fromkeys(out) if not (p.startswith('["') and p.count('"') == 2)]
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -106,6 +117,8 @@ class SceneEnv(Env):
             restore_path(ob, path, value)
         for k, v in self.initial_scene_props.items():
             self.scene[k] = v
+        if self.motors:  # the simulation restarts from the start frame with the motors' new velocities
+            free_rigid_body_cache(self.scene)
         if self.random_objects:
             actuators.randomize_locations(self.random_objects, self.np_random, self.spec.random_min,
                                           self.spec.random_max, self.spec.random_grid)

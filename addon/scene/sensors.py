@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from mathutils import Vector
+from mathutils import Quaternion, Vector
 
 from .camera import CameraAtlas, CameraRenderer
 from .probes import AXIS_VECTORS, top_parent, cast_ray, distance_probe, property_probe
@@ -87,6 +87,66 @@ class VelocityReader:
                 self._last[i:i + 3] = to_local @ w if to_local is not None else w
         self._frame, self._loc, self._rot = frame, loc, rot
         out[:] = self._last
+
+
+class JointAngleReader:
+    """The twist of body B's rotation relative to A (the world without A) about an axis in A's frame:
+    ``2 atan2(q.xyz . axis, q.w)`` of ``q = qA^-1 qB`` (the swing-twist split). For a hinge, the axis is
+    the constraint's local Z, expressed in A's frame when the env is built (a hinge keeps it there)."""
+    bounds = (-math.pi, math.pi)
+
+    def __init__(self, spec, scene):
+        self.b = scene.objects[spec.obj]
+        self.a = scene.objects[spec.other] if spec.other else None
+        if "hinge" in spec.options:
+            hinge_z = scene.objects[spec.options["hinge"]].matrix_world.to_quaternion() @ Vector((0.0, 0.0, 1.0))
+            to_a = self.a.matrix_world.to_quaternion().conjugated() if self.a is not None else Quaternion()
+            self.axis = (to_a @ hinge_z).normalized()
+        else:
+            self.axis = Vector(AXIS_VECTORS[spec.options["axis"]])
+        self.size = 1
+
+    def read(self, out):
+        qb = self.b.matrix_world.to_quaternion()
+        q = qb if self.a is None else self.a.matrix_world.to_quaternion().conjugated() @ qb
+        out[0] = math.remainder(2.0 * math.atan2(q.x * self.axis.x + q.y * self.axis.y + q.z * self.axis.z, q.w),
+                                math.tau)
+
+
+class HeightTiltReader:
+    """World Z of the origin and the angle between the local +Z axis and world up."""
+
+    def __init__(self, spec, scene):
+        self.ob = scene.objects[spec.obj]
+        self.height, self.tilt = spec.options["height"], spec.options["tilt"]
+        self.bounds = UNBOUNDED if self.height else (0.0, math.pi)
+        self.size = spec.size
+
+    def read(self, out):
+        mw = self.ob.matrix_world
+        i = 0
+        if self.height:
+            out[0] = mw.translation.z
+            i = 1
+        if self.tilt:
+            up = mw.to_3x3() @ Vector((0.0, 0.0, 1.0))
+            out[i] = math.acos(max(-1.0, min(1.0, up.z / up.length))) if up.length > 0 else 0.0
+
+
+class ContactReader:
+    """1 when a ray straight down from the origin meets the ground object within the distance, else 0."""
+    bounds = (0.0, 1.0)
+
+    def __init__(self, spec, scene):
+        self.scene, self.ob, self.ground = scene, scene.objects[spec.obj], scene.objects[spec.other]
+        self.distance = float(spec.options["distance"])
+        self.root = top_parent(self.ob)
+        self.size = 1
+
+    def read(self, out):
+        hit, _dist = cast_ray(self.scene, self.ob.matrix_world.translation, (0.0, 0.0, -1.0), self.distance,
+                              self.root)
+        out[0] = 1.0 if hit is not None and hit == self.ground else 0.0
 
 
 class BonesReader:
@@ -180,7 +240,8 @@ class CameraReader:
 
 READERS: dict[str, type] = {"transform": TransformReader, "velocity": VelocityReader, "bones": BonesReader,
                             "property": PropertyReader, "distance": DistanceReader, "ray": RayReader,
-                            "camera": CameraReader}
+                            "camera": CameraReader, "joint_angle": JointAngleReader,
+                            "height_tilt": HeightTiltReader, "contact": ContactReader}
 
 
 class NonFiniteError(ValueError):

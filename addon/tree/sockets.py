@@ -121,6 +121,14 @@ class DRLA_TeamMemberSocket(DRLASocket, NodeSocket):
     color = (0.85, 0.45, 0.85, 1.0)
 
 
+class DRLA_NoveltySocket(DRLASocket, NodeSocket):
+    """Novelty search settings for an Evolution agent"""
+    bl_idname = "DRLA_NoveltySocket"
+    bl_label = "Novelty"
+    color = (0.95, 0.55, 0.75, 1.0)
+
+
 classes = (DRLA_SensorSocket, DRLA_StateSocket, DRLA_ActionSocket, DRLA_ActionSetSocket, DRLA_RewardSocket,
            DRLA_DoneSocket, DRLA_EnvironmentSocket, DRLA_LayerSocket, DRLA_NetworkSocket, DRLA_EpsilonSocket,
-           DRLA_ReplaySocket, DRLA_AgentSocket, DRLA_ModelSocket, DRLA_TeamMemberSocket)
+           DRLA_ReplaySocket, DRLA_AgentSocket, DRLA_ModelSocket, DRLA_TeamMemberSocket,
+           DRLA_NoveltySocket)

@@ -94,12 +94,24 @@ def x_values(history: Any, metric: str, n: int) -> tuple[np.ndarray, str]:
         except (TypeError, ValueError):
             x = None
         if x is not None and x.ndim == 1 and np.all(np.isfinite(x)):
-            return x, "steps"
+            return x, _own_words(history, "x_label") or "steps"
     return np.arange(1, n + 1, dtype=np.float64), ("updates" if metric == 'LOSS' else "episodes")
+
+
+def _own_words(history: Any, key: str, metric: str = "") -> str:
+    """A history's own name for a curve or its x axis (``curve_titles[metric]``, ``x_label``): a job
+    whose numbers are not per episode (generations of an evolution run) says what they are."""
+    value = history.get(key) if isinstance(history, dict) else getattr(history, key, None)
+    if metric:
+        value = value.get(metric) if isinstance(value, dict) else None
+    return value if isinstance(value, str) else ""
 
 
 def title(history: Any, metric: str) -> str:
     """The metric's name as the picture's title."""
+    own = _own_words(history, "curve_titles", metric)
+    if own:
+        return own
     if metric == 'RETURN':
         return "Return per episode"
     if metric == 'LOSS':

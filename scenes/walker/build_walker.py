@@ -1,0 +1,185 @@
+"""Build the rigid-body walker example scene, ``scenes/walker/walker.blend``, reproducibly.
+
+Run from the repository root::
+
+    make setup-bpy45 && .venv-bpy45/bin/python scenes/walker/build_walker.py
+
+A four-legged walker on Blender's rigid-body physics, Z up, walking along +X:
+
+- ``Ground``: a passive 60 x 8 x 1 box, its top at z = 0 (friction 1).
+- ``Torso``: an active 0.8 x 0.4 x 0.15 box (2 kg) at z = ``TORSO_Z``: the body, ``BODY_LENGTH`` long.
+- ``Leg.FL`` / ``Leg.FR`` / ``Leg.BL`` / ``Leg.BR``: 0.08 x 0.08 x 0.45 boxes (0.3 kg) hanging from the
+  torso's corners, each on a hip ``Hip.<leg>`` (a Hinge constraint about Y, +-60 degrees) driven by
+  ``Motor.<leg>`` (a Motor constraint beside it, angular motor about the same axis: Blender's motors drive
+  about their empty's local X, hinges turn about their local Z).
+- ``Goal``: an empty 100 m ahead; the reward is the torso's progress towards it (metres walked along X).
+- ``Camera`` (side view, for people) and ``Sun``.
+
+The RL node tree "Walker": State = torso position (first: the behaviour for novelty), height and tilt,
+velocity, the four hip angles; Action Set = four Motor Actions (+-4 rad/s); reward = progress in metres;
+the episode lasts ``EPISODE_STEPS`` steps (10 s at 24 fps) and ends early if the torso falls below
+z = 0.15; an Evolution Agent (GA) evolves it.
+
+``dump(scene)`` is ``scenes/cartpole_rb``'s (the tank's canonical dump plus rigid-body settings).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import bpy
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+TREE_NAME = "Walker"
+TORSO_Z = 0.47
+LEG_LENGTH = 0.45
+BODY_LENGTH = 0.8
+EPISODE_STEPS = 240
+LEGS = {"FL": (0.35, 0.25), "FR": (0.35, -0.25), "BL": (-0.35, 0.25), "BR": (-0.35, -0.25)}
+
+
+def _cartpole() -> Any:
+    spec = importlib.util.spec_from_file_location("build_cartpole_rb",
+                                                  ROOT / "scenes" / "cartpole_rb" / "build_cartpole_rb.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def build_scene() -> Any:
+    """A fresh file holding the walker (no node tree); returns the scene."""
+    cp = _cartpole()
+    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end, scene.render.fps = 1, 250, 24
+    bpy.ops.rigidbody.world_add()
+    rbw = scene.rigidbody_world
+    rbw.collection = bpy.data.collections.new("RigidBodyWorld")
+    rbw.constraints = bpy.data.collections.new("RigidBodyConstraints")
+    rbw.point_cache.frame_start, rbw.point_cache.frame_end = 1, 250
+    ground = cp._box(scene, "Ground", (20.0, 0.0, -0.5), (60.0, 8.0, 1.0), 'PASSIVE', colour=(0.3, 0.35, 0.3, 1.0))
+    ground.rigid_body.friction = 1.0
+    torso = cp._box(scene, "Torso", (0.0, 0.0, TORSO_Z), (BODY_LENGTH, 0.4, 0.15), 'ACTIVE', 2.0,
+                    colour=(0.2, 0.5, 0.9, 1.0))
+    for leg, (x, y) in LEGS.items():
+        ob = cp._box(scene, f"Leg.{leg}", (x, y, TORSO_Z - LEG_LENGTH / 2), (0.08, 0.08, LEG_LENGTH), 'ACTIVE', 0.3,
+                     colour=(0.9, 0.5, 0.2, 1.0))
+        ob.rigid_body.friction = 1.0
+        hip = cp._constraint(scene, f"Hip.{leg}", 'HINGE', torso, ob, (x, y, TORSO_Z), (-math.pi / 2, 0.0, 0.0))
+        c = hip.rigid_body_constraint
+        c.disable_collisions = True
+        c.use_limit_ang_z, c.limit_ang_z_lower, c.limit_ang_z_upper = True, -math.radians(60), math.radians(60)
+        motor = cp._constraint(scene, f"Motor.{leg}", 'MOTOR', torso, ob, (x, y, TORSO_Z), (0.0, 0.0, math.pi / 2))
+        m = motor.rigid_body_constraint
+        m.disable_collisions = True
+        m.use_motor_ang, m.motor_ang_target_velocity, m.motor_ang_max_impulse = True, 0.0, 6.0
+    goal = bpy.data.objects.new("Goal", None)
+    scene.collection.objects.link(goal)
+    goal.location = (100.0, 0.0, TORSO_Z)
+    cam = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
+    scene.collection.objects.link(cam)
+    cam.location, cam.rotation_euler = (2.0, -8.0, 1.5), (math.radians(82), 0.0, 0.0)
+    scene.camera = cam
+    sun = bpy.data.objects.new("Sun", bpy.data.lights.new("Sun", 'SUN'))
+    scene.collection.objects.link(sun)
+    sun.location, sun.rotation_euler = (2.0, -4.0, 6.0), (0.6, 0.2, 0.0)
+    bpy.context.view_layer.update()  # constraints take their frames from matrix_world: evaluate it now
+    return scene
+
+
+def build_tree(scene: Any) -> Any:
+    """The "Walker" evolution tree (see the module docstring)."""
+    objects = scene.objects
+    tree = bpy.data.node_groups.new(TREE_NAME, "DRLA_NodeTree")
+    tree.use_fake_user = True
+
+    def node(idname: str, **props) -> Any:
+        n = tree.nodes.new(idname)
+        for key, value in props.items():
+            setattr(n, key, value)
+        return n
+
+    def link(a: Any, b: Any, socket: str) -> None:
+        tree.links.new(a.outputs[0], b.inputs[socket])
+
+    torso = objects["Torso"]
+    state = node("DRLA_StateNode")
+    sensors = [node("DRLA_TransformSensorNode", object=torso, use_location=True, scale=0.2),
+               node("DRLA_HeightTiltSensorNode", object=torso),
+               node("DRLA_VelocitySensorNode", object=torso, use_linear=True, space='LOCAL')]
+    sensors += [node("DRLA_JointAngleSensorNode", source='HINGE', hinge=objects[f"Hip.{leg}"]) for leg in LEGS]
+    for sensor in sensors:
+        link(sensor, state, "Sensors")
+    actions = node("DRLA_ActionSetNode")
+    for leg in LEGS:
+        link(node("DRLA_MotorActionNode", action_name=f"hip_{leg.lower()}", constraint=objects[f"Motor.{leg}"],
+                  motion='ANGULAR', max_velocity=4.0), actions, "Actions")
+    env = node("DRLA_EnvironmentNode", frames_per_step=1, max_steps=EPISODE_STEPS)
+    link(state, env, "State")
+    link(actions, env, "Actions")
+    link(node("DRLA_DistanceRewardNode", object_a=torso, object_b=objects["Goal"], mode='PROGRESS', weight=1.0),
+         env, "Rewards")
+    link(node("DRLA_OutOfBoundsNode", object=torso, bounds='BOX', box_min=(-50.0, -50.0, 0.15),
+              box_max=(150.0, 50.0, 50.0)), env, "Done")
+    layer = node("DRLA_HiddenLayerNode", size=16, activation='TANH')
+    net = node("DRLA_NetworkNode", output_activation='TANH')
+    link(layer, net, "Layers")
+    agent = node("DRLA_EvolutionAgentNode", method='GA', population_size=24, generations=10, episodes=1,
+                 mutation_rate=0.2, mutation_sigma=0.3, elites=2)
+    link(net, agent, "Network")
+    trainer = node("DRLA_TrainerNode", seed=0)
+    link(env, trainer, "Environment")
+    link(agent, trainer, "Agent")
+    try:
+        from drla_ext.addon.ui.examples import arrange
+        arrange(tree)
+    except ImportError:
+        pass
+    return tree
+
+
+def add_node_tree(scene: Any) -> bool:
+    from drla.extension import register_extension
+
+    register_extension()
+    scene.drla.tree = build_tree(scene)  # the file opens with its tree chosen in the DRLA sidebar
+    return True
+
+
+def build(out: str | Path) -> Path:
+    """Build the scene with its node tree and save it uncompressed to ``out``."""
+    out = Path(out).resolve()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    scene = build_scene()
+    add_node_tree(scene)
+    bpy.ops.wm.save_as_mainfile(filepath=str(out), compress=False, relative_remap=False, check_existing=False)
+    return out
+
+
+def dump(scene: Any = None) -> dict[str, Any]:
+    return _cartpole().dump(scene)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(Path(__file__).with_name("walker.blend")), help="where to save the .blend")
+    parser.add_argument("--dump", action="store_true", help="print the canonical dump of the built scene as JSON")
+    args = parser.parse_args(argv)
+    out = build(args.out)
+    print(f"build_walker: saved {out}")
+    if args.dump:
+        print(json.dumps(dump(), indent=1, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

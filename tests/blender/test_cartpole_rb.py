@@ -1,0 +1,210 @@
+"""scenes/cartpole_rb: the committed .blend is what its build script builds; the Motor action drives
+Blender's rigid-body physics and resets replay it bit for bit; an Evolution tree evolves a champion
+clearly better than generation 0 in Blender headless; the user's scene is bit-exact afterwards, and
+after an error; broken trees get their message on the node."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from test_snapshot import full_dump
+
+bpy = pytest.importorskip("bpy")
+
+ROOT = Path(__file__).resolve().parents[2]
+BLEND = ROOT / "scenes" / "cartpole_rb" / "cartpole_rb.blend"
+REBUILD = "make setup-bpy45 && .venv-bpy45/bin/python scenes/cartpole_rb/build_cartpole_rb.py"
+
+
+@pytest.fixture(scope="module")
+def builder(ext):
+    spec = importlib.util.spec_from_file_location("build_cartpole_rb",
+                                                  ROOT / "scenes" / "cartpole_rb" / "build_cartpole_rb.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def cartpole(builder):
+    """A freshly built cart-pole scene and its tree (the scene as a user's file holds it)."""
+    scene = builder.build_scene()
+    tree = builder.build_tree(scene)
+    yield scene, tree
+    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
+
+
+def _diff(a, b, path=""):
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for k in sorted(set(a) | set(b)):
+            out += _diff(a.get(k), b.get(k), f"{path}/{k}")
+        return out
+    return [] if a == b else [f"{path}: {json.dumps(a)[:200]} != {json.dumps(b)[:200]}"]
+
+
+@pytest.mark.skipif(not BLEND.exists(), reason="scenes/cartpole_rb/cartpole_rb.blend not built yet")
+def test_rebuild_matches_committed_blend(builder, tmp_path):
+    builder.build(tmp_path / "cartpole_rb.blend")
+    rebuilt = json.loads(json.dumps(builder.dump()))
+    bpy.ops.wm.open_mainfile(filepath=str(BLEND))
+    committed = json.loads(json.dumps(builder.dump()))
+    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
+    diffs = _diff(rebuilt, committed)
+    assert not diffs, f"cartpole_rb.blend is stale; rebuild it with `{REBUILD}`:\n" + "\n".join(diffs[:20])
+
+
+def _env(scene, tree):
+    from drla_ext.addon.runs import build
+    from drla_ext.addon.tree import compiler
+
+    return build.build_env(compiler.compile_tree(tree, scene), scene)
+
+
+def _episode(env, actions):
+    obs, _ = env.reset(seed=0)
+    trace = [obs]
+    for a in actions:
+        obs, r, term, trunc, _ = env.step(np.array([a], np.float32))
+        trace.append(obs)
+        if term or trunc:
+            break
+    return np.stack(trace)
+
+
+def test_the_motor_drives_the_cart_and_resets_replay_bit_for_bit(cartpole):
+    from drla_ext.addon.scene.snapshot import restored_scene
+    from drla_ext.drla_core.spaces import Box
+
+    scene, tree = cartpole
+    motor = scene.objects["CartMotor"].rigid_body_constraint
+    with restored_scene(scene):
+        env = _env(scene, tree)
+        assert isinstance(env.action_space, Box) and env.action_space.shape == (1,)
+        assert env.observation_space.shape == (10,)
+        obs, _ = env.reset(seed=0)
+        assert obs[6] == pytest.approx(-0.15, abs=1e-4)  # the pole's start tilt, about the hinge's axis
+        env.step(np.array([0.5], np.float32))
+        assert motor.motor_lin_target_velocity == pytest.approx(1.5)  # 0.5 x Max Velocity 3
+        pushed = _episode(env, [1.0] * 10)
+        assert pushed[-1, 0] < -0.05  # Blender's motor drives object2 against the constraint's +X
+        rng = np.random.default_rng(0)
+        wobble = rng.uniform(-1, 1, 60)
+        first = _episode(env, wobble)
+        _episode(env, -wobble)  # another episode between: the simulation must not remember it
+        again = _episode(env, wobble)
+        assert len(first) > 5
+        np.testing.assert_array_equal(first, again)
+        still = _episode(env, [0.0] * 200)
+        assert len(still) < 60  # nothing balances it: the pole falls and the episode ends
+        env.close()
+    assert motor.motor_lin_target_velocity == 0.0
+
+
+def test_evolution_balances_the_rigid_body_pole(cartpole):
+    """The tree's Evolution Agent in Blender headless (seed 0): the champion clearly beats generation 0's
+    best, and the user's scene is bit-exact afterwards."""
+    from drla_ext.addon.runs.train import TrainSession
+
+    scene, tree = cartpole
+    for frame in range(1, 8):  # the user played the simulation to frame 7 and left the playhead there
+        scene.frame_set(frame)
+    before = full_dump(scene)
+    session = TrainSession(scene, tree, seed=0).start()
+    while session.tick(1.0):
+        pass
+    assert session.state == "DONE", session.message
+    assert full_dump(scene) == before
+    h = session.job.history
+    print("cartpole_rb best per generation:", h["best"], "mean:", [round(m, 1) for m in h["mean"]])
+    assert len(h["best"]) == 10
+    assert session.job.champion_fitness >= h["best"][0] + 50, h["best"]
+    assert session.job.champion_fitness >= 150
+
+
+def test_scene_bit_exact_after_an_error_mid_evolution(cartpole):
+    from drla_ext.addon.runs import build
+    from drla_ext.addon.scene.snapshot import restored_scene
+    from drla_ext.addon.tree import compiler
+
+    scene, tree = cartpole
+    before = full_dump(scene)
+    compiled = compiler.compile_tree(tree, scene)
+    with pytest.raises(RuntimeError, match="boom"):
+        with restored_scene(scene):
+            job = build.build_job(compiled, build.build_env(compiled, scene), seed=1)
+            job.advance(max_seconds=0.3)
+            assert job.env_steps > 0 and full_dump(scene) != before
+            raise RuntimeError("boom")
+    assert full_dump(scene) == before
+
+
+def test_broken_motor_and_evolution_trees_say_why_on_the_node(cartpole):
+    from drla_ext.addon.specs import CompileError
+    from drla_ext.addon.tree import compiler
+
+    scene, tree = cartpole
+    motor_node = next(n for n in tree.nodes if n.bl_idname == "DRLA_MotorActionNode")
+    agent = next(n for n in tree.nodes if n.bl_idname == "DRLA_EvolutionAgentNode")
+    motor_node.constraint = scene.objects["PoleHinge"]
+    agent.method = 'NEAT'  # with a Network linked
+    with pytest.raises(CompileError):
+        compiler.compile_tree(tree, scene)
+    assert motor_node.drla_error.startswith("the constraint of 'PoleHinge' is Hinge, not Motor")
+    assert "NEAT evolves its own topology" in tree.nodes["Network"].drla_error
+    motor_node.constraint = scene.objects["CartMotor"]
+    scene.objects["CartMotor"].rigid_body_constraint.use_motor_lin = False
+    with pytest.raises(CompileError):
+        compiler.compile_tree(tree, scene)
+    assert motor_node.drla_error == "the Linear motor of 'CartMotor' is off: turn it on in its constraint"
+    discrete = tree.nodes.new("DRLA_ActionNode")
+    discrete.kind, discrete.action_name = 'WAIT', "wait"
+    action_set = next(n for n in tree.nodes if n.bl_idname == "DRLA_ActionSetNode")
+    tree.links.new(discrete.outputs[0], action_set.inputs[0])
+    with pytest.raises(CompileError):
+        compiler.compile_tree(tree, scene)
+    assert "either kind, not both" in action_set.drla_error
+
+
+def test_cli_trains_and_plays_the_committed_scene_and_bake_keys_the_champion(tmp_path, builder):
+    """``drla train scene.blend`` and ``drla play`` as for a DQN tree (the file never written), then Bake:
+    the champion's episode keyed where the simulation put the cart and the pole."""
+    import subprocess
+    import sys
+
+    from drla_ext.addon.runs import kinds
+
+    if not BLEND.exists():
+        pytest.skip("scenes/cartpole_rb/cartpole_rb.blend not built yet")
+    before = BLEND.read_bytes()
+    model = tmp_path / "cp.json"
+    cli = [sys.executable, "-m", "drla"]
+    out = subprocess.run([*cli, "train", BLEND, "--steps", "2", "--seed", "0", "--out", model], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "evolved 2 generations" in out.stdout and json.loads(model.read_text())["kind"] == "mlp"
+    out = subprocess.run([*cli, "play", BLEND, "--model", model, "--episodes", "2"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "CartPole: mean return 63.00 over 2 episodes" in out.stdout  # generation 1's best, replayed exactly
+    assert BLEND.read_bytes() == before
+
+    from drla_ext.addon.runs import model_store
+    from drla_ext.drla_core.model_io import load_model
+
+    scene = builder.build_scene()
+    tree = builder.build_tree(scene)
+    model_store.store_model(tree, load_model(model))
+    text = kinds.EVOLUTION.bake(scene, tree, scene.drla, 0)
+    assert "Baked" in text or "bake" in text.lower(), text
+    assert scene.objects["Pole"].animation_data is not None
+    from drla_ext.addon.scene import keyframes
+
+    cart = scene.objects["Cart"]
+    fcurves = keyframes.fcurves_for(cart, cart.animation_data.action)
+    xs = [k.co[1] for k in fcurves.find("location", index=0).keyframe_points]
+    assert len(xs) == 63 + 1 and max(abs(x) for x in xs) > 0.05  # the cart moved on the rail, keyed per step
+    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
