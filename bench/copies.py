@@ -29,6 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+import drla  # noqa: E402,F401  (one BLAS thread per process, before numpy: see drla/__init__.py)
+
 import bpy  # noqa: E402
 import numpy as np  # noqa: E402
 

@@ -194,8 +194,9 @@ class ProcessPool:
     def start(self, worker: _Worker) -> str:
         ours, theirs = socket.socketpair()
         argv = [str(theirs.fileno()), *map(str, self.args), str(worker.seed), PACKAGE, ROOT]
+        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}  # one core each: see drla/
         process = subprocess.Popen([*worker_command(), *argv], pass_fds=(theirs.fileno(),),
-                                   stdin=subprocess.DEVNULL)
+                                   stdin=subprocess.DEVNULL, env=env)
         theirs.close()
         worker.handle = (process, Connection(ours.detach()))
         return f"process {process.pid}"
