@@ -149,8 +149,8 @@ class _Builder:
         return self.tree
 
 
-def _agent(b: _Builder, env, hidden=(64, 64), total_steps=20000, seed=0, epsilon=(1.0, 0.05, 0.3),
-           replay=(50000, 64, 500), evaluate=(0, 5), **dqn) -> Any:
+def _dqn_agent(b: _Builder, hidden=(64, 64), epsilon=(1.0, 0.05, 0.3), replay=(50000, 64, 500), **dqn) -> Any:
+    """A DQN Agent node with its Network (relu Hidden Layers), Epsilon Schedule and Replay Memory linked in."""
     prev = None
     for size in hidden:
         layer = b.node("DRLA_HiddenLayerNode", size=size, activation='RELU')
@@ -166,6 +166,21 @@ def _agent(b: _Builder, env, hidden=(64, 64), total_steps=20000, seed=0, epsilon
     b.link(net, agent, "Network")
     b.link(eps, agent, "Epsilon")
     b.link(rep, agent, "Replay")
+    return agent
+
+
+def _named_agent(b: _Builder, trainer, env, agent, name: str, mode: str) -> Any:
+    """A Named Agent joining ``env`` and ``agent`` under ``name``, linked into the Multi-Agent ``trainer``."""
+    member = b.node("DRLA_NamedAgentNode", agent_name=name, mode=mode)
+    b.link(env, member, "Environment")
+    b.link(agent, member, "Agent")
+    b.link(member, trainer, "Agents")
+    return member
+
+
+def _agent(b: _Builder, env, hidden=(64, 64), total_steps=20000, seed=0, epsilon=(1.0, 0.05, 0.3),
+           replay=(50000, 64, 500), evaluate=(0, 5), **dqn) -> Any:
+    agent = _dqn_agent(b, hidden, epsilon, replay, **dqn)
     trainer = b.node("DRLA_TrainerNode", total_steps=total_steps, seed=seed, eval_interval=evaluate[0],
                      eval_episodes=evaluate[1])
     b.link(env, trainer, "Environment")
@@ -295,24 +310,8 @@ def build_tank_duel_tree(scene, name: str = "Duel", total_steps: int = 60000, b_
         spawn_min, spawn_max = DUEL_SPAWN[other]
         env = _tank_env(b, obs[me], obs[cannon], obs[muzzle], obs[cam], obs[other], obs["Ground"], TANK_CAMERA_SIZE,
                         spawn_min, spawn_max, max_steps=100, hit_penalty=True)
-        prev = None
-        for size in (128, 64):
-            layer = b.node("DRLA_HiddenLayerNode", size=size, activation='RELU')
-            if prev is not None:
-                b.link(prev, layer, "Previous")
-            prev = layer
-        net = b.node("DRLA_NetworkNode")
-        b.link(prev, net, "Layers")
-        eps = b.node("DRLA_EpsilonNode", start=1.0, end=0.05, fraction=0.4)
-        rep = b.node("DRLA_ReplayMemoryNode", capacity=50000, batch_size=64, learning_starts=1000)
-        agent = b.node("DRLA_DQNAgentNode", **TANK_DQN)
-        b.link(net, agent, "Network")
-        b.link(eps, agent, "Epsilon")
-        b.link(rep, agent, "Replay")
-        member = b.node("DRLA_NamedAgentNode", agent_name=who, mode=mode)
-        b.link(env, member, "Environment")
-        b.link(agent, member, "Agent")
-        b.link(member, trainer, "Agents")
+        agent = _dqn_agent(b, (128, 64), (1.0, 0.05, 0.4), (50000, 64, 1000), **TANK_DQN)
+        _named_agent(b, trainer, env, agent, who, mode)
     return b.done()
 
 
@@ -442,20 +441,9 @@ def build_chase_tree(scene, name: str = "Chase", total_steps: int = 20000, targe
     for who, me, other, step, away, mode in (("hero", hero, target, 0.5, False, 'TRAIN'),
                                             ("target", target, hero, 0.25, True, target_mode)):
         env = _chaser_env(b, me, other, step, away, max_steps=60)
-        net = b.node("DRLA_NetworkNode")
-        layer = b.node("DRLA_HiddenLayerNode", size=64, activation='RELU')
-        b.link(layer, net, "Layers")
-        eps = b.node("DRLA_EpsilonNode", start=1.0, end=0.05, fraction=0.3)
-        rep = b.node("DRLA_ReplayMemoryNode", capacity=20000, batch_size=64, learning_starts=500)
-        agent = b.node("DRLA_DQNAgentNode", learning_rate=1e-3, gamma=0.95, train_freq=4, gradient_steps=1,
-                       target_update_interval=250, keep_best=False)
-        b.link(net, agent, "Network")
-        b.link(eps, agent, "Epsilon")
-        b.link(rep, agent, "Replay")
-        member = b.node("DRLA_NamedAgentNode", agent_name=who, mode=mode)
-        b.link(env, member, "Environment")
-        b.link(agent, member, "Agent")
-        b.link(member, trainer, "Agents")
+        agent = _dqn_agent(b, (64,), (1.0, 0.05, 0.3), (20000, 64, 500), learning_rate=1e-3, gamma=0.95,
+                           train_freq=4, gradient_steps=1, target_update_interval=250, keep_best=False)
+        _named_agent(b, trainer, env, agent, who, mode)
     return b.done()
 
 

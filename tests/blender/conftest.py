@@ -96,6 +96,20 @@ def empty_scene(ext):
 
 
 @pytest.fixture
+def reach_blend(ext, tmp_path):
+    """The Reach example (a cube and a goal, a transform-only DQN tree) saved as ``tmp_path/reach.blend``."""
+    from drla_ext.addon.ui import examples
+
+    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
+    scene = bpy.context.scene
+    examples.build_transform_scene(scene)
+    examples.build_transform_tree(scene)
+    path = tmp_path / "reach.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    return path
+
+
+@pytest.fixture
 def arm3_scene(ext, tmp_path):
     """``scenes/robot_arm`` opened with its Arm3 tree picked, writing only into ``tmp_path``."""
     from drla_ext.addon.runs import ik_follow

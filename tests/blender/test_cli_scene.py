@@ -27,19 +27,6 @@ def no_noise(out):
     assert "EGL Error" not in out.stderr and "EGL_BAD_MATCH" not in out.stderr + out.stdout, out.stderr
 
 
-@pytest.fixture
-def reach_blend(ext, tmp_path):
-    from drla_ext.addon.ui import examples
-
-    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
-    scene = bpy.context.scene
-    examples.build_transform_scene(scene)
-    examples.build_transform_tree(scene)
-    path = tmp_path / "reach.blend"
-    bpy.ops.wm.save_as_mainfile(filepath=str(path))
-    return path
-
-
 def test_train_then_play_a_scene(reach_blend, tmp_path):
     before = reach_blend.read_bytes()
     model = tmp_path / "out" / "reach.json"

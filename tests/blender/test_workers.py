@@ -16,19 +16,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def reach_blend(ext, tmp_path):
-    from drla_ext.addon.ui import examples
-
-    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
-    scene = bpy.context.scene
-    examples.build_transform_scene(scene)
-    examples.build_transform_tree(scene)
-    path = tmp_path / "reach.blend"
-    bpy.ops.wm.save_as_mainfile(filepath=str(path))
-    return path
-
-
 def train(blend, out, *flags):
     return [sys.executable, "-m", "drla", "train", str(blend), "--out", str(out), "--eval-interval", "0",
             "--learning-starts", "100", *flags]
