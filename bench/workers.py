@@ -48,11 +48,12 @@ def agent_and_spaces(steps: int):
 
 
 def run(workers: int, steps: int, ray: str | None = None) -> tuple[float, float]:
-    from drla.workers import WorkersRun
+    from drla.workers import workers_run
 
     agent, metric = agent_and_spaces(steps)
-    job = WorkersRun(agent, str(TANK), "Tank", steps, workers=workers, copies=4, seed=0, task_metric=metric,
-                     ray=ray, log=lambda text: None)
+    job = workers_run(agent, str(TANK), "Tank", steps, workers=workers, copies=4, seed=0, task_metric=metric,
+                      ray=ray)
+    job.log = lambda text: None
     t0 = None
     start_steps = 0
     while not job.done:
