@@ -268,14 +268,16 @@ class MultiAgentRun:
         return self.slots[self.trained[0]].history
 
     def status(self) -> dict[str, str]:
-        """Episodes, then one short entry per agent (it fits a sidebar's half width): its mode, its
-        exploration while it learns, the mean return of its last 20 episodes."""
-        out = {"Episodes": str(self.episodes)}
+        """Episodes, the first learner's exploration, then one short entry per agent (it fits a sidebar's half
+        width): the mean return of its last 20 episodes; and which agents are frozen."""
+        first = self.slots[self.trained[0]]
+        out = {"Episodes": str(self.episodes), "Epsilon": f"{float(getattr(first.agent, 'epsilon', 0.0)):.2f}"}
         for name, s in self.slots.items():
             returns = s.history.episode_returns[-20:]
-            mean = f"{sum(returns) / len(returns):.2f}" if returns else "-"
-            eps = f" eps {float(getattr(s.agent, 'epsilon', 0.0)):.2f}" if s.mode == "train" else ""
-            out[name] = f"{s.mode}{eps} ret {mean}"
+            out[name] = f"ret {sum(returns) / len(returns):.2f}" if returns else "ret -"
+        frozen = [n for n, s in self.slots.items() if s.mode == "frozen"]
+        if frozen:
+            out["Frozen"] = ", ".join(frozen)
         return out
 
     def to_models(self, meta: dict[str, Any] | None = None) -> dict[str, Model]:

@@ -136,8 +136,8 @@ def test_run_keeps_one_history_per_agent_and_exports_each(tmp_path):
     np.testing.assert_allclose(np.array(hero.episode_returns), -np.array(target.episode_returns))
     assert [s for s, _, _ in hero.evals] == [100, 200, 300] and hero.final_eval is not None
     assert hero.task_metric == "caught" and len(hero.episode_metric_counts) == run.episodes
-    assert run.history is hero and set(run.status()) == {"Episodes", "hero", "target"}
-    assert run.status()["hero"].startswith("train eps ")
+    assert run.history is hero and set(run.status()) >= {"Episodes", "Epsilon", "hero", "target"}
+    assert run.status()["hero"].startswith("ret ")
     models = run.to_models({"run": "t"})
     assert set(models) == {"hero", "target"} and models["target"].meta["agent"] == "target"
     for name, model in models.items():
@@ -185,7 +185,7 @@ def test_frozen_agent_acts_greedily_and_identically_run_to_run():
     np.testing.assert_array_equal(model.network.params, params)  # frozen: never trained
     assert run.trained == ["target"] and set(run.to_models()) == {"target"}
     assert run.slots["target"].agent.n_updates > 0  # the other side kept learning
-    assert run.status()["hero"].startswith("frozen ret ")
+    assert "hero" in run.status()["Frozen"]
     # a frozen learner uses its current network greedily: predict, never act/observe
     frozen = MultiAgentRun(env, {"hero": hero, "target": _dqn(env, "target")}, 50, modes={"hero": "frozen"}).run()
     assert hero.num_timesteps == 0 and frozen.slots["hero"].mode == "frozen"
