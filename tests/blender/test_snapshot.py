@@ -25,7 +25,10 @@ _ATTRS = ("location", "rotation_euler", "rotation_quaternion", "rotation_axis_an
 def full_dump(scene):
     """Every transform, matrix, property, visibility and selection state: compared with ==, bit for bit."""
     vl = bpy.context.view_layer
-    out = {"frame": (scene.frame_current, scene.frame_subframe), "scene_props": _props(scene),
+    # The user's custom properties of the scene. Blender 4.5 keeps an add-on's property group as an ID property
+    # too (scene["drla"]): that is DRLA's own sidebar state (progress, the last message), which a run updates.
+    scene_props = {k: v for k, v in _props(scene).items() if k != "drla"}
+    out = {"frame": (scene.frame_current, scene.frame_subframe), "scene_props": scene_props,
            "active": vl.objects.active.name if vl.objects.active else None, "objects": {},
            "rb_cache": (tuple(scene.rigidbody_world.point_cache.frame_start for _ in [0])
                         + (scene.rigidbody_world.point_cache.frame_end,)) if scene.rigidbody_world else None}
