@@ -398,10 +398,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint-interval", type=COUNT, metavar="N",
                    help="every N steps save the model so far as <out>_step<N>.json and the full training state as "
                         "<out>_ckpt.npz (the one before kept as <out>_ckpt.prev.npz), for --resume (default 0: "
-                        "never; a resumed run keeps its interval)")
-    p.add_argument("--resume", metavar="CKPT.npz",
-                   help="continue the run saved in this checkpoint (an <out>_ckpt.npz) to its --steps; flags given "
-                        "now (learning rate, exploration, steps, ...) apply from there; the network cannot change")
+                        "never; a resumed run keeps its interval); an evolution tree: every N generations, the "
+                        "population as <out>_ckpt.json")
+    p.add_argument("--resume", metavar="CKPT",
+                   help="continue the run saved in this checkpoint (an <out>_ckpt.npz, or an evolution tree's "
+                        "<out>_ckpt.json) to its --steps; flags given now (learning rate, exploration, steps, ...) "
+                        "apply from there; the network cannot change")
     p.add_argument("--copies", type=POSITIVE_INT, metavar="N",
                    help="train N copies of the environment at once, one network call for all (default: 1 for a "
                         "built-in environment, the Environment node's Copies for a .blend); --steps counts the steps "

@@ -144,7 +144,7 @@ EVOLUTION = AgentKind(
     name="evolution", label="Evolution", can_play=True, can_follow=False, no_play_reason="",
     bake_label="Bake Champion to Keyframes", bake_settings=(("bake_steps", "Steps"),
                                                             ("bake_frame_step", "Frames/Step")),
-    curve='RETURN', trained_text=_evolution_trained_text, after_training=lambda session: "",
+    curve='RETURN', trained_text=_evolution_trained_text, after_training=lambda session: "", workers=False,
     evaluate=play.evaluate_episodes, bake=_dqn_bake, bake_hint=lambda scene: "", model_kind="mlp")
 
 
