@@ -225,7 +225,7 @@ def plain_text(doc: str) -> str:
 def cmd_envs(args: argparse.Namespace) -> int:
     from drla_core.envs import env_class
 
-    for name in ENV_NAMES:
+    for name in ENV_NAMES + PARALLEL_ENV_NAMES:
         doc = (env_class(name).__doc__ or "").strip().splitlines()
         print(f"{name:12s} {plain_text(doc[0]) if doc else ''}")
     return 0
