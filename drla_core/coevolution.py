@@ -340,9 +340,9 @@ def coevolution_panels(history: Mapping[str, Any], names: Sequence[str]) -> list
     for n in names:
         p = Panel(f"{n}: return per generation", x_label="generation")
         if gens.size:
-            p.series = [Series(gens, np.asarray(history[f"{n}_mean"], np.float64), BLUE, "mean vs champion"),
-                        Series(gens, np.asarray(history[f"{n}_best"], np.float64), ORANGE, "best vs champion"),
-                        Series(gens, np.asarray(history[f"{n}_vs_first"], np.float64), GREEN, "champion vs first")]
+            p.series = [Series(gens, np.asarray(history[f"{n}_mean"], np.float64), BLUE, "mean"),
+                        Series(gens, np.asarray(history[f"{n}_best"], np.float64), ORANGE, "best"),
+                        Series(gens, np.asarray(history[f"{n}_vs_first"], np.float64), GREEN, "vs first")]
         panels.append(p)
     return panels
 
