@@ -17,7 +17,8 @@ Maze: GA (64 individuals, 80 generations) scored by novelty (k 15, adaptive arch
 solved when an individual reaches the goal.
 
 Walker (``scenes/walker``, needs bpy): its Evolution tree in Blender headless, 40 generations (10 with
---quick); the champion's distance in one 10 s episode and generations per minute.
+--quick); the champion's distance in one 10 s episode and generations per minute, and a picture of its
+path (top view) in docs/images/walker_path.png (``--walker-only`` runs just this part).
 
     .venv/bin/python bench/evolution.py [--quick]      (make bench-evolution installs neat-python first)
 """
@@ -204,9 +205,10 @@ def solve_figures(name: str, runs: list[tuple[float | None, int]], out: dict) ->
     print(f"{name}: " + ", ".join(f"{'-' if t is None else f'{t:.2f}s'}/{g}g" for t, g in runs), file=sys.stderr)
 
 
-def walker(generations: int, seed: int = 0) -> dict:
+def walker(generations: int, seed: int = 0, picture: Path | None = None) -> dict:
     """The rigid-body walker (``scenes/walker``) evolved in Blender headless by its own tree (GA, 24
-    individuals, one 10 s episode each): the champion's distance walked (m) and generations per minute."""
+    individuals, one 10 s episode each): the champion's distance walked (m) and generations per minute; with
+    ``picture``, the champion's path (top view) and the curves as a PNG."""
     try:
         import bpy  # noqa: F401  (the bpy wheel of .venv)
     except ImportError:
@@ -231,12 +233,51 @@ def walker(generations: int, seed: int = 0) -> dict:
         t0 = time.perf_counter()
         job.advance()
         wall = time.perf_counter() - t0
+        path = walker_path(env, job.champion_policy(), scene.objects["Torso"])
         env.close()
     best = job.champion_fitness
     print(f"walker: best per generation {[round(b, 2) for b in job.history['best']]}", file=sys.stderr)
-    return {"walker_best_distance_m": round(best, 3),
-            "walker_body_lengths": round(best / module.BODY_LENGTH, 2),
-            "walker_generations_per_min": round(60.0 * job.steps / wall, 1), "walker_generations": job.steps}
+    out = {"walker_best_distance_m": round(best, 3), "walker_body_lengths": round(best / module.BODY_LENGTH, 2),
+           "walker_replay_distance_m": round(float(path[-1, 0] - path[0, 0]), 3),
+           "walker_generations_per_min": round(60.0 * job.steps / wall, 1), "walker_generations": job.steps}
+    if picture is not None:
+        save_walker_picture(picture, path, job.history, module.BODY_LENGTH, out)
+        out["walker_path_png"] = str(picture.relative_to(ROOT) if picture.is_relative_to(ROOT) else picture)
+    return out
+
+
+def walker_path(env, policy, torso):
+    """The champion's episode replayed: the torso's world (x, y) before the first step and after each."""
+    import numpy as np
+
+    obs, _ = env.reset(seed=0)
+    points = [tuple(torso.matrix_world.translation)[:2]]
+    while True:
+        obs, _, terminated, truncated, _ = env.step(policy(obs))
+        points.append(tuple(torso.matrix_world.translation)[:2])
+        if terminated or truncated:
+            return np.asarray(points, dtype=np.float64)
+
+
+def save_walker_picture(path: Path, xy, history: dict, body_length: float, figures: dict) -> None:
+    """Top view of the torso's path over the 10 s (the 3-body-length mark beside it) and the fitness curves."""
+    import numpy as np
+
+    from drla_core.plot import BLUE, GREEN, ORANGE, Panel, Series, render_panels
+    from drla_core.png import write_png
+
+    lo, hi = float(min(xy[:, 1].min(), -0.5)), float(max(xy[:, 1].max(), 0.5))
+    mark = 3 * body_length + xy[0, 0]
+    top = Panel("Torso path, top view (y against x, m)", x_label="x (m)", y_range=(lo, hi), series=[
+        Series(np.array([mark, mark]), np.array([lo, hi]), GREEN, "3 body lengths", width=1),
+        Series(xy[:, 0], xy[:, 1], BLUE, "torso"),
+        Series(xy[[0, -1], 0], xy[[0, -1], 1], ORANGE, "start, end", kind="points", width=5)])
+    gens = np.asarray(history["generation"], np.float64)
+    fit = Panel("Distance walked per generation (m)", x_label="generation", series=[
+        Series(gens, np.asarray(history["mean"], np.float64), BLUE, "mean"),
+        Series(gens, np.asarray(history["best"], np.float64), ORANGE, "best")])
+    text = Panel("Summary", text_lines=[f"{k}: {v}" for k, v in figures.items()])
+    write_png(path, render_panels([top, fit, text], "DRLA walker: the evolved champion's 10 s", 1200))
 
 
 def main() -> None:
@@ -245,7 +286,13 @@ def main() -> None:
     parser.add_argument("--no-neat-python", action="store_true", help="skip the neat-python reference")
     parser.add_argument("--repeats", type=int, default=3, help="runs per seed; the fastest counts (default 3)")
     parser.add_argument("--no-walker", action="store_true", help="skip the rigid-body walker (needs bpy)")
+    parser.add_argument("--walker-only", action="store_true", help="only the walker (and its picture)")
+    parser.add_argument("--walker-picture", default=str(ROOT / "docs" / "images" / "walker_path.png"),
+                        help="where the walker's path picture goes (default docs/images/walker_path.png)")
     args = parser.parse_args()
+    if args.walker_only:
+        print(json.dumps(walker(10 if args.quick else 40, picture=Path(args.walker_picture))))
+        return
     seeds = range(3 if args.quick else 10)
     out: dict = {"seeds": len(seeds), "repeats": args.repeats,
                  "population_forward_us": round(population_forward_us(), 2)}
@@ -278,7 +325,7 @@ def main() -> None:
     out["maze_novelty_solved_seeds"] = sum(maze(True, s) for s in seeds)
     out["maze_fitness_solved_seeds"] = sum(maze(False, s) for s in seeds)
     if not args.no_walker:
-        out.update(walker(10 if args.quick else 40))
+        out.update(walker(10 if args.quick else 40, picture=Path(args.walker_picture)))
     print(json.dumps(out))
 
 

@@ -33,7 +33,7 @@ from typing import Any
 
 
 from drla_core.agents.dqn import DQNAgent, DQNConfig
-from drla_core.envs import ENV_NAMES, make
+from drla_core.envs import ENV_NAMES, PARALLEL_ENV_NAMES, make
 from drla_core.mlp import ACTIVATIONS
 from drla_core.train import TrainingRun, VectorTrainingRun, evaluate, metric_text
 from drla_core.vector_env import SyncVectorEnv
@@ -225,7 +225,7 @@ def plain_text(doc: str) -> str:
 def cmd_envs(args: argparse.Namespace) -> int:
     from drla_core.envs import env_class
 
-    for name in ENV_NAMES:
+    for name in ENV_NAMES + PARALLEL_ENV_NAMES:
         doc = (env_class(name).__doc__ or "").strip().splitlines()
         print(f"{name:12s} {plain_text(doc[0]) if doc else ''}")
     return 0
@@ -238,10 +238,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     saved = ckpt.settings if ckpt is not None else {}
     if ckpt is not None and saved.get("target") != args.target:
         raise CLIError(f"--resume: {ckpt.path} is a run on {saved.get('target')!r}, not on {args.target!r}")
-    if args.target not in ENV_NAMES:
-        raise CLIError(f"unknown environment {args.target!r}: give a .blend file or one of {', '.join(ENV_NAMES)}")
+    if args.target not in ENV_NAMES + PARALLEL_ENV_NAMES:
+        raise CLIError(f"unknown environment {args.target!r}: give a .blend file or one of "
+                       f"{', '.join(ENV_NAMES + PARALLEL_ENV_NAMES)}")
     if args.agent in pure_jobs.AGENTS:
         return pure_jobs.train(args)
+    if args.target in PARALLEL_ENV_NAMES:
+        raise CLIError(f"{args.target} is a two-agent game: train it with --agent coevolution")
     saved_run = ckpt.meta["run"] if ckpt is not None else {}
     steps = args.steps or saved_run.get("total_steps") or 50_000
     if ckpt is not None and args.seed is not None and args.seed != saved_run["seed"]:
@@ -379,7 +382,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("train", help="train an agent and save it as a JSON model plus a report picture",
                        description="Train a DQN agent. TARGET is a built-in environment (see 'envs') or a .blend "
                                    "file whose DRLA node tree describes the problem.")
-    p.add_argument("target", metavar="TARGET", help=f"{' | '.join(ENV_NAMES)} | path/to/scene.blend")
+    p.add_argument("target", metavar="TARGET", help=f"{' | '.join(ENV_NAMES + PARALLEL_ENV_NAMES)} | "
+                                                    "path/to/scene.blend")
     p.add_argument("--tree", help="DRLA node tree in the .blend (default: the only one)")
     p.add_argument("--steps", type=POSITIVE_INT, metavar="N",
                    help="environment steps to train, exactly (default: 50000, or the scene's Trainer node)")
@@ -394,10 +398,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint-interval", type=COUNT, metavar="N",
                    help="every N steps save the model so far as <out>_step<N>.json and the full training state as "
                         "<out>_ckpt.npz (the one before kept as <out>_ckpt.prev.npz), for --resume (default 0: "
-                        "never; a resumed run keeps its interval)")
-    p.add_argument("--resume", metavar="CKPT.npz",
-                   help="continue the run saved in this checkpoint (an <out>_ckpt.npz) to its --steps; flags given "
-                        "now (learning rate, exploration, steps, ...) apply from there; the network cannot change")
+                        "never; a resumed run keeps its interval); an evolution tree: every N generations, the "
+                        "population as <out>_ckpt.json")
+    p.add_argument("--resume", metavar="CKPT",
+                   help="continue the run saved in this checkpoint (an <out>_ckpt.npz, or an evolution tree's "
+                        "<out>_ckpt.json) to its --steps; flags given now (learning rate, exploration, steps, ...) "
+                        "apply from there; the network cannot change")
     p.add_argument("--copies", type=POSITIVE_INT, metavar="N",
                    help="train N copies of the environment at once, one network call for all (default: 1 for a "
                         "built-in environment, the Environment node's Copies for a .blend); --steps counts the steps "
@@ -411,8 +417,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--agent", choices=("dqn", *pure_jobs.AGENTS), default="dqn",
                    help="built-in environments: dqn (default), or evolve networks: ga (genetic algorithm), neat, "
-                        "novelty (GA scored by novelty search); for these --steps counts generations")
-    p.add_argument("--population", type=_int_type(2), metavar="N", help="population size for ga, neat, novelty")
+                        "novelty (GA scored by novelty search); a two-agent game (pacman): coevolution (two GA "
+                        "populations, each scored against the other's champion); for these --steps counts generations")
+    p.add_argument("--population", type=_int_type(2), metavar="N",
+                   help="population size for ga, neat, novelty, coevolution")
     _add_config_flags(p)
     p.set_defaults(func=cmd_train)
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from drla_core.agents.dqn import DQNConfig
 from drla_core.checkpoint import Checkpoint, CheckpointError, read_latest
+from drla_core.evolution import read_evolution_checkpoint
 from drla_core.mlp import ACTIVATIONS
 from drla_core.model_io import Model, ModelFormatError, load_model, save_model
 
@@ -80,25 +81,35 @@ def out_paths(out: str | None, default_stem: str) -> tuple[Path, Path]:
     return model_path, model_path.with_name(model_path.stem + "_report.png")
 
 
-def checkpoint_file(model_path: Path) -> Path:
-    """The full checkpoint beside the model: ``out/m.json`` -> ``out/m_ckpt.npz`` (the one before: ``.prev.npz``)."""
-    return model_path.with_name(model_path.stem + "_ckpt.npz")
+def checkpoint_file(model_path: Path, suffix: str = ".npz") -> Path:
+    """The full checkpoint beside the model: ``out/m.json`` -> ``out/m_ckpt.npz`` (the one before: ``.prev.npz``;
+    an evolution run's: ``out/m_ckpt.json``, its job's ``checkpoint_suffix``)."""
+    return model_path.with_name(model_path.stem + "_ckpt" + suffix)
 
 
-def checkpoint_saver(model_path: Path, settings: dict[str, Any]) -> Callable[[Any, str], None]:
-    """A ``TrainingRun`` ``save_fn``: the model so far (``<out>_step<N>.json``, as before) and the full checkpoint
-    (``checkpoint_file``, the last two kept) that ``--resume`` continues from."""
-    path = checkpoint_file(model_path)
+def checkpoint_saver(model_path: Path, settings: dict[str, Any], suffix: str = ".npz") -> Callable[[Any, str], None]:
+    """A job's ``save_fn``: the model so far (``<out>_step<N>.json``, as before) and the full checkpoint
+    (``checkpoint_file``; a DQN run keeps the last two) that ``--resume`` continues from."""
+    path = checkpoint_file(model_path, suffix)
 
     def save(run: Any, model_file: str) -> None:
-        save_model(model_file, run.agent.to_model({"steps": run.steps, "episodes": run.episodes}))
+        agent = getattr(run, "agent", None)  # a DQN TrainingRun: its agent's network; else the job's model
+        model = agent.to_model({"steps": run.steps, "episodes": run.episodes}) if agent is not None else \
+            run.to_model({"steps": run.steps})
+        save_model(model_file, model)
         run.save_checkpoint(path, settings=settings)
 
     return save
 
 
-def read_resume(path: str) -> Checkpoint:
-    """The checkpoint ``--resume`` names, or the one before it when it is broken (saying so on stderr)."""
+def read_resume(path: str) -> Any:
+    """The checkpoint ``--resume`` names, or the one before it when it is broken (saying so on stderr); a
+    ``.json`` file is an evolution run's (``EvolutionCheckpoint``: the same ``meta``/``settings`` surface)."""
+    if path.lower().endswith(".json"):
+        try:
+            return read_evolution_checkpoint(path)
+        except ValueError as exc:
+            raise CLIError(f"--resume: {exc}") from exc
     try:
         ckpt, note = read_latest(path)
     except CheckpointError as exc:
@@ -120,7 +131,7 @@ def resume(run: Any, ckpt: Checkpoint) -> None:
     """Load ``ckpt`` into the freshly built ``run``; say where it continues and what changed (on stderr)."""
     try:
         changes = run.load_checkpoint(ckpt)
-    except CheckpointError as exc:
+    except (CheckpointError, ValueError) as exc:
         raise CLIError(f"cannot resume from {ckpt.path}: {exc}") from exc
     print(f"resuming {ckpt.path} at step {run.steps} of {run.total_steps}", file=sys.stderr)
     for name, old, new in changes:

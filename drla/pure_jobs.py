@@ -1,4 +1,5 @@
-"""``drla train <built-in env> --agent ga|neat|novelty``: training jobs other than DQN on the pure environments.
+"""``drla train <built-in env> --agent ga|neat|novelty|coevolution``: training jobs other than DQN on the pure
+environments (``coevolution`` on a two-agent game such as ``pacman``).
 
 ``AGENTS`` maps an agent name to a builder ``(env_name, args) -> PureJob`` (a ``TrainingJob`` plus how to
 draw its report); ``train`` runs any of them with one loop over the ``TrainingJob`` surface (advance in
@@ -16,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from drla_core.agents.base import TrainingJob
-from drla_core.envs import make
+from drla_core.coevolution import CoevolutionJob, save_coevolution_report
+from drla_core.envs import PARALLEL_ENV_NAMES, make
 from drla_core.evolution import EvolutionConfig, EvolutionJob, GAConfig, NoveltyConfig, save_evolution_report
 from drla_core.model_io import save_model
 from drla_core.neat import NEATConfig
@@ -43,22 +45,30 @@ EVOLUTION_DEFAULTS: dict[str, dict[str, Any]] = {
     "cartpole": {"generations": 50, "target_return": 475.0},
     "deceptive_maze": {"generations": 80, "target_return": 1.0, "solve_episodes": 1,
                        "ga": {"mutation_rate": 0.2, "mutation_sigma": 0.2}},
+    "pacman": {"generations": 40, "episodes": 2,
+               "ga": {"population_size": 32, "hidden": [(8, "tanh")], "mutation_rate": 0.2, "mutation_sigma": 0.5}},
 }
+
+
+def _evolution_config(env_name: str, method: str, novelty: bool, args: argparse.Namespace) -> EvolutionConfig:
+    defaults = dict(EVOLUTION_DEFAULTS.get(env_name, {"generations": 50}))
+    ga = GAConfig(**defaults.pop("ga", {}))
+    neat = NEATConfig()
+    if args.population is not None:
+        ga.population_size = neat.population_size = args.population
+    if args.steps is not None:
+        defaults["generations"] = args.steps
+    return EvolutionConfig(method=method, ga=ga, neat=neat, novelty=NoveltyConfig() if novelty else None,
+                           **defaults)
 
 
 def _evolution(method: str, novelty: bool) -> Callable[[str, argparse.Namespace], PureJob]:
     def build(env_name: str, args: argparse.Namespace) -> PureJob:
-        defaults = dict(EVOLUTION_DEFAULTS.get(env_name, {"generations": 50}))
-        ga = GAConfig(**defaults.pop("ga", {}))
-        neat = NEATConfig()
-        if args.population is not None:
-            ga.population_size = neat.population_size = args.population
-        if args.steps is not None:
-            defaults["generations"] = args.steps
+        if env_name in PARALLEL_ENV_NAMES:
+            raise CLIError(f"{env_name} is a two-agent game: train it with --agent coevolution")
         try:
-            config = EvolutionConfig(method=method, ga=ga, neat=neat,
-                                     novelty=NoveltyConfig() if novelty else None, **defaults)
-            job = EvolutionJob(lambda: make(env_name), config, seed=args.seed)
+            job = EvolutionJob(lambda: make(env_name), _evolution_config(env_name, method, novelty, args),
+                               seed=args.seed)
         except ValueError as exc:
             raise CLIError(str(exc)) from exc
         name = {"ga": "GA", "neat": "NEAT"}[method] + (" + novelty search" if novelty else "")
@@ -68,11 +78,25 @@ def _evolution(method: str, novelty: bool) -> Callable[[str, argparse.Namespace]
     return build
 
 
+def _coevolution(env_name: str, args: argparse.Namespace) -> PureJob:
+    if env_name not in PARALLEL_ENV_NAMES:
+        raise CLIError(f"--agent coevolution needs a two-agent game ({', '.join(PARALLEL_ENV_NAMES)}), "
+                       f"not {env_name}")
+    try:
+        job = CoevolutionJob(lambda: make(env_name), _evolution_config(env_name, "ga", False, args), seed=args.seed)
+    except ValueError as exc:
+        raise CLIError(str(exc)) from exc
+    return PureJob(job, f"co-evolution on {env_name} ({' vs '.join(job.names)})",
+                   lambda path, title, lines: save_coevolution_report(path, job.history, job.names, title, lines),
+                   job.save_checkpoint)
+
+
 #: Agent name -> builder. DQN keeps its own path in ``cli.cmd_train`` (evaluations, step checkpoints).
 AGENTS: dict[str, Callable[[str, argparse.Namespace], PureJob]] = {
     "ga": _evolution("ga", novelty=False),
     "neat": _evolution("neat", novelty=False),
     "novelty": _evolution("ga", novelty=True),
+    "coevolution": _coevolution,
 }
 
 
@@ -111,11 +135,17 @@ def train(args: argparse.Namespace) -> int:
             return 130
         note = f"stopped at {job.steps} of {job.total_steps}" if stopped else f"{job.steps}"
         title = f"{built.title} - seed {args.seed}, {note} {built.unit}s"
-        save_model(model_path, job.to_model({"env": args.target, "agent": args.agent}))
+        meta = {"env": args.target, "agent": args.agent}
+        # A job with several champions (co-evolution: one per side) offers to_models: one file per name.
+        to_models = getattr(job, "to_models", None)
+        models = {model_path: job.to_model(meta)} if to_models is None else {
+            model_path.with_name(f"{model_path.stem}_{name}.json"): m for name, m in to_models(meta).items()}
+        for path, model in models.items():
+            save_model(path, model)
         summary = [f"{k}: {v}" for k, v in job.status().items()]
         built.report(report_path, title, summary)
         lines = ["", f"trained {job.steps} {built.unit}s in {wall:.1f} s", *summary,
-                 f"model:  {model_path}", f"report: {report_path}"]
+                 *(f"model:  {path}" for path in models), f"report: {report_path}"]
         if built.save_state is not None:
             built.save_state(state_path)
             lines.append(f"state:  {state_path}")

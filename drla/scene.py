@@ -158,7 +158,7 @@ def _run_options(args: argparse.Namespace, model_path: Path, ckpt: Any) -> dict[
         "checkpoint_interval", 0)
     options: dict[str, Any] = {"overrides": config_overrides(args), "callbacks": [], "checkpoint_interval": interval,
                                "checkpoint_path": str(model_path.with_name(model_path.stem + "_step{step}.json"))}
-    if ckpt is not None:
+    if ckpt is not None and ckpt.config is not None:  # a DQN run's (an evolution run's settings are its tree's)
         options["config"] = resume_config(ckpt)
         for name in ("eval_interval", "eval_episodes"):
             options[name] = saved_run[name]
@@ -207,7 +207,9 @@ def train_scene(args: argparse.Namespace) -> int:
                 raise CLIError(str(exc)) from exc
             if callable(getattr(job, "save_checkpoint", None)):  # full checkpoints, for --resume
                 job.save_fn = checkpoint_saver(model_path, {"target": str(args.target), "tree": tree.name,
-                                                            "out": str(model_path)})
+                                                            "out": str(model_path),
+                                                            "checkpoint_interval": options["checkpoint_interval"]},
+                                               suffix=getattr(job, "checkpoint_suffix", ".npz"))
             if ckpt is not None:  # a scene cannot be restored mid-episode: the job starts a fresh one
                 resume(job, ckpt)
             ctrl_c.run = job

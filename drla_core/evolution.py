@@ -39,7 +39,8 @@ __all__ = [
     "PopulationMLP", "roulette_select", "tournament_select", "rank_select", "SELECTIONS", "uniform_crossover",
     "one_point_crossover", "gaussian_mutation", "GAConfig", "GA", "novelty_scores", "NoveltyConfig",
     "NoveltyArchive", "Evaluation", "EvolutionConfig", "EvolutionJob", "save_evolution_report",
-    "evolution_panels", "CHECKPOINT_FORMAT", "rng_state", "rng_from_state",
+    "evolution_panels", "CHECKPOINT_FORMAT", "rng_state", "rng_from_state", "EvolutionCheckpoint",
+    "read_evolution_checkpoint", "check_evolution_checkpoint",
 ]
 
 CHECKPOINT_FORMAT = "drla-evolution"
@@ -839,12 +840,14 @@ class EvolutionJob:
 
     # -- checkpoints -----------------------------------------------------------------------------------------
 
-    def checkpoint(self) -> dict[str, Any]:
-        """The run as plain JSON data (no pickle): config, generation, RNG, population, archive, history."""
+    def checkpoint(self, settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The run as plain JSON data (no pickle): config, generation, RNG, population, archive, history;
+        ``settings``: what the caller wants back on resume (the CLI: target, tree, out)."""
         if self._solve_eval is not None:
             raise RuntimeError("checkpoint between generations (the champion check is running)")
         return {
-            "format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "seed": self.seed,
+            "format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "kind": "evolution",
+            "settings": dict(settings or {}), "seed": self.seed,
             "config": self.config.to_dict(), "generation": self.steps,
             "env_steps": self.env_steps - self._in_flight_steps(),
             "rng": rng_state(self.rng), "method": self.method.state(),
@@ -855,18 +858,46 @@ class EvolutionJob:
             "solved": self.solved, "history": self.history,
         }
 
-    def save_checkpoint(self, path: str | os.PathLike[str]) -> Path:
-        text = json.dumps(self.checkpoint(), allow_nan=False, separators=(",", ":"))
+    def save_checkpoint(self, path: str | os.PathLike[str], settings: Mapping[str, Any] | None = None,
+                        **_: Any) -> Path:
+        """``checkpoint(settings)`` as a JSON file (written whole or not at all). Other keyword arguments
+        (a DQN run's ``max_buffer_bytes``) do not apply and are ignored."""
+        text = json.dumps(self.checkpoint(settings), allow_nan=False, separators=(",", ":"))
         return atomic_write(path, (text + "\n").encode("utf-8"))
+
+    def continue_from(self, checkpoint: Any) -> list[tuple[str, Any, Any]]:
+        """Load a checkpoint (an ``EvolutionCheckpoint``, its data, or a path) into this freshly built job,
+        whose configuration may differ only in ``generations``; returns the changes as ``(setting, old,
+        new)``. A bad checkpoint raises ``ValueError`` (build the job afresh before using it again)."""
+        if isinstance(checkpoint, (str, os.PathLike)):
+            checkpoint = read_evolution_checkpoint(checkpoint)
+        data = checkpoint.data if isinstance(checkpoint, EvolutionCheckpoint) else checkpoint
+        check_evolution_checkpoint(data)
+        try:
+            saved = json.loads(json.dumps(EvolutionConfig.from_dict(data["config"]).to_dict()))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"broken evolution checkpoint: {exc}") from None
+        now = json.loads(json.dumps(self.config.to_dict()))  # as JSON has it: tuples become lists
+        differ = sorted(k for k in now if k != "generations" and now[k] != saved.get(k))
+        if differ:
+            raise ValueError(f"the checkpoint was evolved with other settings ({', '.join(differ)}): "
+                             "a population continues only with the settings it was made with")
+        if int(data.get("seed", -1)) != self.seed:
+            raise ValueError(f"the checkpoint's seed is {data.get('seed')}, this run's {self.seed}")
+        total = self.total_steps
+        try:
+            self._load(data)
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            what = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise ValueError(f"broken evolution checkpoint: {what}") from None
+        old = int(saved["generations"])
+        self.done = self.steps >= self.total_steps or self.solved
+        return [("generations", old, total)] if old != total else []
 
     @classmethod
     def from_checkpoint(cls, data: Mapping[str, Any], env: EnvSource,
                         behavior: Callable[[Any, Mapping[str, Any]], np.ndarray] = default_behavior) -> EvolutionJob:
-        if not isinstance(data, Mapping) or data.get("format") != CHECKPOINT_FORMAT:
-            raise ValueError(f"not a DRLA evolution checkpoint (format must be {CHECKPOINT_FORMAT!r})")
-        if data.get("version") != CHECKPOINT_VERSION:
-            raise ValueError(f"unsupported evolution checkpoint version {data.get('version')!r}: "
-                             f"this DRLA reads version {CHECKPOINT_VERSION}")
+        check_evolution_checkpoint(data)
         try:
             job = cls(env, EvolutionConfig.from_dict(data["config"]), seed=int(data["seed"]), behavior=behavior)
             job._load(data)
@@ -897,6 +928,61 @@ class EvolutionJob:
     def load_checkpoint(cls, path: str | os.PathLike[str], env: EnvSource,
                         behavior: Callable[[Any, Mapping[str, Any]], np.ndarray] = default_behavior) -> EvolutionJob:
         return cls.from_checkpoint(json.loads(Path(path).read_text(encoding="utf-8")), env, behavior)
+
+
+def check_evolution_checkpoint(data: Any) -> None:
+    """Raise ``ValueError`` unless ``data`` is an evolution checkpoint this version reads."""
+    if not isinstance(data, Mapping) or data.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"not a DRLA evolution checkpoint (format must be {CHECKPOINT_FORMAT!r})")
+    if data.get("version") != CHECKPOINT_VERSION:
+        raise ValueError(f"unsupported evolution checkpoint version {data.get('version')!r}: "
+                         f"this DRLA reads version {CHECKPOINT_VERSION}")
+
+
+@dataclass
+class EvolutionCheckpoint:
+    """An evolution checkpoint read back, with the surface ``--resume`` and the panel's Resume read of a DQN
+    ``checkpoint.Checkpoint``: ``meta`` (``kind`` and ``run``: seed, steps, total_steps), ``settings``, ``steps``;
+    ``config`` is None (no DQN configuration)."""
+
+    path: Path
+    data: dict[str, Any]
+    config: None = None
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return dict(self.data.get("settings") or {})
+
+    @property
+    def steps(self) -> int:
+        return int(self.data["generation"])
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        d = self.data
+        return {"kind": d.get("kind", "evolution"), "run": {
+            "seed": int(d["seed"]), "steps": int(d["generation"]), "total_steps": int(d["config"]["generations"]),
+            "checkpoint_interval": int(self.settings.get("checkpoint_interval", 0))}}
+
+
+def read_evolution_checkpoint(path: str | os.PathLike[str]) -> EvolutionCheckpoint:
+    """Read and check an evolution checkpoint file; ``ValueError`` names what is wrong."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(f"cannot read {p}: {exc.strerror}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{p} is not a JSON evolution checkpoint: {exc}") from None
+    check_evolution_checkpoint(data)
+    ckpt = EvolutionCheckpoint(p, data)
+    try:
+        if ckpt.meta["run"]["total_steps"] < 1:
+            raise ValueError("generations must be at least 1")
+    except (KeyError, TypeError, ValueError) as exc:
+        what = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise ValueError(f"broken evolution checkpoint {p}: {what}") from None
+    return ckpt
 
 
 # ---- the report ---------------------------------------------------------------------------------------------

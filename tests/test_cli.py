@@ -138,6 +138,7 @@ def test_envs_shows_plain_text(capsys):
     assert main(["envs"]) == 0
     out = capsys.readouterr().out
     assert "``" not in out and "Say which of n lights is on." in out
+    assert "pacman       Pac-man and one ghost in a walled maze" in out  # the two-agent games too
 
 
 # ---- numbers: every number a user types is checked -------------------------------------------------------------

@@ -9,6 +9,7 @@ import pytest
 
 from drla.cli import main
 from drla.pure_jobs import AGENTS
+from drla_core.coevolution import CoevolutionJob
 from drla_core.evolution import EvolutionJob
 from drla_core.envs import make
 from drla_core.model_io import load_model
@@ -16,7 +17,7 @@ from drla_core.model_io import load_model
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.parametrize("agent", sorted(AGENTS))
+@pytest.mark.parametrize("agent", sorted(set(AGENTS) - {"coevolution"}))
 def test_train_evolution_agents_write_model_report_and_population(agent, tmp_path, capsys):
     out = tmp_path / f"{agent}.json"
     assert main(["train", "cartpole", "--agent", agent, "--steps", "2", "--population", "8", "--seed", "1",
@@ -43,7 +44,26 @@ def test_novelty_on_the_maze_as_a_module(tmp_path):
     assert load_model(out).action_space.shape == (2,)
 
 
+def test_coevolution_on_pacman_writes_both_champions_report_and_population(tmp_path, capsys):
+    out = tmp_path / "pac.json"
+    assert main(["train", "pacman", "--agent", "coevolution", "--steps", "2", "--population", "6", "--seed", "2",
+                 "--out", str(out), "--quiet"]) == 0
+    text = capsys.readouterr().out
+    assert "generations in" in text and "pacman" in text and "ghost" in text
+    for side in ("pacman", "ghost"):
+        model = load_model(tmp_path / f"pac_{side}.json")
+        assert model.meta["side"] == side and model.meta["env"] == "pacman" and model.meta["generations"] == 2
+        assert model.observation_space.shape == make("pacman").observation_space(side).shape
+    assert (tmp_path / "pac_report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    job = CoevolutionJob.load_checkpoint(tmp_path / "pac_population.json", lambda: make("pacman"))
+    assert job.steps == 2 and job.done
+
+
 @pytest.mark.parametrize("argv, message", [
+    (["train", "pacman"], "pacman is a two-agent game: train it with --agent coevolution"),
+    (["train", "pacman", "--agent", "neat"], "pacman is a two-agent game: train it with --agent coevolution"),
+    (["train", "cartpole", "--agent", "coevolution"], "--agent coevolution needs a two-agent game (pacman), not "
+                                                       "cartpole"),
     (["train", "cartpole", "--agent", "ga", "--population", "1"], "argument --population: needs a whole number >= 2"),
     (["train", "cartpole", "--agent", "evolve"], "argument --agent: invalid choice: 'evolve'"),
 ])

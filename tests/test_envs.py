@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from drla_core.env import check_env
-from drla_core.envs import ENV_NAMES, make
+from drla_core.envs import ENV_NAMES, PARALLEL_ENV_NAMES, make
 from drla_core.envs.evacuation import EvacuationGrid
 from drla_core.envs.identity import IdentityEnv
 from drla_core.envs.tank_grid import CANON_DOWN, CANON_UP, FIRE, MOVE_FRONT, TANK_ACTIONS, WAIT, TankGrid
@@ -36,7 +36,8 @@ def test_check_env_on_tank_variants(kwargs: dict) -> None:
 def test_registry() -> None:
     assert set(ENV_NAMES) == {"cartpole", "deceptive_maze", "evacuation", "tank_grid", "identity"}
     assert isinstance(make("tank_grid", width=4), TankGrid) and make("tank_grid", width=4).width == 4
-    with pytest.raises(KeyError, match="unknown environment 'pong'; known: cartpole"):
+    assert set(PARALLEL_ENV_NAMES) == {"pacman"}
+    with pytest.raises(KeyError, match="unknown environment 'pong'; known: cartpole.*pacman"):
         make("pong")
 
 

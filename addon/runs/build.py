@@ -208,9 +208,29 @@ class SceneEvolutionJob(EvolutionJob):
     generation as its 'returns', the mean as its second curve, with their titles and the x axis in
     generations (the same lists, not copies: they grow as the run goes)."""
 
-    def __init__(self, *args, **kw) -> None:
+    #: The suffix of this job's checkpoint files (a DQN run's are ``.npz``).
+    checkpoint_suffix = ".json"
+
+    def __init__(self, *args, checkpoint_interval: int = 0, checkpoint_path: str = "", **kw) -> None:
         super().__init__(*args, **kw)
         self._curve_names()
+        #: Every ``checkpoint_interval`` generations ``save_fn(job, checkpoint_path.format(step=generation))``
+        #: is called when the caller set it (the CLI: the champion so far and the population checkpoint).
+        self.checkpoint_interval, self.checkpoint_path = int(checkpoint_interval or 0), checkpoint_path
+        self.save_fn = None
+
+    def advance(self, max_steps=None, max_seconds=None) -> int:
+        before = self.steps
+        finished = super().advance(max_steps, max_seconds)
+        k = self.checkpoint_interval
+        if k > 0 and self.save_fn is not None and self.steps // k > before // k:
+            self.save_fn(self, self.checkpoint_path.format(step=self.steps))
+        return finished
+
+    def load_checkpoint(self, checkpoint):
+        """Continue from a checkpoint (the surface a DQN run offers ``--resume`` and Resume): see
+        ``EvolutionJob.continue_from``; returns the changed settings."""
+        return self.continue_from(checkpoint)
 
     def _curve_names(self) -> None:
         h = self.history
@@ -269,9 +289,10 @@ def build_evolution_job(compiled: CompiledTree, env, *, seed: int, total_steps: 
     try:
         config = evolution_config(compiled, total_steps)
         behavior = behavior_of(compiled)
+        saving = {k: options[k] for k in ("checkpoint_interval", "checkpoint_path") if options.get(k)}
         if behavior is None:
-            return SceneEvolutionJob(env, config, seed=seed)
-        return SceneEvolutionJob(env, config, seed=seed, behavior=behavior)
+            return SceneEvolutionJob(env, config, seed=seed, **saving)
+        return SceneEvolutionJob(env, config, seed=seed, behavior=behavior, **saving)
     except ValueError as exc:
         raise BuildError(str(exc)) from exc
 

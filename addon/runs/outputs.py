@@ -52,9 +52,10 @@ def report_path(tree_name: str, output_dir: str = "") -> str:
     return os.path.join(checkpoint_dir(override=output_dir), f"{safe_name(tree_name)}_report.png")
 
 
-def resume_path(tree_name: str, output_dir: str = "") -> str:
-    """The full training state a stopped run writes so that Resume works after the file is reopened."""
-    return os.path.join(checkpoint_dir(override=output_dir), f"{safe_name(tree_name)}_resume.npz")
+def resume_path(tree_name: str, output_dir: str = "", suffix: str = ".npz") -> str:
+    """The full training state a stopped run writes so that Resume works after the file is reopened (``suffix``:
+    the job's ``checkpoint_suffix``, ``.json`` for an evolution run's population)."""
+    return os.path.join(checkpoint_dir(override=output_dir), f"{safe_name(tree_name)}_resume{suffix}")
 
 
 def checkpoint_path(folder: str, tree_name: str) -> str:

@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from ...drla_core.checkpoint import read_checkpoint
+from ...drla_core.evolution import read_evolution_checkpoint
 from ..preferences import checkpoint_dir
 from ..properties import settings
 from ..words import format_duration
@@ -121,7 +122,7 @@ class TrainSession(Session):
         """The job's full state (networks, optimiser, replay memory, schedules, curves) for a later Blender."""
         if not callable(getattr(self.job, "save_checkpoint", None)):
             return
-        path = outputs.resume_path(self.tree_name, self.output_dir)
+        path = outputs.resume_path(self.tree_name, self.output_dir, getattr(self.job, "checkpoint_suffix", ".npz"))
         self.job.save_checkpoint(path, settings={"tree": self.tree_name, "total_steps": self.total_steps},
                                  max_buffer_bytes=RESUME_BUFFER_BYTES)
         self.tree.drla_last_checkpoint = path
@@ -140,7 +141,8 @@ class TrainSession(Session):
         return sess
 
     def _start_from_checkpoint(self, path: str) -> None:
-        checkpoint = read_checkpoint(path)
+        # An evolution run's training state is its population as JSON; a DQN run's an .npz.
+        checkpoint = read_evolution_checkpoint(path) if path.lower().endswith(".json") else read_checkpoint(path)
         compiled = self._compile()
         self.agent_kind = kinds.of(compiled)
         self.total_steps = int(self.requested_steps or checkpoint.meta["run"]["total_steps"])

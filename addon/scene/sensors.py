@@ -238,10 +238,26 @@ class CameraReader:
         self.renderer.close()
 
 
+class ClockReader:
+    """``sin, cos`` of ``2 pi f t``, ``t`` the scene time in seconds since the scene's start frame (where
+    every episode begins)."""
+    bounds = (-1.0, 1.0)
+
+    def __init__(self, spec, scene):
+        self.scene = scene
+        self.omega = math.tau * spec.options["frequency"] * scene.render.fps_base / scene.render.fps
+        self.size = 2
+
+    def read(self, out):
+        phase = self.omega * (self.scene.frame_current - self.scene.frame_start)
+        out[0], out[1] = math.sin(phase), math.cos(phase)
+
+
 READERS: dict[str, type] = {"transform": TransformReader, "velocity": VelocityReader, "bones": BonesReader,
                             "property": PropertyReader, "distance": DistanceReader, "ray": RayReader,
                             "camera": CameraReader, "joint_angle": JointAngleReader,
-                            "height_tilt": HeightTiltReader, "contact": ContactReader}
+                            "height_tilt": HeightTiltReader, "contact": ContactReader,
+                            "clock": ClockReader}
 
 
 class NonFiniteError(ValueError):

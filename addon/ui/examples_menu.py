@@ -28,7 +28,11 @@ EXAMPLE_SCENES: dict[str, str] = {
     "Robot Arm 3 (Learned IK)": os.path.join("scenes", "robot_arm", "robot_arm.blend"),
     "Tank Duel (two agents)": os.path.join("scenes", "tank_duel", "tank_duel.blend"),
     "Chase (two agents)": os.path.join("scenes", "chase", "chase.blend"),
+    "Cart-Pole (rigid body)": os.path.join("scenes", "cartpole_rb", "cartpole_rb.blend"),
+    "Walker": os.path.join("scenes", "walker", "walker.blend"),
 }
+#: Frames a rigid-body example's episodes need cached (the walker: 240 steps from the start frame).
+RIGID_BODY_FRAMES = 250
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the extension root
 
 
@@ -49,7 +53,35 @@ def append_example_objects(scene, name: str) -> list[str]:
         if ob is not None:
             scene.collection.objects.link(ob)
             added.append(ob.name)
+    adopt_rigid_bodies(scene, [ob for ob in loaded.objects if ob is not None])
     return added
+
+
+def adopt_rigid_bodies(scene, objects) -> None:
+    """Appended rigid bodies and constraints simulate only inside the scene's rigid-body world: make one if the
+    scene has none (its cache over at least ``RIGID_BODY_FRAMES`` from the start frame) and put them in it."""
+    bodies = [ob for ob in objects if ob.rigid_body is not None]
+    constraints = [ob for ob in objects if ob.rigid_body_constraint is not None]
+    if not bodies and not constraints:
+        return
+    rbw = scene.rigidbody_world
+    if rbw is None:
+        with bpy.context.temp_override(scene=scene):
+            bpy.ops.rigidbody.world_add()
+        rbw = scene.rigidbody_world
+        cache = rbw.point_cache
+        cache.frame_start = scene.frame_start
+        cache.frame_end = max(scene.frame_end, scene.frame_start + RIGID_BODY_FRAMES - 1)
+    if rbw.collection is None:
+        rbw.collection = bpy.data.collections.new("RigidBodyWorld")
+    if constraints and rbw.constraints is None:
+        rbw.constraints = bpy.data.collections.new("RigidBodyConstraints")
+    for ob in bodies:
+        if ob.name not in rbw.collection.objects:
+            rbw.collection.objects.link(ob)
+    for ob in constraints:
+        if ob.name not in rbw.constraints.objects:
+            rbw.constraints.objects.link(ob)
 
 
 def label(name: str) -> str:

@@ -122,53 +122,10 @@ def build_scene() -> Any:
 
 
 def build_tree(scene: Any) -> Any:
-    """The "CartPole" evolution tree (see the module docstring)."""
-    objects = scene.objects
-    tree = bpy.data.node_groups.new(TREE_NAME, "DRLA_NodeTree")
-    tree.use_fake_user = True
+    """The tree (see the module docstring): the add-on's Add > DRLA Examples builder, so the two never differ."""
+    from drla_ext.addon.ui.examples import build_cartpole_rb_tree
 
-    def node(idname: str, **props) -> Any:
-        n = tree.nodes.new(idname)
-        for key, value in props.items():
-            setattr(n, key, value)
-        return n
-
-    def link(a: Any, b: Any, socket: str) -> None:
-        tree.links.new(a.outputs[0], b.inputs[socket])
-
-    state = node("DRLA_StateNode")
-    for sensor in (node("DRLA_TransformSensorNode", object=objects["Cart"], use_location=True),
-                   node("DRLA_VelocitySensorNode", object=objects["Cart"], use_linear=True),
-                   node("DRLA_JointAngleSensorNode", source='HINGE', hinge=objects["PoleHinge"]),
-                   node("DRLA_VelocitySensorNode", object=objects["Pole"], use_linear=False, use_angular=True,
-                        scale=0.5)):
-        link(sensor, state, "Sensors")
-    actions = node("DRLA_ActionSetNode")
-    link(node("DRLA_MotorActionNode", action_name="push", constraint=objects["CartMotor"], motion='LINEAR',
-              max_velocity=3.0), actions, "Actions")
-    env = node("DRLA_EnvironmentNode", frames_per_step=1, max_steps=200)
-    link(state, env, "State")
-    link(actions, env, "Actions")
-    link(node("DRLA_StepCostNode", cost=-1.0), env, "Rewards")
-    link(node("DRLA_OutOfBoundsNode", object=objects["Pole"], bounds='BOX', box_min=(-10.0, -10.0, 1.1),
-              box_max=(10.0, 10.0, 10.0)), env, "Done")
-    link(node("DRLA_OutOfBoundsNode", object=objects["Cart"], bounds='BOX', box_min=(-2.4, -10.0, -10.0),
-              box_max=(2.4, 10.0, 10.0)), env, "Done")
-    layer = node("DRLA_HiddenLayerNode", size=8, activation='TANH')
-    net = node("DRLA_NetworkNode", output_activation='TANH')
-    link(layer, net, "Layers")
-    agent = node("DRLA_EvolutionAgentNode", method='GA', population_size=24, generations=10, episodes=1,
-                 mutation_rate=0.2, mutation_sigma=0.3, elites=2)
-    link(net, agent, "Network")
-    trainer = node("DRLA_TrainerNode", seed=0)
-    link(env, trainer, "Environment")
-    link(agent, trainer, "Agent")
-    try:
-        from drla_ext.addon.ui.examples import arrange
-        arrange(tree)
-    except ImportError:
-        pass
-    return tree
+    return build_cartpole_rb_tree(scene, TREE_NAME)
 
 
 def add_node_tree(scene: Any) -> bool:

@@ -16,9 +16,10 @@ A four-legged walker on Blender's rigid-body physics, Z up, walking along +X:
 - ``Camera`` (side view, for people) and ``Sun``.
 
 The RL node tree "Walker": State = torso position (first: the behaviour for novelty), height and tilt,
-velocity, the four hip angles; Action Set = four Motor Actions (+-4 rad/s); reward = progress in metres;
-the episode lasts ``EPISODE_STEPS`` steps (10 s at 24 fps) and ends early if the torso falls below
-z = 0.15; an Evolution Agent (GA) evolves it.
+velocity, the four hip angles, a clock (Clock Sensor: sin and cos of the time at 2 Hz, the gait's
+rhythm: a purely reactive network plateaued near 2 body lengths); Action Set = four Motor Actions
+(+-4 rad/s); reward = progress in metres; the episode lasts ``EPISODE_STEPS`` steps (10 s at 24 fps) and
+ends early if the torso falls below z = 0.15; an Evolution Agent (GA, mutation sigma 0.5) evolves it.
 
 ``dump(scene)`` is ``scenes/cartpole_rb``'s (the tank's canonical dump plus rigid-body settings).
 """
@@ -97,54 +98,10 @@ def build_scene() -> Any:
 
 
 def build_tree(scene: Any) -> Any:
-    """The "Walker" evolution tree (see the module docstring)."""
-    objects = scene.objects
-    tree = bpy.data.node_groups.new(TREE_NAME, "DRLA_NodeTree")
-    tree.use_fake_user = True
+    """The tree (see the module docstring): the add-on's Add > DRLA Examples builder, so the two never differ."""
+    from drla_ext.addon.ui.examples import build_walker_tree
 
-    def node(idname: str, **props) -> Any:
-        n = tree.nodes.new(idname)
-        for key, value in props.items():
-            setattr(n, key, value)
-        return n
-
-    def link(a: Any, b: Any, socket: str) -> None:
-        tree.links.new(a.outputs[0], b.inputs[socket])
-
-    torso = objects["Torso"]
-    state = node("DRLA_StateNode")
-    sensors = [node("DRLA_TransformSensorNode", object=torso, use_location=True, scale=0.2),
-               node("DRLA_HeightTiltSensorNode", object=torso),
-               node("DRLA_VelocitySensorNode", object=torso, use_linear=True, space='LOCAL')]
-    sensors += [node("DRLA_JointAngleSensorNode", source='HINGE', hinge=objects[f"Hip.{leg}"]) for leg in LEGS]
-    for sensor in sensors:
-        link(sensor, state, "Sensors")
-    actions = node("DRLA_ActionSetNode")
-    for leg in LEGS:
-        link(node("DRLA_MotorActionNode", action_name=f"hip_{leg.lower()}", constraint=objects[f"Motor.{leg}"],
-                  motion='ANGULAR', max_velocity=4.0), actions, "Actions")
-    env = node("DRLA_EnvironmentNode", frames_per_step=1, max_steps=EPISODE_STEPS)
-    link(state, env, "State")
-    link(actions, env, "Actions")
-    link(node("DRLA_DistanceRewardNode", object_a=torso, object_b=objects["Goal"], mode='PROGRESS', weight=1.0),
-         env, "Rewards")
-    link(node("DRLA_OutOfBoundsNode", object=torso, bounds='BOX', box_min=(-50.0, -50.0, 0.15),
-              box_max=(150.0, 50.0, 50.0)), env, "Done")
-    layer = node("DRLA_HiddenLayerNode", size=16, activation='TANH')
-    net = node("DRLA_NetworkNode", output_activation='TANH')
-    link(layer, net, "Layers")
-    agent = node("DRLA_EvolutionAgentNode", method='GA', population_size=24, generations=10, episodes=1,
-                 mutation_rate=0.2, mutation_sigma=0.3, elites=2)
-    link(net, agent, "Network")
-    trainer = node("DRLA_TrainerNode", seed=0)
-    link(env, trainer, "Environment")
-    link(agent, trainer, "Agent")
-    try:
-        from drla_ext.addon.ui.examples import arrange
-        arrange(tree)
-    except ImportError:
-        pass
-    return tree
+    return build_walker_tree(scene, TREE_NAME)
 
 
 def add_node_tree(scene: Any) -> bool:

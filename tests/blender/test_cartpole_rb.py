@@ -209,3 +209,60 @@ def test_cli_trains_and_plays_the_committed_scene_and_bake_keys_the_champion(tmp
     xs = [k.co[1] for k in fcurves.find("location", index=0).keyframe_points]
     assert len(xs) == 63 + 1 and max(abs(x) for x in xs) > 0.05  # the cart moved on the rail, keyed per step
     bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
+
+
+@pytest.mark.slow
+def test_cli_evolution_checkpoints_and_resume(tmp_path):
+    """``--checkpoint-interval 1`` writes the population every generation (<out>_ckpt.json) and ``--resume``
+    continues it: 2 generations then 1 more evolve the same champion as 3 straight."""
+    import subprocess
+    import sys
+
+    if not BLEND.exists():
+        pytest.skip("scenes/cartpole_rb/cartpole_rb.blend not built yet")
+    cli = [sys.executable, "-m", "drla", "train", BLEND, "--seed", "0", "--quiet"]
+
+    def train(*args):
+        out = subprocess.run([*cli, *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        return out
+
+    train("--steps", "2", "--checkpoint-interval", "1", "--out", tmp_path / "cp.json")
+    ckpt = json.loads((tmp_path / "cp_ckpt.json").read_text())
+    assert ckpt["format"] == "drla-evolution" and ckpt["generation"] == 2 and ckpt["settings"]["tree"]
+    assert (tmp_path / "cp_step1.json").is_file() and (tmp_path / "cp_step2.json").is_file()
+    out = train("--steps", "3", "--resume", tmp_path / "cp_ckpt.json")
+    assert "resuming" in out.stderr and "at step 2 of 3" in out.stderr and "evolved 3 generations" in out.stdout
+    train("--steps", "3", "--out", tmp_path / "straight.json")
+    resumed = json.loads((tmp_path / "cp.json").read_text())
+    straight = json.loads((tmp_path / "straight.json").read_text())
+    assert resumed["meta"]["champion_fitness"] == straight["meta"]["champion_fitness"]
+    assert resumed["params"] == straight["params"]
+    bad = subprocess.run([*cli, "--resume", tmp_path / "cp.json"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=300)
+    assert bad.returncode != 0 and "not a DRLA evolution checkpoint" in bad.stderr
+
+
+def test_panel_stop_and_resume_an_evolution_run(cartpole, tmp_path):
+    """Stop writes the population (<tree>_resume.json) and Resume, even in a later session, continues it."""
+    from drla_ext.addon.runs import sessions
+    from drla_ext.addon.runs.train import TrainSession
+
+    scene, tree = cartpole
+    next(n for n in tree.nodes if n.bl_idname == "DRLA_EvolutionAgentNode").generations = 3
+    scene.drla.tree = tree
+    sess = TrainSession(scene, tree, output_dir=str(tmp_path)).start()
+    while sess.steps < 1:
+        sess.tick(0.05)
+    sess.stop()
+    stopped_at, best = sess.steps, list(sess.job.history["best"])
+    population = sess.job.method.population.copy()
+    assert tree.drla_last_checkpoint.endswith("_resume.json") and scene.drla.error == ""
+    sessions.discard_all()
+    resumed = TrainSession.from_checkpoint(scene, tree, output_dir=str(tmp_path))
+    assert resumed.steps == stopped_at and resumed.job.history["best"] == best
+    assert np.array_equal(resumed.job.method.population, population)
+    resumed.run_blocking()
+    assert resumed.state == "DONE" and resumed.steps == 3, scene.drla.error
+    assert len(resumed.job.history["best"]) == 3
+    sessions.discard_all()
