@@ -195,6 +195,8 @@ def checkpoint_state(run: Any, *, replay_buffer: bool = True, max_buffer_bytes: 
         "best_mean_return": _finite_or_none(float(agent.best_mean_return)),
         "adam": {"t": int(opt.t), "lr": opt.lr, "eps": opt.eps, "betas": [opt.beta1, opt.beta2]},
     }
+    if getattr(agent, "growth_history", None):  # a network grown during the run (growth.py): its history
+        agent_meta["growth"] = [dict(record) for record in agent.growth_history]
 
     buf = agent.replay_buffer
     size = len(buf)
@@ -481,6 +483,8 @@ def _restore_agent(agent: Any, ckpt: Checkpoint, changed: set[str], total_steps:
     agent.best_params = arrays["agent.best_params"].copy() if "agent.best_params" in arrays else None
     agent.total_timesteps = max(int(total_steps), 1)
     agent.epsilon = float(saved_agent["epsilon"])
+    if saved_agent.get("growth"):
+        agent.growth_history = [dict(record) for record in saved_agent["growth"]]
     if changed & {*_EXPLORATION_FIELDS, "total_steps"}:
         cfg = agent.config
         agent.epsilon = linear_schedule(cfg.exploration_initial_eps, cfg.exploration_final_eps,

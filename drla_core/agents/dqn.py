@@ -321,7 +321,14 @@ class DQNAgent:
     # ---- export -------------------------------------------------------------------------------------
 
     def to_model(self, meta: dict[str, Any] | None = None) -> Any:
-        """The trained Q-network as a ``model_io.Model`` (greedy policy), ready for ``save_model``."""
+        """The trained Q-network as a ``model_io.Model`` (greedy policy), ready for ``save_model``.
+
+        A network grown or pruned during training (``growth.grow_agent``) has its history in ``meta["growth"]``.
+        """
+        meta = dict(meta or {})
+        growth = getattr(self, "growth_history", None)
+        if growth:
+            meta["growth"] = [dict(record) for record in growth]
         return Model(network=self.q_network.copy(), observation_space=self.observation_space,
-                     action_space=self.action_space, kind="dqn", meta=dict(meta or {}),
+                     action_space=self.action_space, kind="dqn", meta=meta,
                      extra={"config": self.config.to_dict(), "num_timesteps": self.num_timesteps})
