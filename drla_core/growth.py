@@ -127,7 +127,7 @@ def _check_hidden(net: MLP, layer: int) -> int:
 
 
 def widen(net: MLP, layer: int, new_size: int, rng: np.random.Generator | int | None = None,
-          units: Sequence[int] | None = None, noise: float = 0.2) -> Remap:
+          units: Sequence[int] | None = None, noise: float = 0.2, init: str = "copy") -> Remap:
     """Net2WiderNet: hidden layer ``layer`` grows to ``new_size`` units by copying existing ones.
 
     The units copied are ``units`` (indices into the old layer) when given, else drawn at random:
@@ -138,7 +138,13 @@ def widen(net: MLP, layer: int, new_size: int, rng: np.random.Generator | int | 
     (``1/c +- noise/c``), not in equal parts: the function is the same, but the copies get different
     gradients, so training can tell them apart (equal parts would keep them identical for ever and
     the wider layer would learn nothing more). ``noise=0`` splits equally.
+
+    ``init="fresh"`` instead gives the new units random incoming weights (the layer's initialiser)
+    and zero outgoing weights: as exact (they add nothing to the next layer until trained), and the
+    new units start as new features rather than near-copies of old ones.
     """
+    if init not in ("copy", "fresh"):
+        raise ValueError(f"widen: init must be 'copy' (Net2Net) or 'fresh', got {init!r}")
     layer = _check_hidden(net, layer)
     old = net.hidden[layer].size
     new_size = int(new_size)
@@ -166,6 +172,20 @@ def widen(net: MLP, layer: int, new_size: int, rng: np.random.Generator | int | 
     arch = net.architecture()
     arch["hidden"][layer]["size"] = new_size
     b = _Builder(net, arch)
+    if init == "fresh":
+        for i, (w_src, b_src) in enumerate(b.old_layout):
+            w_idx, b_idx = b.new_layout[i]
+            if i == layer:
+                b.source[w_idx[:, :old]], b.source[b_idx[:old]] = w_src, b_src
+                fan_in = w_src.shape[0]
+                bound = float(np.sqrt(6.0 / fan_in)) if net.activations[layer] in ("relu", "leaky_relu") else float(
+                    np.sqrt(6.0 / (fan_in + new_size)))
+                b.init[w_idx[:, old:]] = gen.uniform(-bound, bound, size=(fan_in, extra))
+            elif i == layer + 1:
+                b.source[w_idx[:old]], b.source[b_idx] = w_src, b_src  # the new rows stay 0
+            else:
+                b.copy_layer(i, w_src, b_src)
+        return b.done({"op": "widen", "init": "fresh", "layer": layer, "from": old, "to": new_size})
     for i, (w_src, b_src) in enumerate(b.old_layout):
         if i == layer:  # incoming: columns copied; a copy's gradient is its share of the original's
             b.copy_layer(i, w_src[:, mapping], b_src[mapping], w_grad=share[None, :], b_grad=share)
@@ -249,9 +269,9 @@ def remap_adam(opt: Adam, params: np.ndarray, remap: Remap) -> Adam:
 
 
 def _make_remap(net: MLP, op: str, layer: int, size: int | None, rng: np.random.Generator | None,
-                activation: str | None) -> Remap:
+                activation: str | None, init: str = "copy") -> Remap:
     if op == "widen":
-        return widen(net, layer, size if size is not None else 2 * net.hidden[layer].size, rng)
+        return widen(net, layer, size if size is not None else 2 * net.hidden[layer].size, rng, init=init)
     if op == "deepen":
         return deepen(net, layer, activation)
     if op == "prune":
@@ -260,16 +280,16 @@ def _make_remap(net: MLP, op: str, layer: int, size: int | None, rng: np.random.
 
 
 def grow_agent(agent: Any, op: str = "widen", layer: int = -1, size: int | None = None,
-               activation: str | None = None, step: int | None = None) -> dict[str, Any]:
+               activation: str | None = None, step: int | None = None, init: str = "copy") -> dict[str, Any]:
     """Grow (or prune) a DQN agent in place: Q-network, target network, Adam state, keep-best parameters.
 
     ``size``: the new width for widen (default: double), the units to remove for prune (default:
-    half). ``layer`` -1 is the last hidden layer. The q and target networks take the SAME remap (one
-    set of copied units), so they stay in step. Returns the history record, also appended to
+    half). ``layer`` -1 is the last hidden layer; ``init`` is widen's ("copy": Net2Net, or "fresh").
+    The q and target networks take the SAME remap (one set of copied units), so they stay in step. Returns the history record, also appended to
     ``agent.growth_history`` (``to_model`` writes it into the model's ``meta["growth"]``).
     """
     q = agent.q_network
-    remap = _make_remap(q, op, layer, size, agent.rng, activation)
+    remap = _make_remap(q, op, layer, size, agent.rng, activation, init)
     new_q = remap.apply_net(q)
     new_target = MLP.from_architecture(remap.architecture, rng=0)
     new_target.params[...] = remap.apply(agent.target_network.params)
@@ -307,15 +327,24 @@ def grow(agent: Any, how: str = "widen", **kwargs: Any) -> dict[str, Any]:
 class GrowthRule(Callback):
     """Grow when the evaluation return plateaus: no gain of ``min_delta`` over the best so far for ``patience`` evals.
 
-    Each growth doubles every hidden layer (``how="widen"``, up to ``max_size`` units) or inserts an
-    identity layer (``"deepen"``, up to ``max_layers``); at most ``max_grows`` times. The plateau
-    count starts again after a growth. ``solved``: no growth once an evaluation reaches it.
+    Each growth multiplies every hidden layer's width by ``factor`` (``how="widen"``, up to ``max_size``
+    units) or inserts an identity layer (``"deepen"``, up to ``max_layers``); at most ``max_grows``
+    times. The plateau count starts again after a growth. ``solved``: no more growth once an
+    evaluation has reached it (the network is big enough).
+
+    ``init`` is widen's: "fresh" by default, because on CartPole from 2x4 (bench/networks.py, 6
+    seeds, 50k steps, x4 per growth) it solved 6/6 seeds where Net2Net's copies ("copy") solved 3/6:
+    near-copies of 4 units stay near-copies for a long time.
     """
 
     def __init__(self, patience: int = 3, max_grows: int = 3, how: str = "widen", max_size: int = 256,
-                 max_layers: int = 4, min_delta: float = 0.0, solved: float | None = None) -> None:
+                 max_layers: int = 4, min_delta: float = 0.0, solved: float | None = None, factor: int = 2,
+                 init: str = "fresh") -> None:
         if how not in ("widen", "deepen"):
             raise ValueError(f"GrowthRule: how must be 'widen' or 'deepen', got {how!r}")
+        if int(factor) < 2:
+            raise ValueError(f"GrowthRule: factor must be at least 2, got {factor}")
+        self.factor, self.init = int(factor), init
         self.patience, self.max_grows, self.how = int(patience), int(max_grows), how
         self.max_size, self.max_layers, self.min_delta, self.solved = int(max_size), int(max_layers), min_delta, solved
         self.best = -np.inf
@@ -332,8 +361,7 @@ class GrowthRule(Callback):
 
     def on_eval(self, run: Any) -> None:
         mean_return = run.history.evals[-1][1]
-        if self.solved is not None and mean_return >= self.solved:
-            self.stale = 0
+        if self.solved is not None and max(self.best, mean_return) >= self.solved:
             self.best = max(self.best, mean_return)
             return
         if mean_return > self.best + self.min_delta:
@@ -346,7 +374,8 @@ class GrowthRule(Callback):
                 record: dict[str, Any] = {}
                 for layer, h in enumerate(run.agent.q_network.hidden):
                     if h.size < self.max_size:
-                        record = grow_agent(run.agent, "widen", layer, min(2 * h.size, self.max_size), step=run.steps)
+                        record = grow_agent(run.agent, "widen", layer, min(self.factor * h.size, self.max_size),
+                                            step=run.steps, init=self.init)
             else:
                 record = grow_agent(run.agent, "deepen", -1, step=run.steps)
             self.grows.append(record)

@@ -202,3 +202,15 @@ def test_growth_rule_grows_on_a_plateau_then_saves_loads_and_resumes(tmp_path):
     resumed.run()
     np.testing.assert_array_equal(resumed.agent.q_network.params, run.agent.q_network.params)
     assert resumed.history.episode_returns == run.history.episode_returns
+
+
+@pytest.mark.parametrize("activation", ["relu", "tanh"])
+def test_fresh_widen_keeps_every_output_and_adds_new_features(activation):
+    net = _net(((16, activation), (16, activation)))
+    x = _inputs()
+    remap = widen(net, 0, 40, rng=0, init="fresh")
+    grown = remap.apply_net(net)
+    assert_same_function(grown, net, x)
+    assert not grown.weights[1][16:].any() and grown.weights[0][:, 16:].std() > 0.05
+    with pytest.raises(ValueError, match="init must be 'copy'"):
+        widen(net, 0, 40, init="zeros")
