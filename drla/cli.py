@@ -38,7 +38,7 @@ from drla_core.mlp import ACTIVATIONS
 from drla_core.train import TrainingRun, VectorTrainingRun, evaluate, metric_text
 from drla_core.vector_env import SyncVectorEnv
 
-from . import pure_jobs, scene
+from . import netcli, pure_jobs, scene
 from .common import (
     DEFAULT_OUT_DIR,
     CLIError,
@@ -465,6 +465,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=_int_type(0), default=0, metavar="N", help="port (default: any free one)")
     p.add_argument("--no-browser", action="store_true", help="only print the address")
     p.set_defaults(func=lambda args: _web().cmd_web(args))
+
+    netcli.add_parsers(sub, _int_type)  # merge, experts, show (issue 15)
 
     p = sub.add_parser("envs", help="list the built-in environments")
     p.set_defaults(func=cmd_envs)

@@ -285,7 +285,8 @@ def grow_agent(agent: Any, op: str = "widen", layer: int = -1, size: int | None 
 
     ``size``: the new width for widen (default: double), the units to remove for prune (default:
     half). ``layer`` -1 is the last hidden layer; ``init`` is widen's ("copy": Net2Net, or "fresh").
-    The q and target networks take the SAME remap (one set of copied units), so they stay in step. Returns the history record, also appended to
+    The q and target networks take the SAME remap (one set of copied units), so they stay in step. Returns
+    the history record, also appended to
     ``agent.growth_history`` (``to_model`` writes it into the model's ``meta["growth"]``).
     """
     q = agent.q_network

@@ -104,11 +104,15 @@ def average(models: Sequence[Model], weights: Sequence[float] | None = None,
     meta = {"merge": {"method": "average", "weights": w.tolist(), "sources": [_name(i, names) for i in
                                                                               range(len(models))]},
             "ancestry": ancestry_record(first.meta["ancestry"]["origin"], net.params, parents)}
-    for key in ("env",):
-        if all(m.meta.get(key) == first.meta.get(key) for m in models) and key in first.meta:
-            meta[key] = first.meta[key]
+    meta.update(_common_meta(models))
     obs_norm = None if first.obs_norm is None else {k: v.tolist() for k, v in first.obs_norm.items()}
     return Model(net, first.observation_space, first.action_space, kind=first.kind, obs_norm=obs_norm, meta=meta)
+
+
+def _common_meta(models: Sequence[Model]) -> dict[str, Any]:
+    """The environment name, when every source network was trained on the same one (``drla eval`` reads it)."""
+    env = models[0].meta.get("env")
+    return {"env": env} if env is not None and all(m.meta.get("env") == env for m in models) else {}
 
 
 def greedy_actions(model: Model, states: np.ndarray) -> np.ndarray:
@@ -218,6 +222,7 @@ def distill(teachers: Sequence[Model], states: Sequence[np.ndarray], hidden: Seq
                   "states": [len(s) for s in xs], "agreement": agree,
                   "sources": [_name(i, names) for i in range(len(teachers))]},
         "ancestry": ancestry_record(origin, student.params, parents),
+        **_common_meta(teachers),
     })
     return model, {"agreement": agree, "loss": last, "epochs": int(epochs)}
 

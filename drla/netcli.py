@@ -1,0 +1,80 @@
+"""``drla merge`` (and the other network commands of issue 15): kept out of cli.py, which only adds the parsers.
+
+    drla merge a.json b.json --out merged.json                 (average when allowed, else distil)
+    drla merge a.json b.json --method distill --envs cartpole cartpole --out m.json
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from drla_core.envs import ENV_NAMES, make
+from drla_core.merge import MergeError, average, check_average, distill, record_states
+from drla_core.model_io import check_fits, save_model
+
+from .common import CLIError, load_model_file, shown_path
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    models = [load_model_file(path) for path in args.models]
+    names = [shown_path(path) for path in args.models]
+    method = args.method
+    if method == "auto":
+        try:
+            check_average(models, names)
+            method = "average"
+        except MergeError as exc:
+            print(f"not averaging: {exc}")
+            method = "distill"
+    try:
+        if method == "average":
+            merged = average(models, names=names)
+            print(f"averaged {len(models)} networks")
+        else:
+            merged = _distill(args, models, names)
+    except MergeError as exc:
+        raise CLIError(str(exc)) from exc
+    path = save_model(args.out, merged)
+    print(f"wrote {shown_path(path)}")
+    return 0
+
+
+def _distill(args: argparse.Namespace, models: list[Any], names: list[str]) -> Any:
+    envs = args.envs or [m.meta.get("env") for m in models]
+    if len(envs) != len(models):
+        raise CLIError(f"--envs: give one environment per model ({len(models)}), got {len(envs)}")
+    states = []
+    for i, (model, env_name) in enumerate(zip(models, envs)):
+        if env_name not in ENV_NAMES:
+            raise CLIError(f"distillation records states in each teacher's environment: {names[i]} names none "
+                           f"({env_name!r}); pass --envs with one of {', '.join(ENV_NAMES)} per model")
+        env = make(env_name)
+        try:
+            check_fits(model, env.observation_space, env.action_space)
+        except ValueError as exc:
+            raise CLIError(f"{names[i]} does not fit environment {env_name!r}: {exc}") from exc
+        states.append(record_states(model, env, args.states, seed=args.seed + i))
+    student, info = distill(models, states, epochs=args.epochs, seed=args.seed, names=names)
+    for name, share in zip(names, info["agreement"]):
+        print(f"distilled: the merged network picks {name}'s action on {100 * share:.1f} % of its states")
+    return student
+
+
+def add_parsers(sub: Any, int_type: Any) -> None:
+    """The network commands' parsers (called by cli.build_parser)."""
+    p = sub.add_parser("merge", help="merge networks: weight averaging (same ancestor) or distillation",
+                       description="Merge model files into one network. Averaging needs networks of the same shape "
+                                   "trained from the same initial weights (meta.ancestry); distillation trains a "
+                                   "student on each teacher's outputs over states recorded in its environment.")
+    p.add_argument("models", nargs="+", metavar="MODEL.json", help="two or more model files")
+    p.add_argument("--out", required=True, metavar="FILE.json", help="merged model file to write")
+    p.add_argument("--method", choices=("auto", "average", "distill"), default="auto",
+                   help="auto (default): average when allowed, else distil")
+    p.add_argument("--envs", nargs="+", metavar="ENV", help="each teacher's environment, for distillation (default: "
+                   "the one recorded in each model)")
+    p.add_argument("--states", type=int_type(1), default=5000, metavar="N",
+                   help="states recorded per teacher (default 5000)")
+    p.add_argument("--epochs", type=int_type(1), default=60, metavar="N", help="distillation epochs (default 60)")
+    p.add_argument("--seed", type=int_type(0), default=0, metavar="N", help="random seed (default 0)")
+    p.set_defaults(func=cmd_merge)
