@@ -2,11 +2,13 @@
 
     drla merge a.json b.json --out merged.json                 (average when allowed, else distil)
     drla merge a.json b.json --method distill --envs cartpole cartpole --out m.json
+    drla experts add tank.json --name tank_a --library experts     drla experts list     drla experts remove tank_a
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 from drla_core.envs import ENV_NAMES, make
@@ -14,6 +16,48 @@ from drla_core.merge import MergeError, average, check_average, distill, record_
 from drla_core.model_io import check_fits, save_model
 
 from .common import CLIError, load_model_file, shown_path
+from .experts import ExpertLibrary, LibraryError
+
+DEFAULT_LIBRARY = "experts"
+
+
+def _library(args: argparse.Namespace) -> ExpertLibrary:
+    return ExpertLibrary(args.library or os.environ.get("DRLA_EXPERTS") or DEFAULT_LIBRARY)
+
+
+def _space_text(d: Any) -> str:
+    if isinstance(d, dict) and d.get("type") == "discrete":
+        return f"{d.get('n')} actions"
+    if isinstance(d, dict) and isinstance(d.get("shape"), list):
+        return "x".join(str(n) for n in d["shape"]) + " inputs"
+    return "?"
+
+
+def cmd_experts(args: argparse.Namespace) -> int:
+    lib = _library(args)
+    try:
+        if args.experts_command == "add":
+            if not os.path.isfile(args.model):
+                raise CLIError(f"{args.model}: no such model file")
+            load_model_file(args.model)  # a bad file: the usual one-line error
+            entry = lib.add(args.model, name=args.name, task=args.task, score=args.score, scene=args.scene,
+                            replace=args.replace)
+            print(f"added {entry['name']} to {shown_path(lib.folder)}")
+        elif args.experts_command == "remove":
+            entry = lib.remove(args.name)
+            print(f"removed {entry['name']} from {shown_path(lib.folder)}")
+        else:
+            entries = lib.entries()
+            if not entries:
+                print(f"no experts in {shown_path(lib.folder)} (add one: drla experts add MODEL.json)")
+            for e in entries:
+                score = "" if e["score"] is None else f"  score {e['score']:g}"
+                where = f"  from {e['scene']}" if e["scene"] else ""
+                print(f"{e['name']:20s} {e['task'] or '-':14s} {_space_text(e['observation_space'])} -> "
+                      f"{_space_text(e['action_space'])}{score}{where}")
+    except LibraryError as exc:
+        raise CLIError(str(exc)) from exc
+    return 0
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
@@ -78,3 +122,21 @@ def add_parsers(sub: Any, int_type: Any) -> None:
     p.add_argument("--epochs", type=int_type(1), default=60, metavar="N", help="distillation epochs (default 60)")
     p.add_argument("--seed", type=int_type(0), default=0, metavar="N", help="random seed (default 0)")
     p.set_defaults(func=cmd_merge)
+
+    p = sub.add_parser("experts", help="the expert library: a folder of models with an index (list, add, remove)",
+                       description="A library folder of model files with an index.json (name, task, spaces, score, "
+                                   "source scene); share it by copying the folder.")
+    p.add_argument("--library", metavar="DIR",
+                   help=f"library folder (default: $DRLA_EXPERTS, else ./{DEFAULT_LIBRARY})")
+    esub = p.add_subparsers(dest="experts_command", metavar="ACTION")
+    esub.add_parser("list", help="list the experts")
+    pa = esub.add_parser("add", help="copy a model file into the library")
+    pa.add_argument("model", metavar="MODEL.json")
+    pa.add_argument("--name", help="expert name (default: the file name)")
+    pa.add_argument("--task", help="what it does (default: the environment the model records)")
+    pa.add_argument("--score", type=float, help="its score (for example its evaluation's mean return)")
+    pa.add_argument("--scene", help="the scene it was trained in")
+    pa.add_argument("--replace", action="store_true", help="replace an expert of the same name")
+    pr = esub.add_parser("remove", help="remove an expert and its file")
+    pr.add_argument("name")
+    p.set_defaults(func=cmd_experts, experts_command="list")

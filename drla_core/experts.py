@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .env import Env
+from .mlp import LayerSpec
 from .model_io import Model
 from .spaces import Discrete
 
@@ -145,7 +146,7 @@ def train_selector(env: Env, experts: Sequence[Model], steps: int, config: Any =
     from .train import TrainingRun
 
     selector_env = SelectorEnv(env, experts, names)
-    cfg = config if config is not None else DQNConfig(hidden=[32], learning_starts=200, train_freq=4,
+    cfg = config if config is not None else DQNConfig(hidden=[LayerSpec(32, "relu")], learning_starts=200, train_freq=4,
                                                       gradient_steps=1, target_update_interval=100,
                                                       exploration_fraction=0.3, learning_rate=1e-3)
     agent = DQNAgent(selector_env.observation_space, selector_env.action_space, cfg, seed=seed)
