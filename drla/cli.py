@@ -254,7 +254,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     agent = DQNAgent(env.observation_space, env.action_space, config, seed=args.seed)
     model_path, report_path = out_paths(args.out or saved.get("out"), args.target)
     meta = {"env": args.target, "seed": args.seed}
-    callbacks: list[Any] = [] if args.quiet else [ProgressBar(steps)]
+    callbacks: list[Any] = ([] if args.quiet else [ProgressBar(steps)]) + netcli.train_callbacks(args)
     interval = args.checkpoint_interval if args.checkpoint_interval is not None else saved_run.get(
         "checkpoint_interval", 0)
     options = dict(seed=args.seed, eval_env=eval_env,
@@ -409,6 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run the --workers as Ray actors: on a local Ray started here, or on the cluster at ADDRESS "
                         "(needs the ray package: pip install 'drla[ray]'; see docs/cluster.md)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    netcli.add_train_flags(p)  # --metrics, --tensorboard, --grow (issue 15)
     p.add_argument("--agent", choices=("dqn", *pure_jobs.AGENTS), default="dqn",
                    help="built-in environments: dqn (default), or evolve networks: ga (genetic algorithm), neat, "
                         "novelty (GA scored by novelty search); for these --steps counts generations")

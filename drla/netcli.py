@@ -15,7 +15,10 @@ from drla_core.envs import ENV_NAMES, make
 from drla_core.merge import MergeError, average, check_average, distill, record_states
 from drla_core.model_io import check_fits, save_model
 
+from drla_core.growth import GrowthRule
+
 from .common import CLIError, load_model_file, shown_path
+from .dashboards import MetricsWriter, open_tensorboard
 from .experts import ExpertLibrary, LibraryError
 
 DEFAULT_LIBRARY = "experts"
@@ -103,6 +106,34 @@ def _distill(args: argparse.Namespace, models: list[Any], names: list[str]) -> A
     for name, share in zip(names, info["agreement"]):
         print(f"distilled: the merged network picks {name}'s action on {100 * share:.1f} % of its states")
     return student
+
+
+def add_train_flags(p: argparse.ArgumentParser) -> None:
+    """``drla train``'s dashboard and growth flags (DQN on a built-in environment)."""
+    p.add_argument("--metrics", metavar="FILE.jsonl", help="append every metric to this file as JSON lines "
+                   "(episode, train, eval, growth, end events)")
+    p.add_argument("--tensorboard", metavar="DIR", help="write TensorBoard event files here (needs tensorboardX: "
+                   "pip install 'drla[tensorboard]')")
+    p.add_argument("--grow", type=int, metavar="K", help="grow the network when the evaluation return has not "
+                   "improved for K evaluations: each hidden layer x4, up to 256 units, 4 times at most")
+
+
+def train_callbacks(args: argparse.Namespace) -> list[Any]:
+    """The callbacks those flags ask for (a DQN run)."""
+    out: list[Any] = []
+    if getattr(args, "grow", None):
+        if args.grow < 1:
+            raise CLIError("--grow: give a number of evaluations, 1 or more")
+        out.append(GrowthRule(patience=args.grow, max_grows=4, max_size=256, factor=4))
+    if getattr(args, "metrics", None) or getattr(args, "tensorboard", None):
+        tb = None
+        if args.tensorboard:
+            try:
+                tb = open_tensorboard(args.tensorboard)
+            except ImportError as exc:
+                raise CLIError(str(exc)) from exc
+        out.append(MetricsWriter(args.metrics, tb))
+    return out
 
 
 def add_parsers(sub: Any, int_type: Any) -> None:

@@ -1,5 +1,6 @@
 """``drla merge``: averages relatives, distils others, refuses what cannot be merged with one error line."""
 
+import json
 import shutil
 
 import pytest
@@ -85,3 +86,49 @@ def test_experts_add_list_remove_and_combine(tmp_path, capsys):
                                     '"../../etc/passwd"}]}')
     with pytest.raises(LibraryError, match="names no model file inside the folder"):
         ExpertLibrary(lib).entries()
+
+
+def _tensorboard_events(folder):
+    """The (tag, step, value) scalars and the histogram tags of every event file in ``folder`` (TFRecord framing)."""
+    import struct
+
+    from tensorboardX.proto import event_pb2
+
+    scalars, histograms = [], set()
+    for path in sorted(folder.iterdir()):
+        data = path.read_bytes()
+        pos = 0
+        while pos < len(data):
+            (length,) = struct.unpack("<Q", data[pos:pos + 8])
+            event = event_pb2.Event.FromString(data[pos + 12:pos + 12 + length])
+            pos += 12 + length + 4
+            for v in event.summary.value:
+                if v.HasField("histo"):
+                    histograms.add(v.tag)
+                else:
+                    scalars.append((v.tag, event.step, v.simple_value))
+    return scalars, histograms
+
+
+def test_train_writes_metrics_as_json_lines_and_tensorboard_events_and_grows(tmp_path, capsys):
+    pytest.importorskip("tensorboardX")
+    metrics, tb = tmp_path / "m.jsonl", tmp_path / "tb"
+    assert main(["train", "identity", "--steps", "600", "--seed", "1", "--out", str(tmp_path / "g.json"), "--quiet",
+                 "--learning-starts", "100", "--train-freq", "4", "--gradient-steps", "1", "--hidden", "4",
+                 "--eval-interval", "100", "--eval-episodes", "1", "--grow", "1", "--metrics", str(metrics),
+                 "--tensorboard", str(tb)]) == 0
+    lines = [json.loads(line) for line in metrics.read_text().splitlines()]
+    events = {line["event"] for line in lines}
+    assert events == {"start", "episode", "train", "eval", "growth", "end"}
+    assert lines[0] == {"event": "start", "step": 0, "total_steps": 600} and lines[-1]["event"] == "end"
+    evals = [line for line in lines if line["event"] == "eval"]
+    assert [e["step"] for e in evals] == list(range(100, 601, 100))
+    growth = [line for line in lines if line["event"] == "growth"]
+    assert growth[0]["op"] == "widen" and growth[0]["to"] == 16
+    assert load_model(tmp_path / "g.json").meta["growth"][0]["to"] == 16
+    scalars, histograms = _tensorboard_events(tb)
+    tags = {tag for tag, _, _ in scalars}
+    assert {"episode/return", "train/loss", "eval/mean_return"} <= tags
+    tb_evals = [(step, value) for tag, step, value in scalars if tag == "eval/mean_return"]
+    assert tb_evals == [(e["step"], pytest.approx(e["mean_return"])) for e in evals]
+    assert "weights/layer0" in histograms
