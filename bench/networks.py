@@ -6,9 +6,10 @@ Prints ONE JSON line (per-seed details go to stderr):
   widened, Net2Net) and to 3x64 (an identity layer inserted), as a DQN agent grows: q and target
   networks, Adam moments and keep-best parameters remapped.
 - ``grow_cartpole_solved_seeds`` against ``fixed_2x4_solved_seeds``: DQN on CartPole from a 2x4
-  network, with ``GrowthRule`` (each hidden layer doubled after 2 evaluations without a new best,
-  up to 64 units) against the same 2x4 network fixed, the same step budget; a seed is solved when an
-  evaluation (5 greedy episodes) reaches a mean return of 475.
+  network, with ``GrowthRule`` (each hidden layer x4 after 2 evaluations without a new best, up to
+  64 units; new units "fresh": random in, zero out) against the same 2x4 network fixed, the same
+  step budget; a seed is solved when an evaluation (5 greedy episodes) reaches a mean return of 475.
+  ``grow_net2net_copies_solved_seeds``: the same growth with Net2Net's copied units instead.
 - ``merge_distill_s`` and ``merged_score_ratio`` (see ``merge_case``): two TankGrid arenas trained
   separately, one student distilled from both, its score over each teacher's.
 
@@ -34,10 +35,7 @@ from drla_core.growth import GrowthRule, grow_agent  # noqa: E402
 from drla_core.train import Callback, TrainingRun  # noqa: E402
 
 SOLVED = 475.0
-PATIENCE = int(os.environ.get("NV_PATIENCE", 2))
-FACTOR = int(os.environ.get("NV_FACTOR", 4))
-INIT = os.environ.get("NV_INIT", "copy")
-ONLY_GROW = bool(os.environ.get("NV_ONLY_GROW"))
+PATIENCE, FACTOR = 2, 4  # grow after 2 evaluations without a new best; x4 per growth (4 -> 16 -> 64)
 
 
 def growth_timings(repeats: int = 30) -> dict:
@@ -71,20 +69,21 @@ class Solved(Callback):
             self.step = run.steps
 
 
-def cartpole_seed(seed: int, steps: int, growing: bool) -> dict:
+def cartpole_seed(seed: int, steps: int, growing: bool, init: str = "fresh") -> dict:
     config = DQNConfig(hidden=[4, 4])
     env = CartPole()
     agent = DQNAgent(env.observation_space, env.action_space, config, seed=seed)
     solved = Solved()
     callbacks: list[Callback] = [solved]
     rule = GrowthRule(patience=PATIENCE, max_grows=4, how="widen", max_size=64, solved=SOLVED, factor=FACTOR,
-                      init=INIT)
+                      init=init)
     if growing:
         callbacks.insert(0, rule)
     t0 = time.perf_counter()
     run = TrainingRun(env, agent, steps, seed=seed, eval_env=CartPole(), eval_interval=1000, eval_episodes=5,
                       callbacks=callbacks).run()
-    return {"seed": seed, "growing": growing, "solved_at": solved.step, "seconds": round(time.perf_counter() - t0, 1),
+    return {"seed": seed, "growing": growing, "init": init, "solved_at": solved.step,
+            "seconds": round(time.perf_counter() - t0, 1),
             "best_eval": max(r for _, r, _ in run.history.evals), "hidden": [h.size for h in agent.q_network.hidden],
             "grows_at": [g["step"] for g in rule.grows] if growing else []}
 
@@ -102,16 +101,16 @@ def main() -> None:
     result: dict = {"bench": "networks", "seeds": seeds, "steps": steps}
     result.update(growth_timings())
     if not args.skip_grow:
-        cases = ((True, "grow_cartpole_solved_seeds"), (False, "fixed_2x4_solved_seeds"))
-        for growing, key in cases[:1 if ONLY_GROW else 2]:
+        cases = ((True, "fresh", "grow_cartpole_solved_seeds"), (False, "fresh", "fixed_2x4_solved_seeds"),
+                 (True, "copy", "grow_net2net_copies_solved_seeds"))
+        for growing, init, key in cases:
             rows = []
             for seed in range(seeds):
-                row = cartpole_seed(seed, steps, growing)
+                row = cartpole_seed(seed, steps, growing, init)
                 print(json.dumps(row), file=sys.stderr, flush=True)
                 rows.append(row)
             result[key] = sum(r["solved_at"] is not None for r in rows)
-            result[key.replace("solved_seeds", "final_hidden")] = [r["hidden"] for r in rows] if growing else None
-        result = {k: v for k, v in result.items() if v is not None}
+        result["grow_rule"] = f"widen x{FACTOR} after {PATIENCE} evaluations without a new best, up to 64 units"
     if not args.skip_merge:
         from merge_case import merge_case  # bench/merge_case.py: the tank arenas, trained and merged
 
