@@ -108,6 +108,28 @@ def _distill(args: argparse.Namespace, models: list[Any], names: list[str]) -> A
     return student
 
 
+def cmd_show(args: argparse.Namespace) -> int:
+    from drla_core.netview import network_drawing, render_png_array
+    from drla_core.png import write_png
+
+    model = load_model_file(args.model)
+    if not hasattr(model.network, "weights"):
+        raise CLIError(f"{shown_path(args.model)} holds a graph network (NEAT): drla show draws layered MLPs")
+    obs = None
+    env_name = args.env or model.meta.get("env")
+    if env_name in ENV_NAMES:  # the activations for the environment's first observation
+        env = make(env_name)
+        if env.observation_space.shape == model.observation_space.shape:
+            raw, _ = env.reset(seed=args.seed)
+            obs = model._input(raw)  # normalised as the network reads it
+    drawing = network_drawing(model.network, obs, max_lines=args.max_lines)
+    path = write_png(args.out, render_png_array(drawing, args.width, args.height))
+    layers = " -> ".join(str(n) for n in drawing.layer_sizes)
+    print(f"wrote {shown_path(path)}: {layers}, {sum(drawing.shown)} of {sum(drawing.total)} connections drawn"
+          + (f", activations for {env_name}'s first observation" if obs is not None else ""))
+    return 0
+
+
 def add_train_flags(p: argparse.ArgumentParser) -> None:
     """``drla train``'s dashboard and growth flags (DQN on a built-in environment)."""
     p.add_argument("--metrics", metavar="FILE.jsonl", help="append every metric to this file as JSON lines "
@@ -153,6 +175,20 @@ def add_parsers(sub: Any, int_type: Any) -> None:
     p.add_argument("--epochs", type=int_type(1), default=60, metavar="N", help="distillation epochs (default 60)")
     p.add_argument("--seed", type=int_type(0), default=0, metavar="N", help="random seed (default 0)")
     p.set_defaults(func=cmd_merge)
+
+    p = sub.add_parser("show", help="draw a model's network as a picture (units, strongest connections)",
+                       description="Layers as columns of points, connections coloured by weight (infrared: "
+                                   "black-red-orange-yellow-white; negative weights blue-cyan), units by their "
+                                   "activation for the environment's first observation.")
+    p.add_argument("model", metavar="MODEL.json")
+    p.add_argument("--out", required=True, metavar="NET.png")
+    p.add_argument("--env", choices=ENV_NAMES, help="environment for the activations (default: the model's)")
+    p.add_argument("--seed", type=int_type(0), default=0, metavar="N", help="seed of that first observation")
+    p.add_argument("--max-lines", type=int_type(1), default=300, metavar="N",
+                   help="strongest connections drawn per layer pair (default 300)")
+    p.add_argument("--width", type=int_type(64), default=900, metavar="PX")
+    p.add_argument("--height", type=int_type(64), default=560, metavar="PX")
+    p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("experts", help="the expert library: a folder of models with an index (list, add, remove)",
                        description="A library folder of model files with an index.json (name, task, spaces, score, "
