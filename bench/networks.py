@@ -10,6 +10,10 @@ Prints ONE JSON line (per-seed details go to stderr):
   64 units; new units "fresh": random in, zero out) against the same 2x4 network fixed, the same
   step budget; a seed is solved when an evaluation (5 greedy episodes) reaches a mean return of 475.
   ``grow_net2net_copies_solved_seeds``: the same growth with Net2Net's copied units instead.
+- ``overlay_draw_ms``: one redraw of the viewport overlay for a 2x256 network (submitting its
+  prepared batches; headless, offscreen, through bpy's gpu module: llvmpipe on a machine without a
+  GPU); ``overlay_rebuild_and_readback_ms``: the 4 Hz rebuild of the batches plus reading the
+  picture back, which a viewport does not do.
 - ``merge_distill_s`` and ``merged_score_ratio`` (see ``merge_case``): two TankGrid arenas trained
   separately, one student distilled from both, its score over each teacher's.
 
@@ -88,6 +92,33 @@ def cartpole_seed(seed: int, steps: int, growing: bool, init: str = "fresh") -> 
             "grows_at": [g["step"] for g in rule.grows] if growing else []}
 
 
+def overlay_timing(repeats: int = 20) -> dict:
+    """Median ms of one overlay redraw (2x256 network, headless offscreen, bpy's gpu module) and of a rebuild."""
+    try:
+        import bpy  # noqa: F401
+    except ImportError:
+        return {"overlay_draw_ms": None, "overlay_note": "no bpy"}
+    import numpy as np
+
+    from drla.extension import register_extension
+    from drla_core.mlp import MLP
+
+    register_extension()
+    from drla_ext.addon.ui import net_overlay  # type: ignore[import-not-found]
+
+    net = MLP(8, [(256, "relu"), (256, "relu")], 4, rng=0)
+    obs = np.ones(8, np.float32)
+    net_overlay.render_offscreen(net, obs)  # GPU context and shaders
+    draws, builds = [], []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        _, ms = net_overlay.render_offscreen(net, obs)
+        draws.append(ms)
+        builds.append(1e3 * (time.perf_counter() - t0) - ms)
+    return {"overlay_draw_ms": round(statistics.median(draws), 3),
+            "overlay_rebuild_and_readback_ms": round(statistics.median(builds), 1)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="3 seeds, fewer steps")
@@ -95,11 +126,14 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=None)
     parser.add_argument("--skip-grow", action="store_true", help="no CartPole runs")
     parser.add_argument("--skip-merge", action="store_true", help="no tank merge case")
+    parser.add_argument("--skip-overlay", action="store_true", help="no Blender overlay timing")
     args = parser.parse_args()
     seeds = args.seeds or (3 if args.quick else 10)
     steps = args.steps or (30_000 if args.quick else 40_000)
     result: dict = {"bench": "networks", "seeds": seeds, "steps": steps}
     result.update(growth_timings())
+    if not args.skip_overlay:
+        result.update(overlay_timing())
     if not args.skip_grow:
         cases = ((True, "fresh", "grow_cartpole_solved_seeds"), (False, "fresh", "fixed_2x4_solved_seeds"),
                  (True, "copy", "grow_net2net_copies_solved_seeds"))
