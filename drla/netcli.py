@@ -180,14 +180,14 @@ def add_parsers(sub: Any, int_type: Any) -> None:
                        description="Layers as columns of points, connections coloured by weight (infrared: "
                                    "black-red-orange-yellow-white; negative weights blue-cyan), units by their "
                                    "activation for the environment's first observation.")
-    p.add_argument("model", metavar="MODEL.json")
-    p.add_argument("--out", required=True, metavar="NET.png")
+    p.add_argument("model", metavar="MODEL.json", help="model file to draw")
+    p.add_argument("--out", required=True, metavar="NET.png", help="picture to write (PNG)")
     p.add_argument("--env", choices=ENV_NAMES, help="environment for the activations (default: the model's)")
     p.add_argument("--seed", type=int_type(0), default=0, metavar="N", help="seed of that first observation")
     p.add_argument("--max-lines", type=int_type(1), default=300, metavar="N",
                    help="strongest connections drawn per layer pair (default 300)")
-    p.add_argument("--width", type=int_type(64), default=900, metavar="PX")
-    p.add_argument("--height", type=int_type(64), default=560, metavar="PX")
+    p.add_argument("--width", type=int_type(64), default=900, metavar="PX", help="picture width (default 900)")
+    p.add_argument("--height", type=int_type(64), default=560, metavar="PX", help="picture height (default 560)")
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("experts", help="the expert library: a folder of models with an index (list, add, remove)",
@@ -198,12 +198,12 @@ def add_parsers(sub: Any, int_type: Any) -> None:
     esub = p.add_subparsers(dest="experts_command", metavar="ACTION")
     esub.add_parser("list", help="list the experts")
     pa = esub.add_parser("add", help="copy a model file into the library")
-    pa.add_argument("model", metavar="MODEL.json")
+    pa.add_argument("model", metavar="MODEL.json", help="model file to copy in")
     pa.add_argument("--name", help="expert name (default: the file name)")
     pa.add_argument("--task", help="what it does (default: the environment the model records)")
     pa.add_argument("--score", type=float, help="its score (for example its evaluation's mean return)")
     pa.add_argument("--scene", help="the scene it was trained in")
     pa.add_argument("--replace", action="store_true", help="replace an expert of the same name")
     pr = esub.add_parser("remove", help="remove an expert and its file")
-    pr.add_argument("name")
+    pr.add_argument("name", help="the expert's name (drla experts list)")
     p.set_defaults(func=cmd_experts, experts_command="list")
