@@ -22,6 +22,7 @@ MODULES: tuple[str, ...] = (
     "runs.sessions",  # file handlers; its unregister() also ends Learned IK follow
     "ui.node_menu",
     "ui.live_curve",
+    "ui.net_overlay",
     "ui.operators",
     "ui.panels",
     "ui.examples_menu",

@@ -38,7 +38,7 @@ from drla_core.mlp import ACTIVATIONS
 from drla_core.train import TrainingRun, VectorTrainingRun, evaluate, metric_text
 from drla_core.vector_env import SyncVectorEnv
 
-from . import pure_jobs, scene
+from . import netcli, pure_jobs, scene
 from .common import (
     DEFAULT_OUT_DIR,
     CLIError,
@@ -257,7 +257,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     agent = DQNAgent(env.observation_space, env.action_space, config, seed=args.seed)
     model_path, report_path = out_paths(args.out or saved.get("out"), args.target)
     meta = {"env": args.target, "seed": args.seed}
-    callbacks: list[Any] = [] if args.quiet else [ProgressBar(steps)]
+    callbacks: list[Any] = ([] if args.quiet else [ProgressBar(steps)]) + netcli.train_callbacks(args)
     interval = args.checkpoint_interval if args.checkpoint_interval is not None else saved_run.get(
         "checkpoint_interval", 0)
     options = dict(seed=args.seed, eval_env=eval_env,
@@ -415,6 +415,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run the --workers as Ray actors: on a local Ray started here, or on the cluster at ADDRESS "
                         "(needs the ray package: pip install 'drla[ray]'; see docs/cluster.md)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    netcli.add_train_flags(p)  # --metrics, --tensorboard, --grow (issue 15)
     p.add_argument("--agent", choices=("dqn", *pure_jobs.AGENTS), default="dqn",
                    help="built-in environments: dqn (default), or evolve networks: ga (genetic algorithm), neat, "
                         "novelty (GA scored by novelty search); a two-agent game (pacman): coevolution (two GA "
@@ -473,6 +474,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=_int_type(0), default=0, metavar="N", help="port (default: any free one)")
     p.add_argument("--no-browser", action="store_true", help="only print the address")
     p.set_defaults(func=lambda args: _web().cmd_web(args))
+
+    netcli.add_parsers(sub, _int_type)  # merge, experts, show (issue 15)
 
     p = sub.add_parser("envs", help="list the built-in environments")
     p.set_defaults(func=cmd_envs)

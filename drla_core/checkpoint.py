@@ -163,6 +163,16 @@ def _restorable(env: Any) -> bool:
 # ---- writing ------------------------------------------------------------------------------------------------
 
 
+def _lineage(agent: Any) -> dict[str, Any]:
+    """The digest of the initial weights (lineage.py) and the growth history (growth.py), when the agent has them."""
+    out: dict[str, Any] = {}
+    if getattr(agent, "origin", None):
+        out["origin"] = agent.origin
+    if getattr(agent, "growth_history", None):
+        out["growth"] = [dict(record) for record in agent.growth_history]
+    return out
+
+
 def checkpoint_state(run: Any, *, replay_buffer: bool = True, max_buffer_bytes: int = MAX_BUFFER_BYTES,
                      settings: dict[str, Any] | None = None,
                      copy: bool = True) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -195,6 +205,7 @@ def checkpoint_state(run: Any, *, replay_buffer: bool = True, max_buffer_bytes: 
         "best_mean_return": _finite_or_none(float(agent.best_mean_return)),
         "adam": {"t": int(opt.t), "lr": opt.lr, "eps": opt.eps, "betas": [opt.beta1, opt.beta2]},
     }
+    agent_meta.update(_lineage(agent))
 
     buf = agent.replay_buffer
     size = len(buf)
@@ -481,6 +492,10 @@ def _restore_agent(agent: Any, ckpt: Checkpoint, changed: set[str], total_steps:
     agent.best_params = arrays["agent.best_params"].copy() if "agent.best_params" in arrays else None
     agent.total_timesteps = max(int(total_steps), 1)
     agent.epsilon = float(saved_agent["epsilon"])
+    if isinstance(saved_agent.get("origin"), str):
+        agent.origin = saved_agent["origin"]
+    if saved_agent.get("growth"):
+        agent.growth_history = [dict(record) for record in saved_agent["growth"]]
     if changed & {*_EXPLORATION_FIELDS, "total_steps"}:
         cfg = agent.config
         agent.epsilon = linear_schedule(cfg.exploration_initial_eps, cfg.exploration_final_eps,

@@ -613,8 +613,57 @@ def line_panels(history: Mapping[str, Any]) -> tuple[list[Panel], list[str]]:
     return panels, summary
 
 
-def render_report(history: Mapping[str, Any] | Any, title: str = "DRLA training", width: int = 1200) -> np.ndarray:
+def histogram_panels(network: Any, states: np.ndarray | None = None, bins: int = 40) -> list[Panel]:
+    """Per-layer histograms of an MLP: its weights, and its hidden activations over ``states`` when given.
+
+    The indicators read at a glance: weights spreading out or collapsing to zero, and dead relu
+    units (counted in the legend). One curve per layer, each normalised to its peak (y: share of the peak).
+    """
+    weights = Panel("Weights per layer", x_label="weight", y_range=(0.0, 1.05))
+    for i, w in enumerate(getattr(network, "weights", [])):
+        weights.series.append(_histogram_series(np.asarray(w).ravel(), bins, AGENT_COLORS[i % len(AGENT_COLORS)],
+                                                f"layer {i + 1}"))
+    panels = [weights]
+    if states is not None and len(states) and hasattr(network, "forward_train"):
+        acts = Panel("Hidden activations per layer", x_label="activation", y_range=(0.0, 1.05))
+        h = np.asarray(states, dtype=np.float32).reshape(len(states), -1)
+        for i, (w, b, act) in enumerate(zip(network.weights[:-1], network.biases[:-1], network.activations[:-1])):
+            h = _apply_activation(act, h @ w + b)
+            dead = int(np.sum(np.all(h <= 0, axis=0))) if act == "relu" else 0  # never active on these states
+            label = f"layer {i + 1}" + (f" ({dead} dead)" if dead else "")
+            acts.series.append(_histogram_series(h.ravel(), bins, AGENT_COLORS[i % len(AGENT_COLORS)], label))
+        if acts.series:
+            panels.append(acts)
+    return panels
+
+
+def _apply_activation(name: str, z: np.ndarray) -> np.ndarray:
+    if name == "relu":
+        return np.maximum(z, 0)
+    if name == "tanh":
+        return np.tanh(z)
+    if name == "leaky_relu":
+        return np.maximum(z, 0.01 * z)
+    if name == "sigmoid":
+        return 0.5 * (1 + np.tanh(0.5 * z))
+    return z
+
+
+def _histogram_series(values: np.ndarray, bins: int, color: tuple[int, int, int], label: str) -> Series:
+    values = values[np.isfinite(values)]
+    if len(values) == 0:
+        return Series(np.zeros(0), np.zeros(0), color, label)
+    counts, edges = np.histogram(values, bins=int(min(bins, max(8, np.sqrt(len(values))))))
+    centres = 0.5 * (edges[:-1] + edges[1:])
+    return Series(centres, counts / max(counts.max(), 1), color, label, "line", 2)
+
+
+def render_report(history: Mapping[str, Any] | Any, title: str = "DRLA training", width: int = 1200,
+                  network: Any = None, states: np.ndarray | None = None) -> np.ndarray:
     """Picture of a training run: return, loss, epsilon and task-metric panels (those with data).
+
+    With ``network`` (an MLP), per-layer weight histograms too, and activation histograms over
+    ``states`` (recent observations) when given (``histogram_panels``).
 
     Args:
         history: plain dict of lists, every key optional: ``episode_returns``, ``episode_steps`` (the step
@@ -629,6 +678,8 @@ def render_report(history: Mapping[str, Any] | Any, title: str = "DRLA training"
         ``(H, W, 3)`` uint8 RGB array.
     """
     panels, summary = line_panels(history)
+    if network is not None and hasattr(network, "weights"):
+        panels += histogram_panels(network, states)
     panels.append(Panel("Summary", text_lines=summary or ["no data yet"]))
     return render_panels(panels, title, width)
 
@@ -706,9 +757,9 @@ def render_panels(panels: list[Panel], title: str = "DRLA", width: int = 1200) -
 
 
 def save_report(path: str | os.PathLike[str], history: Mapping[str, Any] | Any, title: str = "DRLA training",
-                width: int = 1200) -> Path:
+                width: int = 1200, network: Any = None, states: np.ndarray | None = None) -> Path:
     """``render_report`` written as a PNG; returns the path."""
-    return write_png(path, render_report(history, title, width))
+    return write_png(path, render_report(history, title, width, network, states))
 
 
 def render_curve(values: Sequence[float] | np.ndarray, width: int = 240, height: int = 80, *,

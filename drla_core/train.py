@@ -305,8 +305,14 @@ class TrainingRun:
         return lines
 
     def save_report(self, path: Any, title: str, wall_seconds: float = 0.0) -> Any:
-        """The report picture: returns and losses by step, evaluations, the task's counts."""
-        return save_report(path, self.history, title)
+        """The report picture: returns and losses by step, evaluations, the task's counts, and for a DQN agent
+        its layers' weight histograms and activation histograms over the last 1000 observations it stored."""
+        network = getattr(self.agent, "q_network", None)
+        buffer = getattr(self.agent, "replay_buffer", None)
+        states = None
+        if network is not None and buffer is not None and len(buffer):
+            states = buffer.obs[:len(buffer)][-1000:]
+        return save_report(path, self.history, title, network=network, states=states)
 
     def to_model(self, meta: dict[str, Any] | None = None) -> Any:
         """The agent's model, its meta with the episodes and the action names of the environment."""

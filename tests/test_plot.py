@@ -178,3 +178,21 @@ def test_report_accepts_the_training_history_layout() -> None:
     img = render_report(history, "from train.History")
     for color in ((240, 190, 190), (30, 150, 90), (120, 70, 180)):
         assert np.any(np.all(img == color, axis=-1)), color
+
+
+def test_report_adds_weight_and_activation_histograms_per_layer():
+    from drla_core.mlp import MLP
+    from drla_core.plot import histogram_panels, render_report
+
+    net = MLP(3, [(8, "relu"), (8, "tanh")], 2, rng=0)
+    net.biases[0][:] = 5.0  # every unit of layer 1 fires on inputs in [0, 1] (|weights| < 1.5) ...
+    net.weights[0][:, 5] = -10.0  # ... but unit 5, which never does: dead
+    net.biases[0][5] = -1.0
+    states = np.random.default_rng(0).uniform(0, 1, size=(200, 3)).astype(np.float32)
+    weights, acts = histogram_panels(net, states)
+    assert [s.label for s in weights.series] == ["layer 1", "layer 2", "layer 3"]
+    assert [s.label for s in acts.series] == ["layer 1 (1 dead)", "layer 2"]
+    assert all(s.ys.max() == 1.0 for s in weights.series + acts.series)
+    plain = render_report({"episode_returns": [1.0, 2.0], "episode_steps": [10, 20]})
+    with_net = render_report({"episode_returns": [1.0, 2.0], "episode_steps": [10, 20]}, network=net, states=states)
+    assert with_net.shape[0] > plain.shape[0]  # two more panels, one more row

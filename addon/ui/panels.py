@@ -14,7 +14,7 @@ from ...drla_core.train import history_metric_text
 from ..properties import TREE_IDNAME, settings
 from ..runs import kinds, model_store, sessions
 from ..words import format_duration
-from . import live_curve
+from . import live_curve, net_overlay
 
 
 # --------------------------------------------------------------------------- wrapped text
@@ -217,6 +217,8 @@ def draw_curve(layout, context) -> None:
     if history is not None:  # the curve follows the run as the panel redraws (the operator asks it to)
         live_curve.follow(scene.name, history, s.curve, running=sess.state == sessions.RUNNING)
     live_curve.draw(layout, scene.name, s, context)
+    layout.operator("drla.network_overlay", icon='NETWORK_DRIVE', depress=net_overlay.enabled(),
+                    text="Hide Network" if net_overlay.enabled() else "Show Network")
     if s.report_path and sessions.ui_state(scene) != "TRAINING":
         label_wrapped(layout, context, f"Report: {bpy.path.basename(s.report_path)}", 'IMAGE_DATA')
 

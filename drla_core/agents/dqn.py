@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..lineage import ancestry_record, params_digest
 from ..losses import clip_grad_norm, huber, mse
 from ..mlp import MLP, LayerSpec, as_layer_specs
 from ..model_io import Model
@@ -124,6 +125,7 @@ class DQNAgent:
 
         self.q_network = MLP(self.obs_size, cfg.hidden, self.n_actions, rng=self.rng)
         self.target_network = self.q_network.copy()
+        self.origin = params_digest(self.q_network.params)  # the initial weights: see lineage.py
         self.optimizer = Adam(self.q_network.params, lr=cfg.learning_rate, eps=cfg.adam_eps)
         obs_dtype = np.float32 if observation_space.dtype.kind == "f" else observation_space.dtype
         self.replay_buffer = ReplayBuffer(cfg.buffer_size, observation_space.shape, obs_dtype=obs_dtype)
@@ -321,7 +323,15 @@ class DQNAgent:
     # ---- export -------------------------------------------------------------------------------------
 
     def to_model(self, meta: dict[str, Any] | None = None) -> Any:
-        """The trained Q-network as a ``model_io.Model`` (greedy policy), ready for ``save_model``."""
+        """The trained Q-network as a ``model_io.Model`` (greedy policy), ready for ``save_model``.
+
+        A network grown or pruned during training (``growth.grow_agent``) has its history in ``meta["growth"]``.
+        """
+        meta = dict(meta or {})
+        meta.setdefault("ancestry", ancestry_record(self.origin, self.q_network.params))
+        growth = getattr(self, "growth_history", None)
+        if growth:
+            meta["growth"] = [dict(record) for record in growth]
         return Model(network=self.q_network.copy(), observation_space=self.observation_space,
-                     action_space=self.action_space, kind="dqn", meta=dict(meta or {}),
+                     action_space=self.action_space, kind="dqn", meta=meta,
                      extra={"config": self.config.to_dict(), "num_timesteps": self.num_timesteps})

@@ -1,0 +1,56 @@
+"""The network overlay: renders headless to a non-empty picture, follows a training run, leaves the scene untouched."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+bpy = pytest.importorskip("bpy")
+
+
+def _data_counts() -> dict[str, int]:
+    return {name: len(getattr(bpy.data, name)) for name in ("objects", "meshes", "images", "scenes", "materials",
+                                                             "node_groups", "texts", "collections")}
+
+
+def test_overlay_renders_offscreen_and_leaves_the_scene_untouched(ext):
+    from drla_ext.addon.ui import net_overlay
+    from drla_ext.drla_core.mlp import MLP
+
+    net = MLP(6, [(32, "relu"), (32, "relu")], 3, rng=0)
+    net.weights[1][:] = 0.0
+    net.weights[1][4, 7] = 3.0  # one strong connection: white-hot
+    net_overlay.render_offscreen(net, np.ones(6, np.float32), 64, 48)  # (creates the GPU context if needed)
+    before = _data_counts()
+    pixels, ms = net_overlay.render_offscreen(net, np.ones(6, np.float32), 240, 160)
+    assert pixels.shape == (160, 240, 4) and ms > 0
+    rgb = pixels[..., :3]
+    backdrop = np.isclose(rgb, net_overlay.BACKDROP[:3], atol=0.02).all(axis=2)
+    assert (~backdrop).mean() > 0.01  # lines and points drawn over the backdrop
+    assert (rgb.min(axis=2) > 0.9).any()  # the strongest connection, white
+    assert _data_counts() == before  # nothing added to the file's data
+
+
+def test_toggle_adds_and_removes_the_draw_handler_and_finds_the_training_network(ext, empty_scene):
+    from drla_ext.addon.runs import sessions
+    from drla_ext.addon.ui import net_overlay
+    from drla_ext.drla_core.mlp import MLP
+
+    before = _data_counts()
+    assert not net_overlay.enabled()
+    assert net_overlay.toggle() is True and net_overlay.enabled()
+    assert net_overlay.toggle() is False and not net_overlay.enabled()
+    bpy.ops.drla.network_overlay()
+    assert net_overlay.enabled()
+    bpy.ops.drla.network_overlay()
+    assert _data_counts() == before
+    scene = bpy.context.scene
+    assert net_overlay.current_network(scene) == (None, None)
+    net = MLP(3, [(4, "relu")], 2, rng=0)
+    job = SimpleNamespace(agent=SimpleNamespace(q_network=net), _obs=np.zeros(3, np.float32))
+    sessions._sessions[scene.session_uid] = SimpleNamespace(job=job, close=lambda: None)
+    try:
+        found, obs = net_overlay.current_network(scene)
+        assert found is net and obs.shape == (3,)
+    finally:
+        sessions._sessions.clear()
