@@ -90,6 +90,14 @@ def draw_batches(batches: dict[str, Any]) -> None:
     gpu.state.blend_set('NONE')
 
 
+def _sidebar_width(context: Any) -> float:
+    """How much of the viewport's right side the sidebar hides (Region Overlap on), else 0."""
+    area = context.area
+    if area is None or not context.preferences.system.use_region_overlap:
+        return 0.0
+    return float(sum(r.width for r in area.regions if r.type == 'UI' and r.width > 1))
+
+
 def _draw() -> None:
     context = bpy.context
     network, obs = current_network(context.scene)
@@ -98,7 +106,8 @@ def _draw() -> None:
     region = context.region
     scale = context.preferences.system.ui_scale or 1.0
     w, h = BOX[0] * scale, BOX[1] * scale
-    x0, y0 = max(region.width - w - 20 * scale, 0), 20 * scale
+    right = region.width - _sidebar_width(context)  # with region overlap the sidebar covers the viewport's right
+    x0, y0 = max(right - w - 20 * scale, 0), 20 * scale
     key = (id(network), x0, y0, w, h)
     now = time.perf_counter()
     if _cache["batches"] is None or _cache["key"] != key or now - _cache["built"] > REBUILD_S:

@@ -729,6 +729,31 @@ def stage_copies():
     yield 1.0
 
 
+def stage_overlay():
+    """The sidebar's network overlay over the viewport, on the stopped run's network: drawn (its batches built
+    by the draw handler), seen in a screenshot, off again; the scene's data untouched."""
+    overlay = mod("ui.net_overlay")
+    try:
+        before = scene_fingerprint()
+        sidebar_call(bpy.ops.drla.network_overlay)
+        check("the network overlay turns on", overlay.enabled())
+    except Exception:
+        failed_stage("overlay on")
+        return
+    for a in areas('VIEW_3D'):
+        a.tag_redraw()
+    yield from wait_until(lambda: overlay._cache.get("batches") is not None, 15)
+    check("the viewport draws the training network", Ctx.waited, "no batches built by the draw handler")
+    shot("03_network_overlay", area=Ctx.v3d)
+    try:
+        sidebar_call(bpy.ops.drla.network_overlay)
+    except Exception:
+        failed_stage("overlay off")
+    check("the overlay turns off and the scene's data is untouched",
+          not overlay.enabled() and scene_fingerprint() == before, diff(before, scene_fingerprint()))
+    yield 1.0
+
+
 def stage_workers():
     """Workers = 2 in the sidebar: two background Blender processes gather the experience (on a copy of the
     file) while this window stays responsive; the counter moves, Esc ends the processes, the scene is as before."""
@@ -777,7 +802,7 @@ SCENARIOS = {
     "robot_arm": (stage_open, stage_layout, stage_drawn_layout, stage_ik),
     "tank_bake_undo": (stage_open, stage_layout, stage_train_and_esc, stage_bake, stage_node_editor),
     "tank_duel": (stage_open, stage_layout, stage_team),
-    "tank_copies": (stage_open, stage_layout, stage_copies, stage_workers),
+    "tank_copies": (stage_open, stage_layout, stage_copies, stage_overlay, stage_workers),
 }
 
 
