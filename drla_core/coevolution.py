@@ -27,6 +27,8 @@ from .evolution import EvolutionConfig, EvolutionJob, action_function
 from .files import atomic_write
 from .model_io import Model
 from .multi_agent import ParallelEnv
+from .plot import BLUE, GREEN, ORANGE, Panel, Series, render_panels
+from .png import write_png
 from .spaces import Space
 
 __all__ = ["OpponentEnv", "Opponent", "CoevolutionJob", "COEVOLUTION_FORMAT", "coevolution_panels"]
@@ -333,7 +335,6 @@ class CoevolutionJob:
 def coevolution_panels(history: Mapping[str, Any], names: Sequence[str]) -> list[Any]:
     """Per side: best and mean fitness against the other's champion, and the champion against the other's
     first champion (the progress measure), by generation, as ``plot.Panel`` objects."""
-    from .plot import BLUE, GREEN, ORANGE, Panel, Series
 
     gens = np.asarray(history.get("generation") or [], dtype=np.float64)
     panels = []
@@ -350,8 +351,6 @@ def coevolution_panels(history: Mapping[str, Any], names: Sequence[str]) -> list
 def save_coevolution_report(path: str | os.PathLike[str], history: Mapping[str, Any], names: Sequence[str],
                             title: str = "DRLA co-evolution", summary: Sequence[str] = (), width: int = 1200) -> Path:
     """Both sides' curves and a summary text panel as a PNG."""
-    from .plot import Panel, render_panels
-    from .png import write_png
 
     panels = coevolution_panels(history, names)
     panels.append(Panel("Summary", text_lines=list(summary) or ["no data yet"]))

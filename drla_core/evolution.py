@@ -33,6 +33,9 @@ from .env import Env
 from .files import atomic_write
 from .mlp import ACTIVATIONS, MLP, _activate, _init_bound, as_layer_specs
 from .model_io import Model
+from .neat import NEAT, NEATConfig
+from .plot import BLUE, GREEN, ORANGE, PURPLE, Panel, Series, render_panels
+from .png import write_png
 from .spaces import Box, Discrete, Space
 
 __all__ = [
@@ -542,7 +545,6 @@ class EvolutionConfig:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> EvolutionConfig:
-        from .neat import NEATConfig
 
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(d) - known)
@@ -607,6 +609,7 @@ class EvolutionJob:
         self.method: Method = self._make_method()
         self.archive = NoveltyArchive(config.novelty) if config.novelty is not None else None
         self.done = False
+        self._interrupted = False
         self.steps = 0
         self.total_steps = config.generations
         self.env_steps = 0
@@ -651,7 +654,6 @@ class EvolutionJob:
             net = PopulationMLP(self.input_size, hidden, self.output_size, output_activation_for(self.action_space))
             return GA(net, c.ga, self.rng)
         if c.method == "neat":
-            from .neat import NEAT, NEATConfig
 
             return NEAT(self.input_size, self.output_size, c.neat or NEATConfig(), self.rng,
                         output_activation=output_activation_for(self.action_space))
@@ -783,11 +785,11 @@ class EvolutionJob:
     def stop(self, evaluate: bool = True, interrupted: bool = False) -> None:
         """End the run now (Ctrl-C, Stop): the champion so far is the result."""
         self.done = True
-        self._interrupted = getattr(self, "_interrupted", False) or interrupted
+        self._interrupted = self._interrupted or interrupted
 
     @property
     def interrupted(self) -> bool:
-        return getattr(self, "_interrupted", False)
+        return self._interrupted
 
     def finish(self) -> None:
         """Nothing left to measure: each generation scored its champion as it ended."""
@@ -990,7 +992,6 @@ def read_evolution_checkpoint(path: str | os.PathLike[str]) -> EvolutionCheckpoi
 
 def evolution_panels(history: Mapping[str, Any]) -> list[Any]:
     """Best / mean fitness and novelty per generation as ``plot.Panel`` objects."""
-    from .plot import BLUE, GREEN, ORANGE, PURPLE, Panel, Series
 
     gens = np.asarray(history.get("generation") or [], dtype=np.float64)
     fit = Panel("Fitness per generation", x_label="generation")
@@ -1010,8 +1011,6 @@ def evolution_panels(history: Mapping[str, Any]) -> list[Any]:
 def save_evolution_report(path: str | os.PathLike[str], history: Mapping[str, Any], title: str = "DRLA evolution",
                           summary: Sequence[str] = (), width: int = 1200) -> Path:
     """The evolution curves (and a summary text panel) as a PNG."""
-    from .plot import Panel, render_panels
-    from .png import write_png
 
     panels = evolution_panels(history)
     panels.append(Panel("Summary", text_lines=list(summary) or ["no data yet"]))

@@ -15,10 +15,12 @@ from typing import Any
 
 import numpy as np
 
+from .agents.dqn import DQNAgent, DQNConfig
 from .env import Env
 from .mlp import LayerSpec
 from .model_io import Model
 from .spaces import Discrete
+from .train import TrainingRun
 
 __all__ = ["ExpertError", "check_experts", "ThresholdRule", "ExpertSwitcher", "SelectorEnv", "train_selector"]
 
@@ -142,9 +144,6 @@ class SelectorEnv(Env):
 def train_selector(env: Env, experts: Sequence[Model], steps: int, config: Any = None, seed: int = 0,
                    names: Sequence[str] | None = None) -> tuple[ExpertSwitcher, Any]:
     """Train a DQN selector over the experts on ``env``; returns the switcher and the ``TrainingRun``."""
-    from .agents.dqn import DQNAgent, DQNConfig  # here: agents import model_io, which this module also needs
-    from .train import TrainingRun
-
     selector_env = SelectorEnv(env, experts, names)
     cfg = config if config is not None else DQNConfig(hidden=[LayerSpec(32, "relu")], learning_starts=200, train_freq=4,
                                                       gradient_steps=1, target_update_interval=100,

@@ -25,8 +25,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .checkpoint import read_checkpoint, restore_run, save_checkpoint
 from .env import Env
 from .metrics import METRIC_WORDS, ONCE_PER_EPISODE, history_metric_text, metric_text, short_metric_text
+from .model_io import save_model
 from .plot import save_report
 from .vector_env import VectorEnv, real_next_obs, vector_info_values
 
@@ -174,8 +176,6 @@ class PrintProgress(Callback):
 
 
 def _default_save(run: TrainingRun, path: str) -> None:
-    from .model_io import save_model  # lazy: model_io is a separate module
-
     save_model(path, run.agent.to_model({"steps": run.steps, "episodes": run.episodes}))
 
 
@@ -402,15 +402,11 @@ class TrainingRun:
 
     def save_checkpoint(self, path: Any, **kwargs: Any) -> Any:
         """Write the run's full state to ``path`` (``.npz``); see ``checkpoint.save_checkpoint`` for ``kwargs``."""
-        from .checkpoint import save_checkpoint  # lazy, as model_io: the loop does not need it
-
         return save_checkpoint(path, self, **kwargs)
 
     def load_checkpoint(self, checkpoint: Any) -> list[tuple[str, Any, Any]]:
         """Continue from ``checkpoint`` (a path or a ``checkpoint.Checkpoint``) on this freshly built run;
         returns the settings changed since, as ``(setting, old, new)``; see ``checkpoint.restore_run``."""
-        from .checkpoint import read_checkpoint, restore_run
-
         if not hasattr(checkpoint, "meta"):
             checkpoint = read_checkpoint(checkpoint)
         return restore_run(self, checkpoint)
@@ -599,16 +595,6 @@ class VectorTrainingRun(TrainingRun):
         if names:
             info["actions"] = list(names)
         return self.agent.to_model(info)
-
-    def _start(self) -> None:
-        self._started = True
-        if hasattr(self.agent, "on_training_start"):
-            self.agent.on_training_start(self.total_steps)
-        for cb in self.callbacks:
-            cb.on_start(self)
-        t0 = time.perf_counter()
-        self._obs, _ = self.venv.reset(seed=self.seed)
-        self.train_seconds += time.perf_counter() - t0
 
     def _step(self) -> None:
         t0 = time.perf_counter()
