@@ -234,15 +234,15 @@ def cmd_envs(args: argparse.Namespace) -> int:
 def cmd_train(args: argparse.Namespace) -> int:
     if args.target.lower().endswith(".blend"):
         return scene.train_scene(args)
+    if args.target not in ENV_NAMES + PARALLEL_ENV_NAMES:
+        raise CLIError(f"unknown environment {args.target!r}: give a .blend file or one of "
+                       f"{', '.join(ENV_NAMES + PARALLEL_ENV_NAMES)}")
+    if args.agent in pure_jobs.AGENTS or (args.resume or "").lower().endswith(".json"):
+        return pure_jobs.train(args)  # evolution; a .json --resume is a population file
     ckpt = read_resume(args.resume) if args.resume else None
     saved = ckpt.settings if ckpt is not None else {}
     if ckpt is not None and saved.get("target") != args.target:
         raise CLIError(f"--resume: {ckpt.path} is a run on {saved.get('target')!r}, not on {args.target!r}")
-    if args.target not in ENV_NAMES + PARALLEL_ENV_NAMES:
-        raise CLIError(f"unknown environment {args.target!r}: give a .blend file or one of "
-                       f"{', '.join(ENV_NAMES + PARALLEL_ENV_NAMES)}")
-    if args.agent in pure_jobs.AGENTS:
-        return pure_jobs.train(args)
     if args.target in PARALLEL_ENV_NAMES:
         raise CLIError(f"{args.target} is a two-agent game: train it with --agent coevolution")
     saved_run = ckpt.meta["run"] if ckpt is not None else {}
@@ -402,8 +402,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "population as <out>_ckpt.json")
     p.add_argument("--resume", metavar="CKPT",
                    help="continue the run saved in this checkpoint (an <out>_ckpt.npz, or an evolution tree's "
-                        "<out>_ckpt.json) to its --steps; flags given now (learning rate, exploration, steps, ...) "
-                        "apply from there; the network cannot change")
+                        "<out>_ckpt.json; a built-in environment's --agent ga|neat|novelty|coevolution run: its "
+                        "<out>_population.json) to its --steps; flags given now (learning rate, exploration, "
+                        "steps, ...) apply from there; the network cannot change")
     p.add_argument("--copies", type=POSITIVE_INT, metavar="N",
                    help="train N copies of the environment at once, one network call for all (default: 1 for a "
                         "built-in environment, the Environment node's Copies for a .blend); --steps counts the steps "

@@ -9,17 +9,26 @@ slices, status, done, to_model), so a new agent kind is one more entry, not one 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from drla_core.agents.base import TrainingJob
-from drla_core.coevolution import CoevolutionJob, save_coevolution_report
+from drla_core.coevolution import COEVOLUTION_FORMAT, CoevolutionJob, save_coevolution_report
 from drla_core.envs import PARALLEL_ENV_NAMES, make
-from drla_core.evolution import EvolutionConfig, EvolutionJob, GAConfig, NoveltyConfig, save_evolution_report
+from drla_core.files import atomic_write
+from drla_core.evolution import (
+    CHECKPOINT_FORMAT,
+    EvolutionConfig,
+    EvolutionJob,
+    GAConfig,
+    NoveltyConfig,
+    save_evolution_report,
+)
 from drla_core.model_io import save_model
 from drla_core.neat import NEATConfig
 
@@ -36,7 +45,8 @@ class PureJob:
     job: TrainingJob
     title: str
     report: Callable[[Path, str, list[str]], Any]
-    save_state: Callable[[Path], Any] | None = None
+    #: ``(path, settings)``: write the run's state with the CLI's settings (target, agent, out) for ``--resume``
+    save_state: Callable[[Path, dict[str, Any]], Any] | None = None
     unit: str = "generation"
 
 
@@ -66,15 +76,23 @@ def _evolution(method: str, novelty: bool) -> Callable[[str, argparse.Namespace]
     def build(env_name: str, args: argparse.Namespace) -> PureJob:
         if env_name in PARALLEL_ENV_NAMES:
             raise CLIError(f"{env_name} is a two-agent game: train it with --agent coevolution")
+        saved = getattr(args, "resumed_state", None)
         try:
-            job = EvolutionJob(lambda: make(env_name), _evolution_config(env_name, method, novelty, args),
-                               seed=args.seed)
-        except ValueError as exc:
-            raise CLIError(str(exc)) from exc
+            if saved is None:
+                job = EvolutionJob(lambda: make(env_name), _evolution_config(env_name, method, novelty, args),
+                                   seed=args.seed)
+            else:  # the saved settings, with --steps as the new number of generations
+                config = EvolutionConfig.from_dict(saved["config"])
+                if args.steps is not None:
+                    config = replace(config, generations=args.steps)
+                job = EvolutionJob(lambda: make(env_name), config, seed=args.seed)
+                job.continue_from(saved)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CLIError(_resume_error(exc) if saved is not None else str(exc)) from exc
         name = {"ga": "GA", "neat": "NEAT"}[method] + (" + novelty search" if novelty else "")
         return PureJob(job, f"{name} on {env_name}",
                        lambda path, title, lines: save_evolution_report(path, job.history, title, lines),
-                       job.save_checkpoint)
+                       lambda path, settings: job.save_checkpoint(path, settings))
     return build
 
 
@@ -82,13 +100,28 @@ def _coevolution(env_name: str, args: argparse.Namespace) -> PureJob:
     if env_name not in PARALLEL_ENV_NAMES:
         raise CLIError(f"--agent coevolution needs a two-agent game ({', '.join(PARALLEL_ENV_NAMES)}), "
                        f"not {env_name}")
+    saved = getattr(args, "resumed_state", None)
     try:
-        job = CoevolutionJob(lambda: make(env_name), _evolution_config(env_name, "ga", False, args), seed=args.seed)
-    except ValueError as exc:
-        raise CLIError(str(exc)) from exc
+        if saved is None:
+            job = CoevolutionJob(lambda: make(env_name), _evolution_config(env_name, "ga", False, args),
+                                 seed=args.seed)
+        else:
+            job = CoevolutionJob.from_checkpoint(saved, lambda: make(env_name))
+            if args.steps is not None:  # each side's own generation budget too, or its advance does nothing
+                for side in [job, *job.jobs.values()]:
+                    side.total_steps = args.steps
+                    side.done = side.steps >= args.steps
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CLIError(_resume_error(exc) if saved is not None else str(exc)) from exc
     return PureJob(job, f"co-evolution on {env_name} ({' vs '.join(job.names)})",
                    lambda path, title, lines: save_coevolution_report(path, job.history, job.names, title, lines),
-                   job.save_checkpoint)
+                   lambda path, settings: _save_coevolution(job, path, settings))
+
+
+def _save_coevolution(job: CoevolutionJob, path: Path, settings: dict[str, Any]) -> Path:
+    """The co-evolution's checkpoint with the CLI's settings beside its own keys (its reader ignores them)."""
+    data = {**job.checkpoint(), "settings": settings}
+    return atomic_write(path, (json.dumps(data, allow_nan=False, separators=(",", ":")) + "\n").encode("utf-8"))
 
 
 #: Agent name -> builder. DQN keeps its own path in ``cli.cmd_train`` (evaluations, step checkpoints).
@@ -100,6 +133,44 @@ AGENTS: dict[str, Callable[[str, argparse.Namespace], PureJob]] = {
 }
 
 
+def _resume_error(exc: Exception) -> str:
+    what = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
+    return f"--resume: a broken population file: {what}"
+
+
+def read_state(args: argparse.Namespace) -> None:
+    """``--resume STATE``: read a population file this command wrote (``<out>_population.json``) into
+    ``args.resumed_state``; the run continues with its saved agent, seed and settings (``--steps``: the new number
+    of generations). A file of another target or agent, or a broken one, is refused with the reason."""
+    path = Path(args.resume)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise CLIError(f"--resume: cannot read {path}: {exc.strerror}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CLIError(f"--resume: {path} is not a JSON population file: {exc}") from None
+    if not isinstance(data, dict) or data.get("format") not in (CHECKPOINT_FORMAT, COEVOLUTION_FORMAT):
+        raise CLIError(f"--resume: {path} is not a population file of `drla train --agent "
+                       f"{'|'.join(AGENTS)}`")
+    cli = data.get("settings") if isinstance(data.get("settings"), dict) else {}
+    target, agent = cli.get("target"), cli.get("agent")
+    if target is not None and target != args.target:
+        raise CLIError(f"--resume: {path} is a run on {target!r}, not on {args.target!r}")
+    if agent in AGENTS and args.agent not in ("dqn", agent):
+        raise CLIError(f"--resume: {path} is a run of --agent {agent}, not {args.agent}")
+    if agent in AGENTS:
+        args.agent = agent
+    elif args.agent == "dqn":
+        args.agent = "coevolution" if data.get("format") == COEVOLUTION_FORMAT else "ga"
+    seed = data.get("seed")
+    if args.seed is not None and args.seed != seed:
+        raise CLIError(f"--seed: a resumed run keeps its seed ({seed}); drop --seed")
+    args.seed = seed if isinstance(seed, int) else 0
+    if args.out is None and isinstance(cli.get("out"), str):
+        args.out = cli["out"]
+    args.resumed_state = data
+
+
 def _status_line(job: TrainingJob, unit: str, wall: float) -> str:
     figures = " | ".join(f"{k} {v}" for k, v in job.status().items())
     return f"[{job.steps}/{job.total_steps} {unit}s] {figures} | {wall:.1f} s"
@@ -108,12 +179,22 @@ def _status_line(job: TrainingJob, unit: str, wall: float) -> str:
 def train(args: argparse.Namespace) -> int:
     """Build the ``--agent`` job for ``args.target`` and run it to the end (or Ctrl-C); write the champion
     model, the report and the job's state (an evolution run's population) beside ``--out``."""
+    if args.resume:
+        read_state(args)
     args.seed = 0 if args.seed is None else args.seed
     built = AGENTS[args.agent](args.target, args)
     job = built.job
     model_path, report_path = out_paths(args.out, f"{args.target}_{args.agent}")
     state_path = model_path.with_name(model_path.stem + "_population.json")
+    settings = {"target": args.target, "agent": args.agent, "out": str(model_path)}
+    interval = args.checkpoint_interval or 0
+    if args.resume:
+        print(f"resuming {args.resume} at {built.unit} {job.steps} of {job.total_steps}", file=sys.stderr)
     stopped = False
+
+    def save_state() -> None:
+        if built.save_state is not None:
+            built.save_state(state_path, settings)
 
     def stop() -> None:
         nonlocal stopped
@@ -125,9 +206,12 @@ def train(args: argparse.Namespace) -> int:
         ctrl_c.stop = stop
         while not job.done and not stopped:
             job.advance(max_seconds=SLICE_S)
-            if not args.quiet and job.steps != last_print:
+            if job.steps != last_print:
+                if interval and job.steps // interval > max(last_print, 0) // interval and not job.done:
+                    save_state()  # every N generations, for --resume
                 last_print = job.steps
-                print(_status_line(job, built.unit, time.perf_counter() - t0), file=sys.stderr, flush=True)
+                if not args.quiet:
+                    print(_status_line(job, built.unit, time.perf_counter() - t0), file=sys.stderr, flush=True)
         ctrl_c.saving = True
         wall = time.perf_counter() - t0
         if job.steps == 0:
@@ -147,7 +231,7 @@ def train(args: argparse.Namespace) -> int:
         lines = ["", f"trained {job.steps} {built.unit}s in {wall:.1f} s", *summary,
                  *(f"model:  {path}" for path in models), f"report: {report_path}"]
         if built.save_state is not None:
-            built.save_state(state_path)
-            lines.append(f"state:  {state_path}")
+            save_state()
+            lines.append(f"state:  {state_path} (continue with --resume {state_path})")
         print("\n".join(lines))
     return 130 if stopped else 0

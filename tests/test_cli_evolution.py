@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from drla.cli import main
@@ -71,3 +72,45 @@ def test_evolution_flag_mistakes_are_one_line(argv, message, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("target,agent", [("deceptive_maze", "neat"), ("pacman", "coevolution")])
+def test_resume_a_population_continues_the_run_exactly(target, agent, tmp_path, capsys):
+    """3 generations, then --resume to 5, end with the same champions as 5 generations straight."""
+    base = ["train", target, "--agent", agent, "--population", "8", "--seed", "2", "--quiet"]
+    assert main([*base, "--steps", "5", "--out", str(tmp_path / "straight.json")]) == 0
+    assert main([*base, "--steps", "3", "--out", str(tmp_path / "cut.json")]) == 0
+    # the population file names its agent, seed and settings: --resume needs only the new budget
+    assert main(["train", target, "--steps", "5", "--quiet", "--resume", str(tmp_path / "cut_population.json")]) == 0
+    capsys.readouterr()
+    names = ["pacman", "ghost"] if agent == "coevolution" else [None]
+    for name in names:
+        suffix = f"_{name}" if name else ""
+        straight = load_model(tmp_path / f"straight{suffix}.json")
+        resumed = load_model(tmp_path / f"cut{suffix}.json")
+        obs = np.random.default_rng(0).standard_normal((16, straight.observation_space.shape[0])).astype(np.float32)
+        np.testing.assert_array_equal(straight.network.forward(obs), resumed.network.forward(obs))
+    saved = json.loads((tmp_path / "cut_population.json").read_text())
+    assert saved["settings"]["agent"] == agent and saved["settings"]["target"] == target
+
+
+def test_resume_refuses_another_target_agent_seed_or_a_broken_file(tmp_path, capsys):
+    out = tmp_path / "ga.json"
+    assert main(["train", "cartpole", "--agent", "ga", "--steps", "1", "--population", "4", "--quiet",
+                 "--out", str(out)]) == 0
+    state = str(tmp_path / "ga_population.json")
+    capsys.readouterr()
+    for argv, message in [
+        (["train", "deceptive_maze", "--resume", state], "is a run on 'cartpole', not on 'deceptive_maze'"),
+        (["train", "cartpole", "--agent", "neat", "--resume", state], "is a run of --agent ga, not neat"),
+        (["train", "cartpole", "--seed", "9", "--resume", state], "a resumed run keeps its seed (0)"),
+    ]:
+        assert main(argv) == 2
+        assert message in capsys.readouterr().err
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"format": "drla-evolution", "seed": 0, "settings": {"target": "cartpole", "agent": "ga"}}')
+    assert main(["train", "cartpole", "--resume", str(broken)]) == 2
+    assert "a broken population file: missing 'config'" in capsys.readouterr().err
+    broken.write_text("[1, 2")
+    assert main(["train", "cartpole", "--resume", str(broken)]) == 2
+    assert "is not a JSON population file" in capsys.readouterr().err
