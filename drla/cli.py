@@ -257,7 +257,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     agent = DQNAgent(env.observation_space, env.action_space, config, seed=args.seed)
     model_path, report_path = out_paths(args.out or saved.get("out"), args.target)
     meta = {"env": args.target, "seed": args.seed}
-    callbacks: list[Any] = ([] if args.quiet else [ProgressBar(steps)]) + netcli.train_callbacks(args)
+    callbacks: list[Any] = ([] if args.quiet else [ProgressBar(steps)]) + netcli.train_callbacks(args, ckpt)
     interval = args.checkpoint_interval if args.checkpoint_interval is not None else saved_run.get(
         "checkpoint_interval", 0)
     options = dict(seed=args.seed, eval_env=eval_env,

@@ -131,22 +131,41 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def add_train_flags(p: argparse.ArgumentParser) -> None:
-    """``drla train``'s dashboard and growth flags (DQN on a built-in environment)."""
+    """``drla train``'s dashboard and growth flags (DQN, on a built-in environment or a scene's tree)."""
     p.add_argument("--metrics", metavar="FILE.jsonl", help="append every metric to this file as JSON lines "
                    "(episode, train, eval, growth, end events)")
     p.add_argument("--tensorboard", metavar="DIR", help="write TensorBoard event files here (needs tensorboardX: "
                    "pip install 'drla[tensorboard]')")
     p.add_argument("--grow", type=int, metavar="K", help="grow the network when the evaluation return has not "
-                   "improved for K evaluations: each hidden layer x4, up to 256 units, 4 times at most")
+                   "improved for K evaluations: each hidden layer x4, up to 256 units, 4 times at most (a .blend "
+                   "tree whose Network node grows keeps its own rule, with patience K)")
 
 
-def train_callbacks(args: argparse.Namespace) -> list[Any]:
-    """The callbacks those flags ask for (a DQN run)."""
+def train_callbacks(args: argparse.Namespace, resumed: Any = None) -> list[Any]:
+    """The callbacks those flags ask for (a DQN run). A run resumed (``resumed``: its checkpoint) that grew by a
+    rule keeps growing by it, counters included, without ``--grow`` given again."""
     out: list[Any] = []
     if getattr(args, "grow", None):
         if args.grow < 1:
             raise CLIError("--grow: give a number of evaluations, 1 or more")
         out.append(GrowthRule(patience=args.grow, max_grows=4, max_size=256, factor=4))
+    else:
+        saved = saved_growth_rule(resumed)
+        if saved is not None:
+            out.append(GrowthRule.from_state(saved))
+    return out + dashboard_callbacks(args)
+
+
+def saved_growth_rule(ckpt: Any) -> dict[str, Any] | None:
+    """The growth rule's state a DQN checkpoint holds (``checkpoint.callback_states``), or None."""
+    meta = getattr(ckpt, "meta", None)
+    saved = (meta.get("callbacks") or {}).get(GrowthRule.checkpoint_key) if isinstance(meta, dict) else None
+    return saved if isinstance(saved, dict) and isinstance(saved.get("settings"), dict) else None
+
+
+def dashboard_callbacks(args: argparse.Namespace) -> list[Any]:
+    """``--metrics`` and ``--tensorboard``: one ``MetricsWriter`` (none when neither is given)."""
+    out: list[Any] = []
     if getattr(args, "metrics", None) or getattr(args, "tensorboard", None):
         tb = None
         if args.tensorboard:
