@@ -1,0 +1,68 @@
+"""``drla train SCENE.blend --grow K --metrics FILE --tensorboard DIR`` on the tank scene, as a user runs it,
+and ``--resume`` of a grown run (its network size and its growth rule's counters)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from drla_core.checkpoint import read_checkpoint
+from drla_core.model_io import load_model
+
+ROOT = Path(__file__).resolve().parents[2]
+TANK = ROOT / "scenes" / "tank" / "tank.blend"
+ROBOT_ARM = ROOT / "scenes" / "robot_arm" / "robot_arm.blend"
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "drla", *map(str, args)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.mark.slow
+def test_train_a_scene_with_growth_metrics_and_tensorboard_then_resume(ext, tmp_path):
+    pytest.importorskip("tensorboardX")
+    before = TANK.read_bytes()
+    model, metrics, tb = tmp_path / "tank.json", tmp_path / "run.jsonl", tmp_path / "tb"
+    common = ("--eval-interval", "200", "--eval-episodes", "1", "--learning-starts", "100", "--quiet",
+              "--checkpoint-interval", "700")
+    out = run_cli("train", TANK, "--tree", "Tank", "--steps", "1400", "--grow", "1", "--metrics", metrics,
+                  "--tensorboard", tb, "--out", model, *common)
+    assert out.returncode == 0, out.stderr
+    events = [json.loads(line) for line in metrics.read_text().splitlines()]
+    kinds = {e["event"] for e in events}
+    assert {"start", "episode", "train", "eval", "end"} <= kinds
+    grown = [e for e in events if e["event"] == "growth"]
+    assert grown, "equal evaluation returns (a plateau) for one evaluation should grow the network (x4 per layer)"
+    assert grown[0]["op"] == "widen" and grown[-1]["hidden"][-1] == 256
+    saved = load_model(model)
+    assert saved.meta["growth"] == [{k: e[k] for k in e if k != "event"} for e in grown]
+    assert [h["size"] for h in saved.network.architecture()["hidden"]] == grown[-1]["hidden"]
+    assert any(p.name.startswith("events.out.tfevents") for p in tb.iterdir())
+
+    ckpt_path = tmp_path / "tank_ckpt.npz"
+    ckpt = read_checkpoint(ckpt_path)
+    rule = ckpt.meta["callbacks"]["growth_rule"]
+    assert rule["settings"]["patience"] == 1 and len(rule["grows"]) >= 1
+    out = run_cli("train", TANK, "--tree", "Tank", "--steps", "2100", "--resume", ckpt_path, "--out", model, *common)
+    assert out.returncode == 0, out.stderr
+    assert "resuming" in out.stderr
+    resumed_rule = read_checkpoint(ckpt_path).meta["callbacks"]["growth_rule"]  # the checkpoint at step 2100
+    assert resumed_rule["grows"][:len(rule["grows"])] == rule["grows"]  # the counters went on from the saved ones
+    assert load_model(model).meta["growth"][:len(saved.meta["growth"])] == saved.meta["growth"]
+    assert TANK.read_bytes() == before
+
+
+def test_network_flags_are_refused_for_a_tree_that_is_not_dqn(ext, tmp_path):
+    out = run_cli("train", ROBOT_ARM, "--tree", "Arm3", "--steps", "10", "--grow", "2", "--out", tmp_path / "a.json")
+    assert out.returncode == 2
+    assert "--grow: tree 'Arm3' trains Learned IK" in out.stderr
+
+
+def test_grow_on_a_scene_without_evaluations_says_why(ext, tmp_path):
+    out = run_cli("train", TANK, "--tree", "Tank", "--steps", "300", "--grow", "2", "--eval-interval", "0",
+                  "--out", tmp_path / "t.json")
+    assert out.returncode == 2
+    assert "never evaluates" in out.stderr and "--eval-interval" in out.stderr
