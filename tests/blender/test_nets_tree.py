@@ -141,3 +141,41 @@ def test_a_grown_run_stopped_resumes_from_its_training_state_with_the_rule_count
     resumed.run_blocking()
     assert resumed.steps == 3000
     assert len(new_rule.grows) <= 3 and len(new_rule.grows) >= len(rule.grows)
+
+
+def _draw(panel_cls):
+    from types import SimpleNamespace
+    from unittest.mock import MagicMock
+
+    layout = MagicMock()
+    panel_cls.draw(SimpleNamespace(layout=layout), bpy.context)
+    ops = [c for c in layout.mock_calls if c[0].split(".")[-1] == "operator"]
+    labels = [c.kwargs.get("text", "") for c in layout.mock_calls if c[0].split(".")[-1] == "label"]
+    return [c.args[0] for c in ops], labels
+
+
+def test_sidebar_offers_grow_while_training_and_lists_the_expert_library(tank, tmp_path):
+    from drla_ext.addon.ui import net_panels, panels
+    from drla_ext.addon.runs.train import TrainSession
+
+    scene, tree = tank
+    ops, labels = _draw(panels.DRLA_PT_view3d)
+    assert "drla.grow" not in ops  # nothing trains
+    sess = TrainSession(scene, tree, total_steps=400).start()
+    sess.tick(0.05)
+    ops, labels = _draw(panels.DRLA_PT_view3d)
+    assert ops.count("drla.grow") == 2 and "Network: 211 > 128 > 64 > 8" in labels
+    assert bpy.ops.drla.grow.poll()
+    sess.run_blocking()
+    assert not bpy.ops.drla.grow.poll()  # the run is over
+
+    scene.drla_expert_library = str(tmp_path / "library")
+    ops, labels = _draw(net_panels.DRLA_PT_view3d_experts)
+    assert ops == ["drla.expert_add"] and any("No experts yet" in t for t in labels)
+    assert bpy.ops.drla.expert_add(name="tank a") == {'FINISHED'}
+    ops, labels = _draw(net_panels.DRLA_PT_view3d_experts)
+    assert ops == ["drla.expert_remove", "drla.expert_add"]
+    assert any(t.startswith("tank_a  (Tank, score ") for t in labels), labels
+    assert (tmp_path / "library" / "tank_a.json").is_file()
+    assert bpy.ops.drla.expert_remove(name="tank_a") == {'FINISHED'}
+    assert not (tmp_path / "library" / "tank_a.json").exists()
