@@ -221,3 +221,7 @@ def test_merge_distils_over_states_recorded_in_the_teachers_tree(tank, tmp_path)
     assert info["states"] == [300, 300] and min(info["agreement"]) > 0.5
     assert "not averaged: " in node.result and "a.json: same action on" in node.result
     assert json.loads((tmp_path / "m.json").read_text())["meta"]["merge"]["sources"] == ["a.json", "c.json"]
+    # the merged file is a model like any other: Import JSON, then Play
+    assert bpy.ops.drla.import_model(filepath=str(tmp_path / "m.json")) == {'FINISHED'}
+    assert bpy.ops.drla.play(mode='BLOCKING', steps=3) == {'FINISHED'}
+    assert scene.drla.message.startswith("Played 3 steps")

@@ -787,10 +787,26 @@ def stage_workers():
     yield 1.0
 
 
+def view_node(node):
+    """Generator: the node editor zoomed on ``node`` alone."""
+    try:
+        for n in node.id_data.nodes:
+            n.select = n == node
+        with override(Ctx.ne):
+            bpy.ops.node.view_selected()
+    except Exception:
+        failed_stage(f"view node {node.name}")
+    yield 1.0
+
+
 def stage_grow():
     """Issue 15: Train from the sidebar, press Grow (Widen) while it trains: the network is wider at once,
     training goes on; Esc stops, the scene exactly as before."""
     try:
+        net = next(n for n in Ctx.tree.nodes if n.bl_idname == "DRLA_NetworkNode")
+        net.grow = True  # Grow on Plateau drawn on the node (the tank evaluates every 5000 steps: never reached here)
+        yield from view_node(net)
+        shot("06_network_node_grow", area=Ctx.ne)
         Ctx.before = scene_fingerprint()
         drla().total_steps = 60000
         result = sidebar_call(bpy.ops.drla.train)
@@ -864,8 +880,8 @@ def stage_switcher_play():
     check("setting the property to 2 mid-play hands over to the second expert", Ctx.waited,
           list(sess.model.counts))
     shot("08_switcher_playing", area=Ctx.v3d)
-    if Ctx.ne is not None:
-        shot("08_switcher_node", area=Ctx.ne)
+    yield from view_node(sw)
+    shot("08_switcher_node", area=Ctx.ne)
     try:
         yield from press(Ctx.v3d, "Escape", 0.4, 0.5)
     except Exception:
