@@ -310,7 +310,14 @@ def _workers_run(args: argparse.Namespace, build: Any, compiled: Any, env: Any, 
 
 
 def play_scene(args: argparse.Namespace) -> int:
-    """Try a trained model in the scene: greedy episodes (DQN) or random reachable targets (Learned IK)."""
+    """Try a trained model in the scene: greedy episodes (DQN) or random reachable targets (Learned IK); with
+    ``--switcher``, the tree's Expert Switcher node (each step: pick an expert, it acts)."""
+    if getattr(args, "switcher", None) is not None:
+        if args.model:
+            raise CLIError("--switcher plays the tree's Expert Switcher (its experts are on the node): drop --model")
+        return _play_switcher(args)
+    if not args.model:
+        raise CLIError("which model? pass --model MODEL.json (or --switcher to play the tree's Expert Switcher)")
     model = load_model_file(args.model)
     bpy, ext, tree, scene = open_scene(args.scene, args.tree)
     compiled = compile_or_explain(ext, tree, scene)
@@ -327,5 +334,18 @@ def play_scene(args: argparse.Namespace) -> int:
             text = kind.evaluate(scene, compiled, model, args.episodes, args.seed, frames)
     except ValueError as exc:  # the model does not fit the tree (ModelFormatError is a ValueError too)
         raise CLIError(f"cannot play {args.model} on tree {tree.name!r}: {exc}") from exc
+    print(text)
+    return 0
+
+
+def _play_switcher(args: argparse.Namespace) -> int:
+    bpy, ext, tree, scene = open_scene(args.scene, args.tree)
+    switcher = addon_module("runs.switcher")
+    try:
+        node = switcher.find_node(tree, args.switcher)
+        with quiet_egl():
+            text = switcher.evaluate_switcher(scene, tree, node, args.episodes, args.seed)
+    except (switcher.SwitcherError, addon_module("specs").CompileError) as exc:
+        raise CLIError(f"cannot play the Expert Switcher of tree {tree.name!r}: {exc}") from exc
     print(text)
     return 0

@@ -229,3 +229,43 @@ def train_selector_for(node, scene, tree, seed: int = 0) -> str:
     node.result = (f"Selector trained {run.steps} steps (last episodes' mean return {mean:.2f}); "
                    f"saved {os.path.basename(path)}")
     return node.result
+
+
+def find_node(tree, name: str = "") -> Any:
+    """The Expert Switcher named ``name`` in ``tree`` (or, unnamed, the one Play uses, else the only one)."""
+    nodes = [n for n in tree.nodes if n.bl_idname == NODE_ID]
+    if name:
+        found = [n for n in nodes if n.name == name]
+        if not found:
+            raise SwitcherError(f"tree '{tree.name}' has no Expert Switcher named {name!r}"
+                                + (f"; it has: {', '.join(n.name for n in nodes)}" if nodes else ""))
+        return found[0]
+    node = play_node(tree) or (nodes[0] if len(nodes) == 1 else None)
+    if node is None:
+        raise SwitcherError(f"tree '{tree.name}' has no Expert Switcher" if not nodes else
+                            f"tree '{tree.name}' has several Expert Switchers: name one "
+                            f"({', '.join(n.name for n in nodes)})")
+    return node
+
+
+def evaluate_switcher(scene, tree, node, episodes: int, seed: int) -> str:
+    """Play ``episodes`` episodes of the switcher in ``tree``'s scene (restored afterwards); the result in words,
+    with the steps each expert acted (the CLI's ``drla play --switcher``)."""
+    from ...drla_core.train import evaluate, metric_text
+
+    sw = make_switcher(node, scene)
+    compiled = compile_tree(tree, scene)
+    if compiled.env is None:
+        raise SwitcherError(f"tree '{tree.name}' has no environment for the experts to act in")
+    compiled.env.copies = 1
+    with restored_scene(scene):
+        env = build.build_env(compiled, scene)
+        try:
+            check_fits_env(sw, env, tree.name)
+            result = evaluate(env, sw, episodes, seed)
+        finally:
+            env.close()
+    text = f"{tree.name} with '{node.name}': mean return {result.mean_return:.2f} over {episodes} episode(s)"
+    if env.task_metric:
+        text += f"; {metric_text(env.task_metric, result.metric_sum, result.metric_count, len(result.returns))}"
+    return text + "\nsteps per expert: " + ", ".join(f"{n} {int(c)}" for n, c in zip(sw.names, sw.counts))

@@ -66,3 +66,37 @@ def test_grow_on_a_scene_without_evaluations_says_why(ext, tmp_path):
                   "--out", tmp_path / "t.json")
     assert out.returncode == 2
     assert "never evaluates" in out.stderr and "--eval-interval" in out.stderr
+
+
+def test_play_the_trees_expert_switcher_from_the_command_line(ext, tmp_path):
+    import bpy
+    import numpy as np
+
+    from drla_core.mlp import MLP
+    from drla_core.model_io import Model, save_model
+    from drla_core.spaces import Box, Discrete
+
+    paths = []
+    for name, action in (("right", 0), ("wait", 4)):
+        net = MLP(211, [(4, "relu")], 8, rng=0)
+        net.params[...] = 0.0
+        net.biases[-1][action] = 1.0
+        paths.append(str(save_model(tmp_path / f"{name}.json", Model(net, Box(-np.inf, np.inf, (211,)),
+                                                                         Discrete(8)))))
+    bpy.ops.wm.open_mainfile(filepath=str(TANK))
+    ground = bpy.data.objects["Ground"]
+    ground["expert"] = 2
+    node = bpy.data.node_groups["Tank"].nodes.new("DRLA_ExpertSwitcherNode")
+    node.expert_1, node.expert_2 = paths
+    node.rule, node.rule_object, node.rule_property, node.value_is_expert = 'PROPERTY', ground, "expert", True
+    blend = tmp_path / "tank_switcher.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend), copy=True)
+
+    out = run_cli("play", blend, "--switcher", "--episodes", "1")
+    assert out.returncode == 0, out.stderr
+    assert "Tank with 'Expert Switcher': mean return" in out.stdout
+    assert "steps per expert: right 0, wait 100" in out.stdout  # the property says 2: the waiting expert, always
+    out = run_cli("play", blend, "--switcher", "Nope")
+    assert out.returncode == 2 and "no Expert Switcher named 'Nope'" in out.stderr
+    out = run_cli("play", TANK, "--switcher")
+    assert out.returncode == 2 and "has no Expert Switcher" in out.stderr

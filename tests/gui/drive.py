@@ -794,9 +794,10 @@ def view_node(node):
             n.select = n == node
         with override(Ctx.ne):
             bpy.ops.node.view_selected()
+        Ctx.ne.tag_redraw()
     except Exception:
         failed_stage(f"view node {node.name}")
-    yield 1.0
+    yield 3.0  # software GL repaints late: give the zoomed view time to reach the screen
 
 
 def stage_grow():
@@ -859,7 +860,7 @@ def stage_switcher_play():
         ground = bpy.data.objects["Ground"]
         ground["expert"] = 1
         sw = Ctx.tree.nodes.new("DRLA_ExpertSwitcherNode")
-        sw.location = (-200, -700)
+        sw.location = (min(n.location.x for n in Ctx.tree.nodes) - 320, max(n.location.y for n in Ctx.tree.nodes))
         sw.expert_1, sw.expert_2 = paths
         sw.rule, sw.rule_object, sw.rule_property, sw.value_is_expert = 'PROPERTY', ground, "expert", True
         Ctx.before = scene_fingerprint()
