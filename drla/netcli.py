@@ -88,6 +88,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def _distill(args: argparse.Namespace, models: list[Any], names: list[str]) -> Any:
+    if getattr(args, "scene", None):
+        return _distill_in_scene(args, models, names)
     envs = args.envs or [m.meta.get("env") for m in models]
     if len(envs) != len(models):
         raise CLIError(f"--envs: give one environment per model ({len(models)}), got {len(envs)}")
@@ -105,6 +107,30 @@ def _distill(args: argparse.Namespace, models: list[Any], names: list[str]) -> A
     student, info = distill(models, states, epochs=args.epochs, seed=args.seed, names=names)
     for name, share in zip(names, info["agreement"]):
         print(f"distilled: the merged network picks {name}'s action on {100 * share:.1f} % of its states")
+    return student
+
+
+def _distill_in_scene(args: argparse.Namespace, models: list[Any], names: list[str]) -> Any:
+    """Distillation over states recorded in a .blend: each teacher in the tree its file names (``meta.tree``), else
+    in ``--tree`` (the Merge node's way, ``runs.merge``); the scene file is never written."""
+    from . import scene as blend
+
+    bpy, ext, tree, scene = blend.open_scene(args.scene, args.tree)
+    merge_run = blend.addon_module("runs.merge")
+    states, places = [], []
+    try:
+        with blend.quiet_egl():
+            for i, (model, name) in enumerate(zip(models, names)):
+                s, where = merge_run.record_teacher_states(model, name, tree, scene, args.states, args.seed + i)
+                states.append(s)
+                places.append(where)
+    except (merge_run.MergeFailure, blend.addon_module("specs").CompileError) as exc:
+        raise CLIError(str(exc)) from exc
+    student, info = distill(models, states, epochs=args.epochs, seed=args.seed, names=names)
+    student.meta["merge"]["recorded_in"] = places
+    for name, share, where in zip(names, info["agreement"], places):
+        print(f"distilled: the merged network picks {name}'s action on {100 * share:.1f} % of its states "
+              f"(recorded in {where})")
     return student
 
 
@@ -189,6 +215,9 @@ def add_parsers(sub: Any, int_type: Any) -> None:
                    help="auto (default): average when allowed, else distil")
     p.add_argument("--envs", nargs="+", metavar="ENV", help="each teacher's environment, for distillation (default: "
                    "the one recorded in each model)")
+    p.add_argument("--scene", metavar="SCENE.blend", help="distil over states recorded in this .blend: each model "
+                   "plays in the tree its file names (meta.tree), else in --tree (needs bpy)")
+    p.add_argument("--tree", help="with --scene: the tree for models that name none (default: the only one)")
     p.add_argument("--states", type=int_type(1), default=5000, metavar="N",
                    help="states recorded per teacher (default 5000)")
     p.add_argument("--epochs", type=int_type(1), default=60, metavar="N", help="distillation epochs (default 60)")

@@ -42,17 +42,21 @@ def load_sources(node) -> tuple[list[Model], list[str]]:
     return models, names
 
 
-def _teacher_tree(model: Model, node) -> Any:
-    """The DRLA tree of this file a teacher was trained on, else the Merge node's own tree."""
+def _teacher_tree(model: Model, fallback) -> Any:
+    """The DRLA tree of this file a teacher was trained on, else ``fallback`` (the Merge node's own tree)."""
     name = model.meta.get("tree")
     tree = bpy.data.node_groups.get(name) if isinstance(name, str) else None
-    return tree if tree is not None and tree.bl_idname == TREE_ID else node.id_data
+    return tree if tree is not None and tree.bl_idname == TREE_ID else fallback
 
 
-def record_teacher_states(model: Model, name: str, node, scene, n_states: int, seed: int) -> tuple[Any, str]:
-    """``n_states`` observations the teacher visits where it was trained, and where that was (in words)."""
+def record_teacher_states(model: Model, name: str, fallback_tree, scene, n_states: int,
+                          seed: int) -> tuple[Any, str]:
+    """``n_states`` observations the teacher visits where it was trained, and where that was (in words): the tree
+    its file names when this .blend has it, else its built-in environment, else ``fallback_tree``."""
     env_name = model.meta.get("env")
-    tree = _teacher_tree(model, node)
+    tree = _teacher_tree(model, fallback_tree)
+    if tree is None:
+        raise MergeFailure(f"{name} names no tree of this file to record its states in")
     if model.meta.get("tree") not in bpy.data.node_groups and env_name in ENV_NAMES:
         env = make(env_name)
         try:
@@ -111,7 +115,8 @@ def _merge(node, scene) -> str:
         else:
             states, places = [], []
             for i, (model, name) in enumerate(zip(models, names)):
-                s, where = record_teacher_states(model, name, node, scene, int(node.states), int(node.seed) + i)
+                s, where = record_teacher_states(model, name, node.id_data, scene, int(node.states),
+                                                 int(node.seed) + i)
                 states.append(s)
                 places.append(where)
             merged, info = distill(models, states, epochs=int(node.epochs), seed=int(node.seed), names=names)

@@ -100,3 +100,24 @@ def test_play_the_trees_expert_switcher_from_the_command_line(ext, tmp_path):
     assert out.returncode == 2 and "no Expert Switcher named 'Nope'" in out.stderr
     out = run_cli("play", TANK, "--switcher")
     assert out.returncode == 2 and "has no Expert Switcher" in out.stderr
+
+
+def test_merge_distils_scene_models_over_states_recorded_in_their_tree(ext, tmp_path):
+    from drla_core.agents.dqn import DQNAgent, DQNConfig
+    from drla_core.model_io import save_model
+    from drla_core.spaces import Box, Discrete
+
+    import numpy as np
+
+    for name, seed in (("a", 0), ("c", 1)):
+        agent = DQNAgent(Box(-np.inf, np.inf, (211,)), Discrete(8), DQNConfig(hidden=[(8, "relu")]), seed=seed)
+        save_model(tmp_path / f"{name}.json", agent.to_model({"tree": "Tank", "scene": "tank.blend"}))
+    before = TANK.read_bytes()
+    out = run_cli("merge", tmp_path / "a.json", tmp_path / "c.json", "--scene", TANK, "--states", "200",
+                  "--epochs", "20", "--out", tmp_path / "m.json")
+    assert out.returncode == 0, out.stderr
+    assert "not averaging:" in out.stdout and "(recorded in tree 'Tank')" in out.stdout
+    merged = load_model(tmp_path / "m.json")
+    assert merged.meta["merge"]["recorded_in"] == ["tree 'Tank'", "tree 'Tank'"]
+    assert merged.meta["merge"]["states"] == [200, 200]
+    assert TANK.read_bytes() == before
