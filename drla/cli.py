@@ -251,6 +251,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise CLIError(f"--seed: a resumed run keeps its seed ({saved_run['seed']}); drop --seed")
     args.seed = saved_run.get("seed", 0) if args.seed is None else args.seed
     env, eval_env = make(args.target), make(args.target)
+    netcli.check_resume_hidden(args, ckpt)
     base = resume_config(ckpt) if ckpt is not None else None
     config = make_config(base, {**(ENV_DEFAULTS.get(args.target, {}) if base is None else {}),
                                 **config_overrides(args)}, steps)

@@ -182,6 +182,18 @@ def train_callbacks(args: argparse.Namespace, resumed: Any = None) -> list[Any]:
     return out + dashboard_callbacks(args)
 
 
+def check_resume_hidden(args: argparse.Namespace, ckpt: Any) -> None:
+    """A run whose network grew resumes at its grown size: ``--hidden`` given again (the run's first command
+    repeated) is refused with that reason rather than as "the network differs"."""
+    meta = getattr(ckpt, "meta", None)
+    grown = isinstance(meta, dict) and (meta.get("agent") or {}).get("growth")
+    if grown and getattr(args, "hidden", None):
+        sizes = ", ".join(f"{h['size']} {h['activation']}" if isinstance(h, dict) else str(h)
+                          for h in (meta.get("agent") or {}).get("architecture", {}).get("hidden", []))
+        raise CLIError(f"--hidden: the network of {ckpt.path} grew during training (to {sizes}); a resumed run keeps "
+                       "its grown network: drop --hidden")
+
+
 def saved_growth_rule(ckpt: Any) -> dict[str, Any] | None:
     """The growth rule's state a DQN checkpoint holds (``checkpoint.callback_states``), or None."""
     meta = getattr(ckpt, "meta", None)

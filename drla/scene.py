@@ -263,6 +263,7 @@ def _network_options(args: argparse.Namespace, compiled: Any, ckpt: Any) -> dict
     """A DQN tree's ``--grow`` (the Network node's rule otherwise, or the resumed run's) and dashboards."""
     from . import netcli
 
+    netcli.check_resume_hidden(args, ckpt)
     from drla_core.growth import GrowthRule
 
     callbacks: list[Any] = []
