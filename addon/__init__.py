@@ -25,6 +25,8 @@ MODULES: tuple[str, ...] = (
     "ui.net_overlay",
     "ui.operators",
     "ui.panels",
+    "ui.net_operators",  # Grow, Merge, Expert Switcher, Expert Library (issue 15)
+    "ui.net_panels",
     "ui.examples_menu",
 )
 

@@ -7,7 +7,8 @@ live at the bottom, without Blender.
 from __future__ import annotations
 
 #: Errors whose text is already written for a person (no exception class name in front).
-READABLE_ERRORS = ("CompileError", "ModelFormatError", "SessionError", "EnvCheckError")
+READABLE_ERRORS = ("CompileError", "ModelFormatError", "SessionError", "EnvCheckError", "BuildError", "SwitcherError",
+                   "MergeFailure")
 
 
 def article(word: str) -> str:

@@ -251,13 +251,14 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise CLIError(f"--seed: a resumed run keeps its seed ({saved_run['seed']}); drop --seed")
     args.seed = saved_run.get("seed", 0) if args.seed is None else args.seed
     env, eval_env = make(args.target), make(args.target)
+    netcli.check_resume_hidden(args, ckpt)
     base = resume_config(ckpt) if ckpt is not None else None
     config = make_config(base, {**(ENV_DEFAULTS.get(args.target, {}) if base is None else {}),
                                 **config_overrides(args)}, steps)
     agent = DQNAgent(env.observation_space, env.action_space, config, seed=args.seed)
     model_path, report_path = out_paths(args.out or saved.get("out"), args.target)
     meta = {"env": args.target, "seed": args.seed}
-    callbacks: list[Any] = ([] if args.quiet else [ProgressBar(steps)]) + netcli.train_callbacks(args)
+    callbacks: list[Any] = ([] if args.quiet else [ProgressBar(steps)]) + netcli.train_callbacks(args, ckpt)
     interval = args.checkpoint_interval if args.checkpoint_interval is not None else saved_run.get(
         "checkpoint_interval", 0)
     options = dict(seed=args.seed, eval_env=eval_env,
@@ -439,7 +440,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("play", help="run a model's greedy policy in a Blender scene and report its return",
                        description="Play a trained model in a .blend scene (headless). The scene file is not changed.")
     p.add_argument("scene", help="path/to/scene.blend")
-    p.add_argument("--model", required=True, help="model .json file (from drla train, or exported from Blender)")
+    p.add_argument("--model", help="model .json file (from drla train, or exported from Blender)")
+    p.add_argument("--switcher", nargs="?", const="", metavar="NODE",
+                   help="play the tree's Expert Switcher node instead of a model (each step it picks an expert by "
+                        "its rule or selector; NODE: its name when the tree has several)")
     p.add_argument("--tree", help="DRLA node tree in the .blend (default: the only one)")
     p.add_argument("--episodes", type=POSITIVE_INT, default=20, metavar="N",
                    help="episodes to play; for a Learned IK model, random targets to solve (default 20)")

@@ -88,6 +88,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def _distill(args: argparse.Namespace, models: list[Any], names: list[str]) -> Any:
+    if getattr(args, "scene", None):
+        return _distill_in_scene(args, models, names)
     envs = args.envs or [m.meta.get("env") for m in models]
     if len(envs) != len(models):
         raise CLIError(f"--envs: give one environment per model ({len(models)}), got {len(envs)}")
@@ -105,6 +107,30 @@ def _distill(args: argparse.Namespace, models: list[Any], names: list[str]) -> A
     student, info = distill(models, states, epochs=args.epochs, seed=args.seed, names=names)
     for name, share in zip(names, info["agreement"]):
         print(f"distilled: the merged network picks {name}'s action on {100 * share:.1f} % of its states")
+    return student
+
+
+def _distill_in_scene(args: argparse.Namespace, models: list[Any], names: list[str]) -> Any:
+    """Distillation over states recorded in a .blend: each teacher in the tree its file names (``meta.tree``), else
+    in ``--tree`` (the Merge node's way, ``runs.merge``); the scene file is never written."""
+    from . import scene as blend
+
+    bpy, ext, tree, scene = blend.open_scene(args.scene, args.tree)
+    merge_run = blend.addon_module("runs.merge")
+    states, places = [], []
+    try:
+        with blend.quiet_egl():
+            for i, (model, name) in enumerate(zip(models, names)):
+                s, where = merge_run.record_teacher_states(model, name, tree, scene, args.states, args.seed + i)
+                states.append(s)
+                places.append(where)
+    except (merge_run.MergeFailure, blend.addon_module("specs").CompileError) as exc:
+        raise CLIError(str(exc)) from exc
+    student, info = distill(models, states, epochs=args.epochs, seed=args.seed, names=names)
+    student.meta["merge"]["recorded_in"] = places
+    for name, share, where in zip(names, info["agreement"], places):
+        print(f"distilled: the merged network picks {name}'s action on {100 * share:.1f} % of its states "
+              f"(recorded in {where})")
     return student
 
 
@@ -131,22 +157,53 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def add_train_flags(p: argparse.ArgumentParser) -> None:
-    """``drla train``'s dashboard and growth flags (DQN on a built-in environment)."""
+    """``drla train``'s dashboard and growth flags (DQN, on a built-in environment or a scene's tree)."""
     p.add_argument("--metrics", metavar="FILE.jsonl", help="append every metric to this file as JSON lines "
                    "(episode, train, eval, growth, end events)")
     p.add_argument("--tensorboard", metavar="DIR", help="write TensorBoard event files here (needs tensorboardX: "
                    "pip install 'drla[tensorboard]')")
     p.add_argument("--grow", type=int, metavar="K", help="grow the network when the evaluation return has not "
-                   "improved for K evaluations: each hidden layer x4, up to 256 units, 4 times at most")
+                   "improved for K evaluations: each hidden layer x4, up to 256 units, 4 times at most (a .blend "
+                   "tree whose Network node grows keeps its own rule, with patience K)")
 
 
-def train_callbacks(args: argparse.Namespace) -> list[Any]:
-    """The callbacks those flags ask for (a DQN run)."""
+def train_callbacks(args: argparse.Namespace, resumed: Any = None) -> list[Any]:
+    """The callbacks those flags ask for (a DQN run). A run resumed (``resumed``: its checkpoint) that grew by a
+    rule keeps growing by it, counters included, without ``--grow`` given again."""
     out: list[Any] = []
     if getattr(args, "grow", None):
         if args.grow < 1:
             raise CLIError("--grow: give a number of evaluations, 1 or more")
         out.append(GrowthRule(patience=args.grow, max_grows=4, max_size=256, factor=4))
+    else:
+        saved = saved_growth_rule(resumed)
+        if saved is not None:
+            out.append(GrowthRule.from_state(saved))
+    return out + dashboard_callbacks(args)
+
+
+def check_resume_hidden(args: argparse.Namespace, ckpt: Any) -> None:
+    """A run whose network grew resumes at its grown size: ``--hidden`` given again (the run's first command
+    repeated) is refused with that reason rather than as "the network differs"."""
+    meta = getattr(ckpt, "meta", None)
+    grown = isinstance(meta, dict) and (meta.get("agent") or {}).get("growth")
+    if grown and getattr(args, "hidden", None):
+        sizes = ", ".join(f"{h['size']} {h['activation']}" if isinstance(h, dict) else str(h)
+                          for h in (meta.get("agent") or {}).get("architecture", {}).get("hidden", []))
+        raise CLIError(f"--hidden: the network of {ckpt.path} grew during training (to {sizes}); a resumed run keeps "
+                       "its grown network: drop --hidden")
+
+
+def saved_growth_rule(ckpt: Any) -> dict[str, Any] | None:
+    """The growth rule's state a DQN checkpoint holds (``checkpoint.callback_states``), or None."""
+    meta = getattr(ckpt, "meta", None)
+    saved = (meta.get("callbacks") or {}).get(GrowthRule.checkpoint_key) if isinstance(meta, dict) else None
+    return saved if isinstance(saved, dict) and isinstance(saved.get("settings"), dict) else None
+
+
+def dashboard_callbacks(args: argparse.Namespace) -> list[Any]:
+    """``--metrics`` and ``--tensorboard``: one ``MetricsWriter`` (none when neither is given)."""
+    out: list[Any] = []
     if getattr(args, "metrics", None) or getattr(args, "tensorboard", None):
         tb = None
         if args.tensorboard:
@@ -170,6 +227,9 @@ def add_parsers(sub: Any, int_type: Any) -> None:
                    help="auto (default): average when allowed, else distil")
     p.add_argument("--envs", nargs="+", metavar="ENV", help="each teacher's environment, for distillation (default: "
                    "the one recorded in each model)")
+    p.add_argument("--scene", metavar="SCENE.blend", help="distil over states recorded in this .blend: each model "
+                   "plays in the tree its file names (meta.tree), else in --tree (needs bpy)")
+    p.add_argument("--tree", help="with --scene: the tree for models that name none (default: the only one)")
     p.add_argument("--states", type=int_type(1), default=5000, metavar="N",
                    help="states recorded per teacher (default 5000)")
     p.add_argument("--epochs", type=int_type(1), default=60, metavar="N", help="distillation epochs (default 60)")

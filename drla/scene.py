@@ -179,6 +179,7 @@ def train_scene(args: argparse.Namespace) -> int:
     if ckpt is not None and not getattr(args, "copies", None) and saved_run.get("num_envs"):
         args.copies = saved_run["num_envs"]  # a resumed run keeps its copies
     workers = _check_scale_flags(args, compiled, kind, tree)
+    _check_network_flags(args, kind, tree, workers)
     trainer = compiled.trainer
     steps = build.total_steps_of(compiled, args.steps or saved_run.get("total_steps") or 0)
     seed = saved_run["seed"] if ckpt is not None else args.seed if args.seed is not None else (
@@ -187,6 +188,8 @@ def train_scene(args: argparse.Namespace) -> int:
     model_path, report_path = out_paths(args.out or (ckpt.settings.get("out") if ckpt is not None else None),
                                         _default_stem(args.target, tree, trees))
     options = _run_options(args, model_path, ckpt)
+    if kind.grows and not workers:
+        options.update(_network_options(args, compiled, ckpt))
     bar = None if args.quiet else ProgressBar(steps)
     print(f"{kind.label} on {tree.name} ({Path(args.target).name}): {steps} steps, seed {seed}", file=sys.stderr)
     env = None
@@ -244,6 +247,39 @@ def _check_scale_flags(args: argparse.Namespace, compiled: Any, kind: Any, tree:
     return workers
 
 
+def _check_network_flags(args: argparse.Namespace, kind: Any, tree: Any, workers: int) -> None:
+    """``--grow``, ``--metrics`` and ``--tensorboard`` watch a DQN run in this process: refused otherwise."""
+    given = [flag for flag, name in (("--grow", "grow"), ("--metrics", "metrics"), ("--tensorboard", "tensorboard"))
+             if getattr(args, name, None)]
+    if not given:
+        return
+    if not kind.grows:
+        raise CLIError(f"{given[0]}: tree {tree.name!r} trains {kind.label}; {', '.join(given)} apply to a DQN agent")
+    if workers:
+        raise CLIError(f"{given[0]}: not with --workers (the learner's run has no callbacks there); drop one of them")
+
+
+def _network_options(args: argparse.Namespace, compiled: Any, ckpt: Any) -> dict[str, Any]:
+    """A DQN tree's ``--grow`` (the Network node's rule otherwise, or the resumed run's) and dashboards."""
+    from . import netcli
+
+    netcli.check_resume_hidden(args, ckpt)
+    from drla_core.growth import GrowthRule
+
+    callbacks: list[Any] = []
+    grows_itself = bool(compiled.agent is not None and compiled.agent.config.get("growth"))
+    saved = netcli.saved_growth_rule(ckpt)
+    if saved is not None and not getattr(args, "grow", None) and not grows_itself:
+        callbacks.append(GrowthRule.from_state(saved))  # a run that grew by --grow keeps its rule when resumed
+    callbacks += netcli.dashboard_callbacks(args)
+    out: dict[str, Any] = {"callbacks": callbacks}
+    if getattr(args, "grow", None):
+        if args.grow < 1:
+            raise CLIError("--grow: give a number of evaluations, 1 or more")
+        out["grow"] = args.grow
+    return out
+
+
 def _run_to_end(job: Any, bar: ProgressBar | None) -> float:
     """Advance ``job`` in slices to its end, drawing the progress bar; returns the wall seconds."""
     t0 = time.perf_counter()
@@ -275,7 +311,14 @@ def _workers_run(args: argparse.Namespace, build: Any, compiled: Any, env: Any, 
 
 
 def play_scene(args: argparse.Namespace) -> int:
-    """Try a trained model in the scene: greedy episodes (DQN) or random reachable targets (Learned IK)."""
+    """Try a trained model in the scene: greedy episodes (DQN) or random reachable targets (Learned IK); with
+    ``--switcher``, the tree's Expert Switcher node (each step: pick an expert, it acts)."""
+    if getattr(args, "switcher", None) is not None:
+        if args.model:
+            raise CLIError("--switcher plays the tree's Expert Switcher (its experts are on the node): drop --model")
+        return _play_switcher(args)
+    if not args.model:
+        raise CLIError("which model? pass --model MODEL.json (or --switcher to play the tree's Expert Switcher)")
     model = load_model_file(args.model)
     bpy, ext, tree, scene = open_scene(args.scene, args.tree)
     compiled = compile_or_explain(ext, tree, scene)
@@ -292,5 +335,18 @@ def play_scene(args: argparse.Namespace) -> int:
             text = kind.evaluate(scene, compiled, model, args.episodes, args.seed, frames)
     except ValueError as exc:  # the model does not fit the tree (ModelFormatError is a ValueError too)
         raise CLIError(f"cannot play {args.model} on tree {tree.name!r}: {exc}") from exc
+    print(text)
+    return 0
+
+
+def _play_switcher(args: argparse.Namespace) -> int:
+    bpy, ext, tree, scene = open_scene(args.scene, args.tree)
+    switcher = addon_module("runs.switcher")
+    try:
+        node = switcher.find_node(tree, args.switcher)
+        with quiet_egl():
+            text = switcher.evaluate_switcher(scene, tree, node, args.episodes, args.seed)
+    except (switcher.SwitcherError, addon_module("specs").CompileError) as exc:
+        raise CLIError(f"cannot play the Expert Switcher of tree {tree.name!r}: {exc}") from exc
     print(text)
     return 0

@@ -261,9 +261,29 @@ def checkpoint_state(run: Any, *, replay_buffer: bool = True, max_buffer_bytes: 
     meta = {"format": FORMAT, "version": VERSION, "drla_version": __version__,
             "created": datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
             "kind": "dqn", "run": run_meta, "agent": agent_meta, "buffer": buffer_meta, "env": env_meta,
-            "history": run.history.to_dict(), "settings": dict(settings or {})}
+            "history": run.history.to_dict(), "settings": dict(settings or {}),
+            "callbacks": callback_states(run)}
     meta["arrays"] = {name: {"shape": list(a.shape), "dtype": a.dtype.str} for name, a in arrays.items()}
     return meta, arrays
+
+
+def callback_states(run: Any) -> dict[str, Any]:
+    """The state of each callback that keeps one (``checkpoint_key``, ``state_dict()``: a ``GrowthRule``'s
+    counters), by its key: what a resumed run's callbacks of the same key continue from."""
+    out: dict[str, Any] = {}
+    for cb in getattr(run, "callbacks", ()):
+        key = getattr(cb, "checkpoint_key", None)
+        if key and callable(getattr(cb, "state_dict", None)):
+            out[key] = cb.state_dict()
+    return out
+
+
+def _restore_callbacks(run: Any, ckpt: Checkpoint) -> None:
+    saved = ckpt.meta.get("callbacks") or {}
+    for cb in getattr(run, "callbacks", ()):
+        key = getattr(cb, "checkpoint_key", None)
+        if key in saved and callable(getattr(cb, "load_state_dict", None)):
+            cb.load_state_dict(saved[key])
 
 
 def save_checkpoint(path: str | os.PathLike[str], run: Any, *, replay_buffer: bool = True,
@@ -589,6 +609,7 @@ def _restore(run: Any, ckpt: Checkpoint) -> list[tuple[str, Any, Any]]:
                                  run.checkpoint_interval, run.steps)
 
     _restore_env(run, ckpt)
+    _restore_callbacks(run, ckpt)
     run._started = True
     run._continuing = True
     return changes

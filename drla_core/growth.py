@@ -352,6 +352,34 @@ class GrowthRule(Callback):
         self.stale = 0
         self.grows: list[dict[str, Any]] = []
 
+    #: ``checkpoint.py`` saves ``state_dict()`` under this name and gives it back to ``load_state_dict``.
+    checkpoint_key = "growth_rule"
+
+    def settings(self) -> dict[str, Any]:
+        """The rule's arguments (``GrowthRule(**settings)`` makes the same rule)."""
+        return {"patience": self.patience, "max_grows": self.max_grows, "how": self.how, "max_size": self.max_size,
+                "max_layers": self.max_layers, "min_delta": float(self.min_delta), "solved": self.solved,
+                "factor": self.factor, "init": self.init}
+
+    def state_dict(self) -> dict[str, Any]:
+        """The counters a resumed run needs (best return so far, evaluations since, growths done) and the settings."""
+        return {"settings": self.settings(), "best": None if not np.isfinite(self.best) else float(self.best),
+                "stale": int(self.stale), "grows": [dict(record) for record in self.grows]}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue counting from ``state_dict()``'s counters (this rule's own settings stay)."""
+        best = state.get("best")
+        self.best = -np.inf if best is None else float(best)
+        self.stale = int(state.get("stale", 0))
+        self.grows = [dict(record) for record in state.get("grows", [])]
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> GrowthRule:
+        """The rule a checkpoint holds, counters included."""
+        rule = cls(**state["settings"])
+        rule.load_state_dict(state)
+        return rule
+
     def _can_grow(self, agent: Any) -> bool:
         if len(self.grows) >= self.max_grows:
             return False

@@ -57,6 +57,9 @@ class DRLA_DQNAgentNode(DRLANode, bpy.types.Node):
         if net is not None:
             spec.hidden = net.hidden_layers()
             spec.output_activation = net.output_activation.lower()
+            growth = net.growth_rule(ctx)  # Grow on Plateau (runs.build turns it into a GrowthRule)
+            if growth is not None:
+                config["growth"] = dict(growth, node=net.name)
             if spec.output_activation != "linear":
                 ctx.error(net, "a DQN agent needs a Linear output (Q-values are unbounded)")
         eps = ctx.input(self, "Epsilon", required=False)

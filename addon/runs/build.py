@@ -16,6 +16,7 @@ import numpy as np
 from ...drla_core import train
 from ...drla_core.agents import dqn
 from ...drla_core.agents.ik import IKTrainingJob
+from ...drla_core.growth import GrowthRule
 from ...drla_core.evolution import EvolutionConfig, EvolutionJob, GAConfig, NoveltyConfig
 from ...drla_core.model_io import load_model
 from ...drla_core.neat import NEATConfig
@@ -138,18 +139,57 @@ def config_with(compiled: CompiledTree, total_steps: int, overrides: dict[str, A
 
 def build_dqn_job(compiled: CompiledTree, env, *, seed: int, total_steps: int, checkpoint_dir: str = "",
                   config: dqn.DQNConfig | None = None, overrides: dict[str, Any] | None = None,
-                  **run_kw) -> train.TrainingRun:
+                  grow: int | None = None, **run_kw) -> train.TrainingRun:
     """DQN: the agent and its ``TrainingRun`` on ``env``. A Trainer with Checkpoint Every but no Output
     folder checkpoints into ``checkpoint_dir``; ``overrides`` replace ``DQNConfig`` fields of the node's
-    (the CLI's flags)."""
+    (the CLI's flags). The Network node's Grow on Plateau (or ``grow``, the CLI's ``--grow K``) adds a
+    ``GrowthRule`` to the run's callbacks (``growth_rule``)."""
     if overrides:
         config = config_with(compiled, total_steps, overrides, config)
     trainer = compiled.trainer
     if trainer is not None and trainer.checkpoint_interval and not trainer.output_path and checkpoint_dir:
         run_kw.setdefault("checkpoint_interval", trainer.checkpoint_interval)
         run_kw.setdefault("checkpoint_path", outputs.checkpoint_path(checkpoint_dir, compiled.tree))
+    rule = growth_rule(compiled, grow, run_kw.get("eval_interval", trainer.eval_interval if trainer else 0))
+    if rule is not None:
+        run_kw["callbacks"] = [*run_kw.get("callbacks", ()), rule]
     agent = build_agent(compiled, env, seed=seed, total_steps=total_steps, config=config)
     return build_run(compiled, env, agent, total_steps, seed=seed, **run_kw)
+
+
+def grown_config(compiled: CompiledTree, checkpoint, total_steps: int) -> dqn.DQNConfig | None:
+    """The tree's ``DQNConfig`` with the hidden layers a DQN checkpoint's network grew to (None: it did not grow),
+    so Resume builds the network the run had when it stopped."""
+    saved = getattr(checkpoint, "meta", {}).get("agent") or {}
+    hidden = (getattr(checkpoint, "config", None) or {}).get("hidden")
+    if not saved.get("growth") or hidden is None or compiled.agent is None or compiled.agent.kind != "dqn":
+        return None
+    return dataclasses.replace(dqn_config(compiled, total_steps), hidden=[tuple(h) if isinstance(h, list) else h
+                                                                           for h in hidden])
+
+
+#: ``--grow K`` on a tree whose Network node does not grow: each hidden layer x4, up to 256 units, 4 times
+#: at most (what ``drla train <env> --grow K`` does on a built-in environment).
+CLI_GROWTH = {"how": "widen", "factor": 4, "max_size": 256, "max_layers": 4, "max_grows": 4, "min_delta": 0.0}
+
+
+def growth_rule(compiled: CompiledTree, grow: int | None = None, eval_interval: int = 0) -> GrowthRule | None:
+    """The Network node's Grow on Plateau as a ``GrowthRule`` (None when off); ``grow`` (the CLI's ``--grow K``)
+    turns it on or sets its patience. Refused (``BuildError``) when the run never evaluates: the rule watches
+    the evaluation return."""
+    growth = dict(compiled.agent.config.get("growth") or {}) if compiled.agent is not None else {}
+    if grow:
+        growth = {**CLI_GROWTH, **growth, "patience": int(grow)}
+    if not growth:
+        return None
+    where = f"the Network node '{growth['node']}'" if growth.get("node") else "--grow"
+    if not eval_interval:
+        raise BuildError(f"{where} grows the network when the evaluation return stops improving, but this run never "
+                         "evaluates: set the Trainer's Evaluate Every (or --eval-interval)")
+    try:
+        return GrowthRule(**{k: v for k, v in growth.items() if k != "node"})
+    except ValueError as exc:
+        raise BuildError(f"{where}: {exc}") from exc
 
 
 # --------------------------------------------------------------------------- Learned IK

@@ -42,6 +42,9 @@ class AgentKind:
     bake_hint: Callable[[Any], str]
     #: The ``Model.kind`` its models are saved as ('' : the kind's name; evolution saves plain "mlp" networks)
     model_kind: str = ""
+    #: Whether its run takes training callbacks and has a network that can grow (DQN): the Network node's
+    #: Grow on Plateau, the Grow button, ``drla train --grow/--metrics/--tensorboard``
+    grows: bool = False
 
     def makes(self, model) -> bool:
         """Whether ``model`` (a loaded model file) is of the kind this agent kind trains."""
@@ -64,7 +67,7 @@ DQN = AgentKind(
     bake_label="Bake to Keyframes", bake_settings=(("bake_steps", "Steps"), ("bake_frame_step", "Frames/Step")),
     curve="", trained_text=_dqn_trained_text, after_training=lambda session: "", workers=True,
     evaluate=play.evaluate_episodes,
-    bake=_dqn_bake, bake_hint=lambda scene: "")
+    bake=_dqn_bake, bake_hint=lambda scene: "", grows=True)
 
 
 # --------------------------------------------------------------------------- Learned IK

@@ -14,7 +14,7 @@ from ...drla_core.train import evaluate, metric_text
 from ..properties import settings
 from ..scene.snapshot import restored_scene
 from ..words import count
-from . import build, model_store
+from . import build, model_store, switcher
 from .sessions import DONE, RUNNING, TICK_BUDGET_S, Session
 
 
@@ -34,6 +34,7 @@ class PlaySession(Session):
         self.episode_return = 0.0
         self.last_return = 0.0
         self._t0 = 0.0
+        self.switcher_node = ""  # the Expert Switcher that acts instead of the stored model, if any
 
     def start(self) -> PlaySession:
         s = settings(self.scene)
@@ -47,13 +48,25 @@ class PlaySession(Session):
         if compiled.team:  # several named agents: each acts from its own stored model
             self.models = {m.name: model_store.load_stored_model(self.tree, m.name) for m in compiled.team}
         else:
-            self.model = model_store.load_stored_model(self.tree)
+            node = switcher.play_node(self.tree)
+            if node is not None:  # an Expert Switcher with Use for Play: it picks an expert, the expert acts
+                try:
+                    self.model = switcher.make_switcher(node, self.scene)
+                except switcher.SwitcherError as exc:
+                    node.drla_error = str(exc)
+                    raise
+                node.drla_error = ""
+                self.switcher_node = node.name
+            else:
+                self.model = model_store.load_stored_model(self.tree)
             if compiled.env is not None:
                 compiled.env.copies = 1  # Play shows the scene itself, not the training copies
         self._open_scene()
         if compiled.team:
             for name, model in self.models.items():
                 check_fits(model, self.env.observation_space(name), self.env.action_space(name))
+        elif self.switcher_node:
+            switcher.check_fits_env(self.model, self.env, self.tree_name)
         else:
             check_fits(self.model, self.env.observation_space, self.env.action_space)
         self.obs, _ = self.env.reset(seed=self.seed)
@@ -118,10 +131,22 @@ class PlaySession(Session):
             self._close_scene()
             self.state = DONE
             settings(self.scene).message = (f"Played {count(self.steps, 'step')}, {count(self.episodes, 'episode')}"
-                                            + (f", last return {self.last_return:.2f}" if self.episodes else ""))
+                                            + (f", last return {self.last_return:.2f}" if self.episodes else "")
+                                            + self._experts_text())
+
+    def _experts_text(self) -> str:
+        """With an Expert Switcher: how many steps each expert acted."""
+        if not self.switcher_node:
+            return ""
+        used = ", ".join(f"{name} {int(n)}" for name, n in zip(self.model.names, self.model.counts))
+        return f"; '{self.switcher_node}' steps per expert: {used}"
 
     def status_line(self) -> str:
-        return f"DRLA playing '{self.tree_name}': step {self.steps}, episode {self.episodes + 1}  (Esc: stop)"
+        acting = ""
+        if self.switcher_node and self.model.last_choice >= 0:
+            acting = f", expert {self.model.names[self.model.last_choice]} acting"
+        return (f"DRLA playing '{self.tree_name}': step {self.steps}, episode {self.episodes + 1}{acting}  "
+                "(Esc: stop)")
 
 
 class _GreedyFilmed:

@@ -16,6 +16,8 @@ from typing import Any
 
 from ...drla_core.checkpoint import read_checkpoint
 from ...drla_core.evolution import read_evolution_checkpoint
+from ...drla_core.growth import grow as grow_network
+from ...drla_core.train import TrainingRun
 from ..preferences import checkpoint_dir
 from ..properties import settings
 from ..words import format_duration
@@ -25,6 +27,8 @@ from .sessions import DONE, RUNNING, STOPPED, TICK_BUDGET_S, Session, SessionErr
 
 #: The replay memory a stopped run writes for Resume at most (beyond it, the newest transitions).
 RESUME_BUFFER_BYTES = 256 * 1024 * 1024
+#: The Grow button widens no hidden layer beyond this (the Hidden Layer node's own maximum).
+MAX_GROWN_WIDTH = 4096
 
 
 class TrainSession(Session):
@@ -147,9 +151,11 @@ class TrainSession(Session):
         self.agent_kind = kinds.of(compiled)
         self.total_steps = int(self.requested_steps or checkpoint.meta["run"]["total_steps"])
         self._open_scene()
-        # The tree's settings as they are now: what the user changed since applies (and is recorded)
+        # The tree's settings as they are now: what the user changed since applies (and is recorded); a network
+        # that grew during the run continues at its grown size
+        grown = build.grown_config(compiled, checkpoint, self.total_steps)
         self.job = build.build_job(compiled, self.env, seed=int(checkpoint.meta["run"]["seed"]),
-                                   total_steps=self.total_steps)
+                                   total_steps=self.total_steps, **({"config": grown} if grown is not None else {}))
         if not callable(getattr(self.job, "load_checkpoint", None)):
             raise SessionError(f"A {self.agent_kind.label} run cannot continue from a training state: press Train")
         changes = self.job.load_checkpoint(checkpoint)
@@ -173,6 +179,50 @@ class TrainSession(Session):
         self.job.resume(self.env)  # a DQN run drops the episode the pause cut and starts a new one
         self.state = RUNNING
         self._mirror()
+
+    # -- growth ----------------------------------------------------------------
+    def why_not_grow(self) -> str:
+        """Why the Grow button cannot grow this run's network now ('' when it can)."""
+        if self.state not in (RUNNING, STOPPED) or self.job is None:
+            return "Grow works while a run trains (or is stopped)"
+        if not isinstance(self.job, TrainingRun) or not hasattr(getattr(self.job, "agent", None), "q_network"):
+            grows = self.agent_kind is not None and self.agent_kind.grows
+            label = self.agent_kind.label if self.agent_kind else "another kind"
+            return f"Grow works on a DQN run in this Blender; this run trains {label}" + (
+                " with workers" if grows else "")
+        if not self.job.agent.q_network.hidden:
+            return "The network has no hidden layer to grow: add a Hidden Layer to the Network node"
+        return ""
+
+    def network_text(self) -> str:
+        """'Network: 36 > 256 > 256 > 7 (grown twice)' for a DQN run in this Blender; '' otherwise."""
+        agent = getattr(self.job, "agent", None)
+        net = getattr(agent, "q_network", None)
+        if net is None or not isinstance(self.job, TrainingRun):
+            return ""
+        grown = len({r.get("step") for r in getattr(agent, "growth_history", None) or []})
+        return ("Network: " + " > ".join(str(n) for n in net.sizes)
+                + (f" (grown {grown} time{'s' if grown != 1 else ''})" if grown else ""))
+
+    def grow(self, how: str = "widen") -> dict:
+        """Widen every hidden layer (x2) or deepen (an identity layer after the last) between two training steps,
+        keeping the function, the optimiser's moments and the target network (``drla_core.growth.grow``);
+        the record is in the model's ``meta["growth"]``. Raises SessionError with the reason."""
+        reason = self.why_not_grow()
+        if reason:
+            raise SessionError(reason)
+        agent = self.job.agent
+        if how == "widen" and any(2 * h.size > MAX_GROWN_WIDTH for h in agent.q_network.hidden):
+            raise SessionError(f"Grow: a hidden layer would exceed {MAX_GROWN_WIDTH} units")
+        try:
+            record = grow_network(agent, how)
+        except ValueError as exc:  # deepen after tanh: not function-preserving
+            raise SessionError(f"Grow: {exc}") from exc
+        sizes = " > ".join(str(h.size) for h in agent.q_network.hidden)
+        self.message = f"Grew the network at step {self.steps} ({how}): hidden layers {sizes}"
+        with contextlib.suppress(SessionError):
+            self._mirror()
+        return record
 
     def _start_clock(self) -> None:
         """The time left is estimated from the wall clock from here on (see ``seconds_left``)."""

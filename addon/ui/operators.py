@@ -21,7 +21,7 @@ from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from ...drla_core.model_io import ModelFormatError
 from ..properties import settings
-from ..runs import kinds, model_store, outputs, sessions
+from ..runs import kinds, model_store, outputs, sessions, switcher
 from ..runs.play import PlaySession
 from ..runs.train import TrainSession
 from ..words import describe_error
@@ -334,7 +334,9 @@ class DRLA_OT_play(_ModalSession, bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        reason = _why_no_model(context)
+        reason = _why_not_idle(context)
+        if not reason and switcher.play_node(settings(context.scene).tree) is None:  # a switcher needs no model
+            reason = _why_no_model(context)
         kind = kinds.of_tree(settings(context.scene).tree) if not reason else None
         if kind is not None and not kind.can_play:
             reason = kind.no_play_reason

@@ -12,7 +12,7 @@ import bpy
 
 from ...drla_core.train import history_metric_text
 from ..properties import TREE_IDNAME, settings
-from ..runs import kinds, model_store, sessions
+from ..runs import kinds, model_store, sessions, switcher
 from ..words import format_duration
 from . import live_curve, net_overlay
 
@@ -148,6 +148,7 @@ def draw_main(layout, context) -> None:
 
     if state in {"TRAINING", "STOPPED"}:
         draw_progress(layout, s, state, context)
+        draw_grow(layout, scene, context)
 
     row = layout.row(align=True)
     row.scale_y = 1.4
@@ -169,11 +170,26 @@ def draw_main(layout, context) -> None:
         label_wrapped(layout, context, s.message, 'CHECKMARK' if state in {"TRAINED", "STOPPED"} else 'INFO')
 
 
+def draw_grow(layout, scene, context=None) -> None:
+    """The Grow buttons and the network's hidden layers, while a DQN run trains (or is stopped)."""
+    sess = sessions.get(scene)
+    text = sess.network_text() if sess is not None and callable(getattr(sess, "network_text", None)) else ""
+    if not text:
+        return
+    row = layout.row(align=True)
+    row.operator("drla.grow", text="Grow: Widen", icon='ADD').how = 'WIDEN'
+    row.operator("drla.grow", text="Deepen", icon='NODETREE').how = 'DEEPEN'
+    label_wrapped(layout, context, text, 'NETWORK_DRIVE')
+
+
 def draw_model(layout, context) -> None:
     scene = context.scene
     s = settings(scene)
     state = sessions.ui_state(scene)
     tree = s.tree
+    expert_switcher = switcher.play_node(tree)
+    if expert_switcher is not None:
+        label_wrapped(layout, context, f"Play runs the Expert Switcher '{expert_switcher.name}'", 'USER')
     if tree is not None and model_store.has_model(tree):
         label_wrapped(layout, context, model_store.text_name(tree), 'TEXT')
     elif tree is not None:

@@ -787,6 +787,114 @@ def stage_workers():
     yield 1.0
 
 
+def view_node(node):
+    """Generator: the node editor zoomed on ``node`` alone."""
+    try:
+        for n in node.id_data.nodes:
+            n.select = n == node
+        with override(Ctx.ne):
+            bpy.ops.node.view_selected()
+        Ctx.ne.tag_redraw()
+    except Exception:
+        failed_stage(f"view node {node.name}")
+    yield 3.0  # software GL repaints late: give the zoomed view time to reach the screen
+
+
+def stage_grow():
+    """Issue 15: Train from the sidebar, press Grow (Widen) while it trains: the network is wider at once,
+    training goes on; Esc stops, the scene exactly as before."""
+    try:
+        net = next(n for n in Ctx.tree.nodes if n.bl_idname == "DRLA_NetworkNode")
+        net.grow = True  # Grow on Plateau drawn on the node (the tank evaluates every 5000 steps: never reached here)
+        yield from view_node(net)
+        shot("06_network_node_grow", area=Ctx.ne)
+        Ctx.before = scene_fingerprint()
+        drla().total_steps = 60000
+        result = sidebar_call(bpy.ops.drla.train)
+        check("Train starts a modal run (grow stage)", result == {'RUNNING_MODAL'}, result)
+    except Exception:
+        failed_stage("grow train")
+    yield from wait_until(lambda: drla().steps_done > 300, 60)
+    sess = mod("runs.sessions").get(bpy.context.scene)
+    before = [h.size for h in sess.job.agent.q_network.hidden] if sess is not None else []
+    log("network before Grow", sess.network_text() if sess is not None else "-")
+    shot("06_before_grow_panel", area=Ctx.v3d, region_type='UI')
+    at = drla().steps_done
+    try:
+        result = sidebar_call(bpy.ops.drla.grow, how='WIDEN')
+        check("the Grow button widens the running network", result == {'FINISHED'} and
+              [h.size for h in sess.job.agent.q_network.hidden] == [2 * n for n in before],
+              f"{result}: {before} -> {[h.size for h in sess.job.agent.q_network.hidden]}")
+    except Exception:
+        failed_stage("grow button")
+    log("network after Grow", sess.network_text() if sess is not None else "-")
+    yield from wait_until(lambda: drla().steps_done > at + 300 and ui_state() == "TRAINING", 60)
+    check("training goes on with the grown network", Ctx.waited, f"steps {at} -> {drla().steps_done}")
+    check("the sidebar shows the grown network", "grown 1 time" in sess.network_text(), sess.network_text())
+    shot("07_grown_training", area=Ctx.v3d)
+    shot("07_grown_panel", area=Ctx.v3d, region_type='UI')
+    try:
+        yield from press(Ctx.v3d, "Escape", 0.4, 0.5)
+    except Exception:
+        failed_stage("grow esc")
+    yield from wait_until(lambda: ui_state() != "TRAINING", 15)
+    check("Esc stops the grown run", ui_state() == "STOPPED", ui_state())
+    model = mod("runs.model_store").load_stored_model(Ctx.tree)
+    check("the stored model records its growth", [r["op"] for r in model.meta.get("growth", [])][:1] == ["widen"],
+          model.meta.get("growth"))
+    check("the scene is exactly as before after the grown run", scene_fingerprint() == Ctx.before,
+          diff(Ctx.before, scene_fingerprint()))
+    yield 1.0
+
+
+def stage_switcher_play():
+    """An Expert Switcher node (two experts: the model so far, saved twice) chooses by the Ground's custom
+    property 'expert'; Play in the sidebar runs it, and changing the property mid-play changes the expert."""
+    sw = None
+    try:
+        model_io = sys.modules[f"{ADDON}.drla_core.model_io"]
+        model = mod("runs.model_store").load_stored_model(Ctx.tree)
+        paths = [os.path.join(OUT, f"expert_{name}.json") for name in ("first", "second")]
+        for path in paths:
+            model_io.save_model(path, model)
+        ground = bpy.data.objects["Ground"]
+        ground["expert"] = 1
+        sw = Ctx.tree.nodes.new("DRLA_ExpertSwitcherNode")
+        sw.location = (min(n.location.x for n in Ctx.tree.nodes) - 320, max(n.location.y for n in Ctx.tree.nodes))
+        sw.expert_1, sw.expert_2 = paths
+        sw.rule, sw.rule_object, sw.rule_property, sw.value_is_expert = 'PROPERTY', ground, "expert", True
+        Ctx.before = scene_fingerprint()
+        if Ctx.ne is not None:
+            with override(Ctx.ne):
+                bpy.ops.node.view_all()
+        result = sidebar_call(bpy.ops.drla.play)
+        check("Play with an Expert Switcher starts a modal run", result == {'RUNNING_MODAL'}, result)
+    except Exception:
+        failed_stage("switcher play")
+        return
+    sess = mod("runs.sessions").get(bpy.context.scene)
+    yield from wait_until(lambda: sess.steps >= 8, 30)
+    first = list(sess.model.counts)
+    check("the switcher's first expert acts while the property is 1", first[0] >= 8 and first[1] == 0, first)
+    bpy.data.objects["Ground"]["expert"] = 2
+    yield from wait_until(lambda: sess.model.counts[1] >= 5, 30)
+    check("setting the property to 2 mid-play hands over to the second expert", Ctx.waited,
+          list(sess.model.counts))
+    shot("08_switcher_playing", area=Ctx.v3d)
+    yield from view_node(sw)
+    shot("08_switcher_node", area=Ctx.ne)
+    try:
+        yield from press(Ctx.v3d, "Escape", 0.4, 0.5)
+    except Exception:
+        failed_stage("switcher esc")
+    yield from wait_until(lambda: ui_state() != "PLAYING", 15)
+    check("Esc stops the switcher; the message names the experts' steps", "steps per expert" in drla().message,
+          drla().message)
+    check("the scene is exactly as before after the switcher played", scene_fingerprint() == Ctx.before,
+          diff(Ctx.before, scene_fingerprint()))
+    yield 1.0
+
+
 def finish():
     yield 0.5
     RESULTS["finished"] = True
@@ -803,6 +911,7 @@ SCENARIOS = {
     "tank_bake_undo": (stage_open, stage_layout, stage_train_and_esc, stage_bake, stage_node_editor),
     "tank_duel": (stage_open, stage_layout, stage_team),
     "tank_copies": (stage_open, stage_layout, stage_copies, stage_overlay, stage_workers),
+    "tank_nets": (stage_open, stage_layout, stage_grow, stage_switcher_play),
 }
 
 
