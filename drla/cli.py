@@ -38,7 +38,7 @@ from drla_core.mlp import ACTIVATIONS
 from drla_core.train import TrainingRun, VectorTrainingRun, evaluate, metric_text
 from drla_core.vector_env import SyncVectorEnv
 
-from . import netcli, pure_jobs, scene
+from . import netcli, pure_jobs, scene, train_flags
 from .common import (
     DEFAULT_OUT_DIR,
     CLIError,
@@ -251,14 +251,14 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise CLIError(f"--seed: a resumed run keeps its seed ({saved_run['seed']}); drop --seed")
     args.seed = saved_run.get("seed", 0) if args.seed is None else args.seed
     env, eval_env = make(args.target), make(args.target)
-    netcli.check_resume_hidden(args, ckpt)
+    train_flags.check_resume_hidden(args, ckpt)
     base = resume_config(ckpt) if ckpt is not None else None
     config = make_config(base, {**(ENV_DEFAULTS.get(args.target, {}) if base is None else {}),
                                 **config_overrides(args)}, steps)
     agent = DQNAgent(env.observation_space, env.action_space, config, seed=args.seed)
     model_path, report_path = out_paths(args.out or saved.get("out"), args.target)
     meta = {"env": args.target, "seed": args.seed}
-    callbacks: list[Any] = ([] if args.quiet else [ProgressBar(steps)]) + netcli.train_callbacks(args, ckpt)
+    callbacks: list[Any] = ([] if args.quiet else [ProgressBar(steps)]) + train_flags.train_callbacks(args, ckpt)
     interval = args.checkpoint_interval if args.checkpoint_interval is not None else saved_run.get(
         "checkpoint_interval", 0)
     options = dict(seed=args.seed, eval_env=eval_env,
@@ -417,7 +417,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run the --workers as Ray actors: on a local Ray started here, or on the cluster at ADDRESS "
                         "(needs the ray package: pip install 'drla[ray]'; see docs/cluster.md)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    netcli.add_train_flags(p)  # --metrics, --tensorboard, --grow (issue 15)
+    train_flags.add_train_flags(p)  # --metrics, --tensorboard, --grow (issue 15)
     p.add_argument("--agent", choices=("dqn", *pure_jobs.AGENTS), default="dqn",
                    help="built-in environments: dqn (default), or evolve networks: ga (genetic algorithm), neat, "
                         "novelty (GA scored by novelty search); a two-agent game (pacman): coevolution (two GA "

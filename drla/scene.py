@@ -16,6 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from drla_core.growth import GrowthRule
+
+from . import train_flags
 from .common import (
     CLIError,
     CtrlC,
@@ -261,17 +264,14 @@ def _check_network_flags(args: argparse.Namespace, kind: Any, tree: Any, workers
 
 def _network_options(args: argparse.Namespace, compiled: Any, ckpt: Any) -> dict[str, Any]:
     """A DQN tree's ``--grow`` (the Network node's rule otherwise, or the resumed run's) and dashboards."""
-    from . import netcli
-
-    netcli.check_resume_hidden(args, ckpt)
-    from drla_core.growth import GrowthRule
+    train_flags.check_resume_hidden(args, ckpt)
 
     callbacks: list[Any] = []
     grows_itself = bool(compiled.agent is not None and compiled.agent.config.get("growth"))
-    saved = netcli.saved_growth_rule(ckpt)
+    saved = train_flags.saved_growth_rule(ckpt)
     if saved is not None and not getattr(args, "grow", None) and not grows_itself:
         callbacks.append(GrowthRule.from_state(saved))  # a run that grew by --grow keeps its rule when resumed
-    callbacks += netcli.dashboard_callbacks(args)
+    callbacks += train_flags.dashboard_callbacks(args)
     out: dict[str, Any] = {"callbacks": callbacks}
     if getattr(args, "grow", None):
         if args.grow < 1:
