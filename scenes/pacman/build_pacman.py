@@ -50,6 +50,12 @@ def build_scene() -> Any:
     scene.display.shading.light = 'FLAT'
     scene.display.shading.color_type = 'OBJECT'
     scene.frame_start, scene.frame_end, scene.frame_current = 1, 250, 1
+    for screen in bpy.data.screens:  # the viewport shows the objects' colours, from the camera above the maze
+        for area in screen.areas:
+            if area.type == 'VIEW_3D':
+                space = area.spaces.active
+                space.shading.color_type = 'OBJECT'
+                space.region_3d.view_perspective = 'CAMERA'
     return scene
 
 

@@ -77,6 +77,7 @@ def test_walls_block_and_pellets_are_eaten_then_come_back(ext):
             env.close()
 
 
+@pytest.mark.slow
 def test_coevolution_from_the_sidebar_improves_both_sides_and_restores_the_scene(ext, tmp_path):
     """The panel's TrainSession at a fixed seed: each side's last champion scores better against the other
     side's generation-0 champion than generation 0 itself did; both champions exported and played."""
@@ -189,3 +190,61 @@ def test_a_broken_coevolution_tree_gets_its_messages_on_the_nodes(ext):
     with pytest.raises(CompileError):
         compiler.compile_tree(tree, scene)
     assert move.drla_error == "Blocked By: the collection 'Empty' has no object in the scene"
+
+
+def test_stop_and_resume_repeat_the_generation_cut_short(ext, tmp_path):
+    """Stop in the middle of a generation (the scene restored, both champions so far stored), Resume on the
+    reopened scene: the run ends exactly as one that never stopped."""
+    from drla_ext.addon.runs import model_store
+    from drla_ext.addon.runs.train import TrainSession
+
+    scene, tree = _open(population=4, generations=3)
+    before = fingerprint(scene)
+    straight = TrainSession(scene, tree, seed=1, output_dir=str(tmp_path)).start()
+    straight.run_blocking()
+    expected = {k: v for k, v in straight.job.history.items() if k.endswith(("_best", "_mean", "_vs_first"))}
+    session = TrainSession(scene, tree, seed=1, output_dir=str(tmp_path)).start()
+    session.tick(0.02)
+    session.job.advance(max_steps=1)  # into generation 2
+    session.tick(0.02)
+    session.stop()
+    assert session.state == "STOPPED" and fingerprint(scene) == before
+    assert {model_store.load_stored_model(tree, n).meta["side"] for n in ("pacman", "ghost")} == {"pacman", "ghost"}
+    session.resume()
+    while session.tick(0.5):
+        pass
+    assert session.state == "DONE", session.message
+    assert {k: v for k, v in session.job.history.items() if k in expected} == expected
+    assert fingerprint(scene) == before
+
+
+def test_scene_copies_copy_the_walls_and_pellets_too(ext):
+    """A one-agent maze tree (pac-man alone, DQN) with two scene copies: each copy's pac-man is blocked by its
+    own copy's walls and eats its own copy's pellets."""
+    from drla_ext.addon.runs import build
+    from drla_ext.addon.scene.snapshot import restored_scene
+    from drla_ext.addon.tree import compiler
+    from drla_ext.addon.ui import examples
+
+    scene, _ = _open()
+    before = fingerprint(scene)
+    obs = examples.build_pacman_objects(scene)
+    b = examples._Builder("PacManAlone")
+    env_node = examples._maze_env(b, obs["PacMan"], obs["Ghost"], obs["Walls"], obs["Pellets"], True)
+    examples._agent(b, env_node, hidden=(8,))
+    tree = b.done()
+    compiled = compiler.compile_tree(tree, scene)
+    compiled.env.copies = 2
+    with restored_scene(scene):
+        env = build.build_env(compiled, scene)
+        try:
+            first, _ = env.reset(seed=0)
+            o, rewards, _, _, _ = env.step([0, 0])  # up: into each copy's own wall
+            assert rewards.tolist() == [0.0, 0.0]
+            assert o[:, :3].tolist() == first[:, :3].tolist()  # neither moved
+            _, rewards, _, _, _ = env.step([3, 3])  # right: each onto its own copy's pellet
+            assert rewards.tolist() == [1.0, 1.0]
+        finally:
+            env.close()
+    bpy.data.node_groups.remove(tree)
+    assert fingerprint(scene) == before
