@@ -61,9 +61,10 @@ class DRLA_ActionNode(DRLANode, bpy.types.Node):
             draw_prop(layout, self, "bone")
         if self.kind in {'MOVE', 'ROTATE', 'BONE_ROTATE'}:
             layout.column(align=True).prop(self, "vector")
-            if self.kind == 'MOVE':
-                layout.prop(self, "space", expand=True)
-                layout.prop(self, "blocked_by")
+            if self.kind == 'MOVE':  # Blocked By beside Space: one row, as the node had (example layouts keep)
+                split = layout.split(factor=0.55, align=True)
+                split.row(align=True).prop(self, "space", expand=True)
+                split.prop(self, "blocked_by", text="", icon='OUTLINER_COLLECTION')
         else:
             draw_prop(layout, self, "property")
             layout.prop(self, "value")
