@@ -248,3 +248,15 @@ def test_scene_copies_copy_the_walls_and_pellets_too(ext):
             env.close()
     bpy.data.node_groups.remove(tree)
     assert fingerprint(scene) == before
+
+
+def test_add_example_builds_the_maze_and_its_tree_in_any_scene(empty_scene):
+    from drla_ext.addon.tree import compiler
+
+    assert bpy.ops.drla.add_example(name="Pac-Man (co-evolution)") == {'FINISHED'}
+    scene = bpy.context.scene
+    tree = scene.drla.tree
+    assert tree is not None and tree.name == "PacMan"
+    assert len(bpy.data.collections["Walls"].objects) == 44 and len(bpy.data.collections["Pellets"].objects) == 31
+    compiled = compiler.compile_tree(tree, scene)
+    assert compiled.agent.kind == "coevolution" and compiled.agent.config["train_steps"] == 15
