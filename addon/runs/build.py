@@ -345,6 +345,9 @@ def build_coevolution_job(compiled: CompiledTree, env, *, seed: int, total_steps
     unknown = set(options) - set(_RUN_OPTIONS)
     if unknown:
         raise TypeError(f"build_coevolution_job: unknown options {sorted(unknown)}")
+    if options.get("checkpoint_interval"):
+        raise BuildError("a co-evolution does not write checkpoints yet: drop --checkpoint-interval "
+                         "(Stop and Resume in Blender's sidebar continue a run)")
     configs = {m.name: evolution_config_of(m.agent, total_steps) for m in compiled.team}
     if any(c.novelty is not None for c in configs.values()):
         raise BuildError("a co-evolution scores each side against the other: unlink the Novelty node")

@@ -153,6 +153,9 @@ def test_cli_trains_both_sides_with_a_report(ext, tmp_path):
     assert json.loads(model.read_text())["meta"]["side"] == "pacman"
     assert "2/2" in out.stderr  # the progress bar, by generation
     assert BLEND.read_bytes() == before
+    out = subprocess.run([sys.executable, "-m", "drla", "train", BLEND, "--steps", "2", "--checkpoint-interval", "1",
+                          "--out", model], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode != 0 and "drop --checkpoint-interval" in out.stderr
 
 
 def test_a_broken_coevolution_tree_gets_its_messages_on_the_nodes(ext):
@@ -184,6 +187,12 @@ def test_a_broken_coevolution_tree_gets_its_messages_on_the_nodes(ext):
         compiler.compile_tree(tree, scene)
     assert trainer.drla_error.startswith("its Named Agents mix Evolution and DQN Agents")
     tree.links.new(agents["ghost"].outputs[0], members["ghost"].inputs["Agent"])
+
+    trainer.checkpoint_interval = 2
+    with pytest.raises(CompileError):
+        compiler.compile_tree(tree, scene)
+    assert trainer.drla_error.startswith("a co-evolution does not write checkpoints yet")
+    trainer.checkpoint_interval = 0
 
     move = next(n for n in tree.nodes if n.bl_idname == "DRLA_ActionNode")
     move.blocked_by = bpy.data.collections.new("Empty")
