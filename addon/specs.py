@@ -137,6 +137,8 @@ class EnvSpec:
 
 #: Where a compiled environment names objects (besides ``obj``/``other`` fields): option keys.
 _OBJECT_OPTIONS = ("target", "score_obj", "axis_obj")
+#: Option keys that name lists of objects (a Move's walls, a Collect Reward's items).
+_OBJECT_LIST_OPTIONS = ("blocked_by", "items", "touches")
 
 
 def _renamed(spec: Any, names: dict[str, str]) -> Any:
@@ -148,7 +150,8 @@ def _renamed(spec: Any, names: dict[str, str]) -> Any:
             changes[attr] = names[value]
     options = getattr(spec, "options", None)
     if options:
-        changes["options"] = {k: names.get(v, v) if k in _OBJECT_OPTIONS and isinstance(v, str) else v
+        changes["options"] = {k: names.get(v, v) if k in _OBJECT_OPTIONS and isinstance(v, str) else
+                              [names.get(n, n) for n in v] if k in _OBJECT_LIST_OPTIONS else v
                               for k, v in options.items()}
     return dataclasses.replace(spec, **changes)
 
@@ -162,7 +165,9 @@ def objects_of(env: EnvSpec) -> list[str]:
         parts += getattr(env.continuous, "motors", [])
     for part in parts:
         found += [getattr(part, a, "") for a in ("obj", "other", "armature")]
-        found += [v for k, v in (getattr(part, "options", None) or {}).items() if k in _OBJECT_OPTIONS]
+        options = getattr(part, "options", None) or {}
+        found += [v for k, v in options.items() if k in _OBJECT_OPTIONS]
+        found += [n for k in _OBJECT_LIST_OPTIONS for n in options.get(k, ())]
     found += env.random_objects
     return [n for n in dict.fromkeys(found) if isinstance(n, str) and n]
 

@@ -93,19 +93,18 @@ class CoevolutionJob:
 
     Args:
         env: a factory ``() -> ParallelEnv`` with exactly two agents (their names are the sides, in
-            ``possible_agents`` order).
+            ``possible_agents`` order), or one such environment (a Blender scene): every episode then runs
+            on it, one after another.
         config: one ``EvolutionConfig`` for both sides, or one per agent name (same ``generations``).
             ``target_return`` and ``novelty`` do not apply (fitness is against a moving opponent).
         seed: fixes the whole run (side ``i`` evolves with seed ``2 * seed + i``).
         progress_episodes: fixed episodes each new champion plays against the other's first champion.
     """
 
-    def __init__(self, env: Callable[[], ParallelEnv], config: EvolutionConfig | Mapping[str, EvolutionConfig]
-                 | None = None, seed: int = 0, progress_episodes: int = 8) -> None:
-        if not callable(env):
-            raise TypeError("CoevolutionJob needs a factory () -> ParallelEnv")
-        self._factory = env
-        probe = env()
+    def __init__(self, env: Callable[[], ParallelEnv] | ParallelEnv, config: EvolutionConfig
+                 | Mapping[str, EvolutionConfig] | None = None, seed: int = 0, progress_episodes: int = 8) -> None:
+        self._set_source(env)
+        probe = self._factory()
         if not isinstance(probe, ParallelEnv) or len(probe.possible_agents) != 2:
             raise ValueError("co-evolution needs a two-agent environment (a ParallelEnv with two possible_agents)")
         self.names: list[str] = list(probe.possible_agents)
@@ -136,10 +135,24 @@ class CoevolutionJob:
             self.history.update({f"{n}_best": [], f"{n}_mean": [], f"{n}_vs_first": []})
         self._start: dict[str, Any] | None = None
 
+    def _set_source(self, env: Callable[[], ParallelEnv] | ParallelEnv) -> None:
+        self._shared: ParallelEnv | None = env if isinstance(env, ParallelEnv) else None
+        if self._shared is not None:
+            shared = self._shared
+            self._factory: Callable[[], ParallelEnv] = lambda: shared
+        elif callable(env):
+            self._factory = env
+        else:
+            raise TypeError("CoevolutionJob needs a factory () -> ParallelEnv, or one ParallelEnv")
+
     def _other(self, name: str) -> str:
         return self.names[1 - self.names.index(name)]
 
-    def _side_factory(self, name: str) -> Callable[[], Env]:
+    def _side_factory(self, name: str) -> Callable[[], Env] | Env:
+        """What side ``name``'s ``EvolutionJob`` evaluates on: a factory of fresh games, or with one shared
+        environment a single view of it (its episodes then run one after another)."""
+        if self._shared is not None:
+            return OpponentEnv(self._shared, name, self.opponents[name])
         return lambda: OpponentEnv(self._factory(), name, self.opponents[name])
 
     @property
@@ -219,11 +232,15 @@ class CoevolutionJob:
         return {n: t / max(1, n_episodes) for n, t in totals.items()}
 
     def resume(self, env: Any = None) -> None:
-        """Go on after a stop; a generation cut short restarts from its beginning (same seeds)."""
+        """Go on after a stop (``env``: a new factory or environment, e.g. the scene reopened); a generation
+        cut short restarts from its beginning (same seeds)."""
         if env is not None:
-            self._factory = env
+            self._set_source(env)
         if self._start is not None:
             self._restore(self._start)
+        elif env is not None:
+            for n, job in self.jobs.items():
+                job.resume(self._side_factory(n))
         self.done = self.steps >= self.total_steps
 
     def stop(self, evaluate: bool = True, interrupted: bool = False) -> None:

@@ -87,3 +87,21 @@ def test_checkpoint_resumes_to_the_same_run(tmp_path) -> None:
     assert back.history["ghost_vs_first"] == straight.history["ghost_vs_first"]
     with pytest.raises(ValueError, match="not a DRLA co-evolution checkpoint"):
         CoevolutionJob.from_checkpoint({"format": "drla-evolution"}, lambda: make("pacman"))
+
+
+def test_one_shared_environment_gives_the_run_of_a_factory() -> None:
+    """A scene is one environment: the episodes run one after another on it, with the same results as on
+    fresh games; a resume onto a new one goes on the same way."""
+    by_factory = CoevolutionJob(lambda: make("pacman"), small_config(3), seed=4, progress_episodes=2)
+    by_factory.advance()
+    shared = CoevolutionJob(make("pacman"), small_config(3), seed=4, progress_episodes=2)
+    shared.advance(max_steps=1)
+    shared.stop()
+    shared.resume(make("pacman"))  # between two generations: the sides move onto the new environment
+    shared.advance()
+    def measured(job):
+        return {k: v for k, v in job.history.items() if k != "seconds"}
+    assert measured(shared) == measured(by_factory)
+    assert shared.history["pacman_best"] and shared.history["ghost_vs_first"]
+    with pytest.raises(TypeError, match="one ParallelEnv"):
+        CoevolutionJob(42)  # type: ignore[arg-type]

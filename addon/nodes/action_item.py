@@ -1,4 +1,4 @@
-from bpy.props import BoolProperty, EnumProperty, FloatProperty, FloatVectorProperty, StringProperty
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, FloatVectorProperty, PointerProperty, StringProperty
 import bpy
 
 from ..tree.node_tree import DRLANode, draw_prop
@@ -19,8 +19,10 @@ KINDS = [
 class DRLA_ActionNode(DRLANode, bpy.types.Node):
     """One discrete action the agent can choose: move or rotate an object, rotate a bone,
     set or add to a property, or wait. Link several into an Action Set.
-    Limits clamp the result (location, Euler degrees, or the property value in X).
-    Triggers: action move rotate bone property wait"""
+    Limits clamp the result (location, Euler degrees, or the property value in X). A move with
+    Blocked By is not made when the object's origin would land inside the bounding box of one of
+    that collection's objects (walls of a maze).
+    Triggers: action move rotate bone property wait walls maze blocked"""
 
     bl_idname = "DRLA_ActionNode"
     bl_label = "Action"
@@ -42,9 +44,12 @@ class DRLA_ActionNode(DRLANode, bpy.types.Node):
     use_limits: BoolProperty(name="Limits", default=False)
     limit_min: FloatVectorProperty(name="Min", subtype='XYZ', default=(-1.0, -1.0, -1.0))
     limit_max: FloatVectorProperty(name="Max", subtype='XYZ', default=(1.0, 1.0, 1.0))
+    blocked_by: PointerProperty(type=bpy.types.Collection, name="Blocked By",
+                                description="A move that would put the object's origin inside the bounding box of "
+                                            "one of this collection's objects is not made (walls)")
 
     draw_props = ("action_name", "kind", "object", "bone", "vector", "space", "property", "value",
-                  "use_limits", "limit_min", "limit_max")
+                  "use_limits", "limit_min", "limit_max", "blocked_by")
 
     def draw(self, layout):
         draw_prop(layout, self, "action_name")
@@ -56,8 +61,10 @@ class DRLA_ActionNode(DRLANode, bpy.types.Node):
             draw_prop(layout, self, "bone")
         if self.kind in {'MOVE', 'ROTATE', 'BONE_ROTATE'}:
             layout.column(align=True).prop(self, "vector")
-            if self.kind == 'MOVE':
-                layout.prop(self, "space", expand=True)
+            if self.kind == 'MOVE':  # Blocked By beside Space: one row, as the node had (example layouts keep)
+                split = layout.split(factor=0.55, align=True)
+                split.row(align=True).prop(self, "space", expand=True)
+                split.prop(self, "blocked_by", text="", icon='OUTLINER_COLLECTION')
         else:
             draw_prop(layout, self, "property")
             layout.prop(self, "value")
@@ -90,6 +97,8 @@ class DRLA_ActionNode(DRLANode, bpy.types.Node):
             spec.obj = ctx.obj(self, "object")
         if kind in {'SET_PROPERTY', 'ADD_PROPERTY'}:
             spec.path = ctx.prop_path(self, spec.obj, self.property)
+        if kind == 'MOVE' and self.blocked_by is not None:
+            spec.options["blocked_by"] = self._blockers(ctx, spec.obj)
         if self.use_limits:
             spec.limits = (vec(self.limit_min), vec(self.limit_max))
             if kind in {'SET_PROPERTY', 'ADD_PROPERTY'}:
@@ -99,3 +108,11 @@ class DRLA_ActionNode(DRLANode, bpy.types.Node):
             else:
                 ctx.min_max(self, "limit_min", "limit_max")
         return spec
+
+    def _blockers(self, ctx, mover: str) -> list[str]:
+        """The objects of Blocked By (and its child collections) that are in the scene, the mover excepted."""
+        names = [ob.name for ob in self.blocked_by.all_objects
+                 if ob.name != mover and (ctx.scene is None or ctx.scene.objects.get(ob.name) is not None)]
+        if not names:
+            ctx.error(self, f"Blocked By: the collection '{self.blocked_by.name}' has no object in the scene")
+        return names

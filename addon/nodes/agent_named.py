@@ -10,8 +10,10 @@ class DRLA_NamedAgentNode(DRLANode, bpy.types.Node):
     (what it sees, does and is rewarded for, in the shared scene) and its Agent, under a name.
     Train: it learns. Frozen: it acts greedily and always the same way, from Model (a DRLA JSON file)
     or, without one, from the network it has (untrained, or what a Resume carries on from).
+    With an Evolution Agent it is one side of a co-evolution: two Named Agents, each a population
+    scored against the other side's current champion (pac-man and the ghosts).
     Link it into a Multi-Agent Trainer.
-    Triggers: multi agent named team player opponent frozen self play"""
+    Triggers: multi agent named team player opponent frozen self play coevolution co-evolution"""
 
     bl_idname = "DRLA_NamedAgentNode"
     bl_label = "Named Agent"
@@ -47,8 +49,13 @@ class DRLA_NamedAgentNode(DRLANode, bpy.types.Node):
         env = env_node.compile(ctx) if env_node is not None else None
         ctx.env = env
         agent = agent_node.compile(ctx) if agent_node is not None else None
-        if agent_node is not None and agent_node.agent_kind != "dqn":
-            ctx.error(agent_node, "a Named Agent takes a DQN Agent")
+        kind = getattr(agent_node, "agent_kind", "") if agent_node is not None else ""
+        if agent_node is not None and kind not in ("dqn", "evolution"):
+            ctx.error(agent_node, "a Named Agent takes a DQN Agent or an Evolution Agent")
+        if kind == "evolution" and self.mode == 'FROZEN':
+            ctx.error(self, "an Evolution Agent co-evolves with the other side: set Mode to Train")
+        if kind == "evolution" and agent is not None and agent.config.get("novelty"):
+            ctx.error(agent_node, "a co-evolution scores each side against the other: unlink the Novelty node")
         if env is None or agent is None:
             return None
         if env.copies > 1:

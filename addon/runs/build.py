@@ -16,8 +16,9 @@ import numpy as np
 from ...drla_core import train
 from ...drla_core.agents import dqn
 from ...drla_core.agents.ik import IKTrainingJob
-from ...drla_core.growth import GrowthRule
+from ...drla_core.coevolution import CoevolutionJob
 from ...drla_core.evolution import EvolutionConfig, EvolutionJob, GAConfig, NoveltyConfig
+from ...drla_core.growth import GrowthRule
 from ...drla_core.model_io import load_model
 from ...drla_core.neat import NEATConfig
 from ...drla_core.multi_agent import MultiAgentRun
@@ -286,9 +287,14 @@ class SceneEvolutionJob(EvolutionJob):
 
 def evolution_config(compiled: CompiledTree, generations: int) -> EvolutionConfig:
     """The ``EvolutionConfig`` the Evolution Agent (and Novelty) node describes."""
-    c = compiled.agent.config
+    return evolution_config_of(compiled.agent, generations)
+
+
+def evolution_config_of(spec: AgentSpec, generations: int) -> EvolutionConfig:
+    """The ``EvolutionConfig`` one Evolution Agent node (with its Novelty node) describes."""
+    c = spec.config
     population = int(c.get("population_size", 32))
-    ga = GAConfig(population_size=population, hidden=[tuple(h) for h in compiled.agent.hidden],
+    ga = GAConfig(population_size=population, hidden=[tuple(h) for h in spec.hidden],
                   selection=c.get("selection", "tournament"), crossover=c.get("crossover", "uniform"),
                   mutation_rate=float(c.get("mutation_rate", 0.1)), mutation_sigma=float(c.get("mutation_sigma", 0.1)),
                   elites=int(c.get("elites", 2)))
@@ -337,8 +343,64 @@ def build_evolution_job(compiled: CompiledTree, env, *, seed: int, total_steps: 
         raise BuildError(str(exc)) from exc
 
 
+# --------------------------------------------------------------------------- co-evolution (two named agents)
+class SceneCoevolutionJob(CoevolutionJob):
+    """A ``CoevolutionJob`` on the scene's two named agents, whose history also speaks the live curve's
+    words: the first side's best fitness per generation as its 'returns', the second side's as its
+    second curve. ``policies`` gives each side's champion (what Play runs)."""
+
+    def __init__(self, *args, **kw) -> None:
+        super().__init__(*args, **kw)
+        self._curve_names()
+
+    def _curve_names(self) -> None:
+        h, (a, b) = self.history, self.names
+        h["episode_returns"], h["episode_end_steps"] = h[f"{a}_best"], h["generation"]
+        h["losses"], h["loss_steps"] = h[f"{b}_best"], h["generation"]
+        h["curve_titles"] = {"RETURN": f"{a}: best fitness per generation",
+                             "LOSS": f"{b}: best fitness per generation"}
+        h["x_label"] = "generations"
+
+    def _restore(self, data) -> None:
+        super()._restore(data)
+        self._curve_names()  # a restored history arrives as separate lists
+
+    def policies(self, meta=None):
+        """Each side's champion as a model, by agent name (stored in the .blend for Play)."""
+        return self.to_models(meta)
+
+    #: A co-evolution continues within a Blender session (Stop, Resume), not from a file yet.
+    save_checkpoint = None  # type: ignore[assignment]
+
+
+def build_coevolution_job(compiled: CompiledTree, env, *, seed: int, total_steps: int,
+                          overrides: dict[str, Any] | None = None, **options) -> SceneCoevolutionJob:
+    """Co-evolution: two Named Agents with Evolution Agents on a ``SceneTeamEnv``, each side's population
+    evaluated one individual after another on the scene against the other side's current champion;
+    ``total_steps`` counts generations. Each new champion also plays the other side's first champion on
+    the Evolution Agents' Episodes (the most of the two) for the 'vs first' curves."""
+    if overrides:
+        raise BuildError("DQN settings from the command line do not apply to a co-evolution "
+                         "(each side's settings are on its Evolution Agent node)")
+    unknown = set(options) - set(_RUN_OPTIONS)
+    if unknown:
+        raise TypeError(f"build_coevolution_job: unknown options {sorted(unknown)}")
+    if options.get("checkpoint_interval"):
+        raise BuildError("a co-evolution does not write checkpoints yet: drop --checkpoint-interval "
+                         "(Stop and Resume in Blender's sidebar continue a run)")
+    configs = {m.name: evolution_config_of(m.agent, total_steps) for m in compiled.team}
+    if any(c.novelty is not None for c in configs.values()):
+        raise BuildError("a co-evolution scores each side against the other: unlink the Novelty node")
+    try:
+        return SceneCoevolutionJob(env, configs, seed=seed,
+                                   progress_episodes=int(compiled.agent.config.get("episodes", 1)))
+    except ValueError as exc:
+        raise BuildError(str(exc)) from exc
+
+
 #: How each agent kind (``AgentSpec.kind``) is built into a training job.
-JOBS = {"dqn": build_dqn_job, "ik": build_ik_job, "team": build_team_job, "evolution": build_evolution_job}
+JOBS = {"dqn": build_dqn_job, "ik": build_ik_job, "team": build_team_job, "evolution": build_evolution_job,
+        "coevolution": build_coevolution_job}
 
 
 def build_job(compiled: CompiledTree, env=None, *, seed: int = 0, total_steps: int = 0, **kw):

@@ -151,8 +151,25 @@ EVOLUTION = AgentKind(
     evaluate=play.evaluate_episodes, bake=_dqn_bake, bake_hint=lambda scene: "", model_kind="mlp")
 
 
+# --------------------------------------------------------------------------- co-evolution (two named agents)
+def _coevolution_trained_text(session) -> str:
+    job = session.job
+    sides = "; ".join(f"{n} champion {job.champion_fitness[n]:.4g} against the other's, "
+                      f"{job.history[f'{n}_vs_first'][-1]:.4g} against its first" for n in job.names
+                      if job.history[f"{n}_vs_first"])
+    return (f"Co-evolved {count(session.steps, 'generation')} ({count(job.env_steps, 'step')}) in "
+            f"{session.train_seconds:.1f} s" + (f": {sides}" if sides else ""))
+
+
+COEVOLUTION = AgentKind(
+    name="coevolution", label="Co-evolution", can_play=True, can_follow=False, no_play_reason="",
+    bake_label="Bake to Keyframes", bake_settings=(), curve='RETURN', trained_text=_coevolution_trained_text,
+    after_training=lambda session: "", workers=False, evaluate=_team_evaluate, bake=_team_bake,
+    bake_hint=lambda scene: "", model_kind="mlp")
+
+
 #: Every agent kind by ``AgentSpec.kind`` (the agent node's ``agent_kind``).
-KINDS: dict[str, AgentKind] = {kind.name: kind for kind in (DQN, IK, TEAM, EVOLUTION)}
+KINDS: dict[str, AgentKind] = {kind.name: kind for kind in (DQN, IK, TEAM, EVOLUTION, COEVOLUTION)}
 
 
 def of(compiled) -> AgentKind:

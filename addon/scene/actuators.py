@@ -85,6 +85,8 @@ class _Item:
         self.ob = scene.objects[spec.obj] if spec.obj else None
         if self.kind == 'BONE_ROTATE':
             self.owner = self.ob.pose.bones[spec.bone]
+        if self.kind == 'MOVE':
+            self.blockers = blocker_boxes([scene.objects[n] for n in spec.options.get("blocked_by", ())])
         if self.kind in {'SET_PROPERTY', 'ADD_PROPERTY'}:
             self.get = probes.property_probe(self.ob, spec.path)
             self.set = property_setter(self.ob, spec.path)
@@ -110,7 +112,9 @@ class _Item:
             if spec.space == 'LOCAL':
                 step = self.ob.matrix_basis.to_3x3().normalized() @ step
             new = self.ob.location + step
-            self.ob.location = _clamp(new, spec.limits) if spec.limits else new
+            new = _clamp(new, spec.limits) if spec.limits else new
+            if self.blockers is None or not self.blockers.blocks(self._world(new)):
+                self.ob.location = new
         elif kind == 'ROTATE':
             _rotate(self.ob, spec.vector, spec.limits)
         elif kind == 'BONE_ROTATE':
@@ -123,6 +127,12 @@ class _Item:
         elif kind == 'FIRE':
             return self.fire(rng)
         return NO_EVENT
+
+    def _world(self, location) -> Vector:
+        """Where the object's origin would be in the world with ``location``."""
+        if self.ob.parent is None:
+            return Vector(location)
+        return self.ob.parent.matrix_world @ self.ob.matrix_parent_inverse @ Vector(location)
 
     def fire(self, rng) -> dict[str, bool]:
         o = self.spec.options
@@ -137,6 +147,33 @@ class _Item:
             if o["respawn"]:
                 randomize_locations([self.target], rng, o["respawn_min"], o["respawn_max"], o["respawn_grid"])
         return {"fired": True, "hit": bool(hit)}
+
+
+class BlockerBoxes:
+    """The world bounding boxes of still objects (a maze's walls), as arrays: ``blocks(point)`` tells
+    whether a point lies strictly inside one of them."""
+
+    def __init__(self, lo: np.ndarray, hi: np.ndarray) -> None:
+        self.lo, self.hi = lo, hi
+
+    def blocks(self, point) -> bool:
+        p = np.asarray(point, np.float64)
+        return bool(np.any(np.all((self.lo < p) & (p < self.hi), axis=1)))
+
+
+def blocker_boxes(objects) -> BlockerBoxes | None:
+    """The boxes of ``objects`` as they stand now (None for none); a box is shrunk by 1e-6 so that a point
+    on a face (a neighbouring cell's edge) is outside."""
+    if not objects:
+        return None
+    lo, hi = [], []
+    for ob in objects:
+        # an unparented object's own transform: its matrix_world may not be evaluated yet (a script's new object)
+        m = ob.matrix_basis if ob.parent is None else ob.matrix_world
+        corners = np.array([tuple(m @ Vector(c)) for c in ob.bound_box], np.float64)
+        lo.append(corners.min(axis=0) + 1e-6)
+        hi.append(corners.max(axis=0) - 1e-6)
+    return BlockerBoxes(np.array(lo), np.array(hi))
 
 
 def _ancestors(ob) -> list[Any]:

@@ -69,8 +69,36 @@ class _StepCost:
         return -self.cost
 
 
+class _CollectReward:
+    """Items within the radius of the collector are collected (scaled to zero: gone for the episode); the
+    environment puts them back at reset (they are among the objects it restores: ``options["touches"]``)."""
+
+    def __init__(self, spec, scene):
+        self.collector = scene.objects[spec.obj]
+        self.items = [scene.objects[n] for n in spec.options["items"]]
+        self.radius, self.reward = float(spec.options["radius"]), float(spec.options["reward"])
+        self.key = spec.path[2:-2] if spec.path else ""
+
+    def reset(self):
+        self.where = np.array([tuple(ob.matrix_world.translation) for ob in self.items], np.float64).reshape(-1, 3)
+        self.left = np.ones(len(self.items), dtype=bool)
+
+    def __call__(self, events):
+        p = np.asarray(self.collector.matrix_world.translation, np.float64)
+        near = self.left & (np.einsum("ij,ij->i", self.where - p, self.where - p) <= self.radius ** 2)
+        if not near.any():
+            return 0.0
+        for i in np.flatnonzero(near).tolist():
+            self.items[i].scale = (0.0, 0.0, 0.0)
+        self.left &= ~near
+        n = int(near.sum())
+        if self.key:
+            self.collector[self.key] = type(self.collector[self.key])(self.collector[self.key] + n)
+        return self.reward * n
+
+
 REWARDS = {"distance": _DistanceReward, "property_change": _PropertyChangeReward, "hit": _HitReward,
-           "step_cost": _StepCost}
+           "step_cost": _StepCost, "collect": _CollectReward}
 
 
 class _OutOfBounds:

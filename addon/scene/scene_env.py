@@ -80,6 +80,8 @@ class SceneEnv(Env):
         names: list[str] = list(self.spec.random_objects)
         for a in self.spec.actions:
             names += [a.obj, a.options.get("target", ""), a.options.get("score_obj", "")]
+        for r in self.spec.rewards:  # a reward that changes objects (Collect's items)
+            names += r.options.get("touches", [])
         if self.motors:
             names += [m.obj for m in self.spec.continuous.motors]
         elif self.spec.continuous is not None:

@@ -16,7 +16,7 @@ from typing import Any
 import bpy
 
 from ..preferences import resolve_output_path
-from ..specs import AgentSpec, CompiledTree, CompileError, EnvSpec
+from ..specs import CompiledTree, CompileError, EnvSpec
 from ..words import article
 from .node_tree import TREE_ID, linked_nodes
 
@@ -209,7 +209,7 @@ def _walk_team(tree, ctx, trainer_node) -> CompiledTree | None:
     if members and not any(m.mode == "train" for m in members):
         ctx.error(trainer_node, "every Named Agent is Frozen: set one to Train")
     trainer = trainer_node.compile(ctx)
-    return CompiledTree(tree.name, None, AgentSpec(trainer_node.name, "team"), trainer, members)
+    return CompiledTree(tree.name, None, trainer_node.team_agent(ctx, members), trainer, members)
 
 
 def _check_links(tree, ctx) -> None:

@@ -13,7 +13,8 @@ import bpy
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SHIPPED = {"tank": ROOT / "scenes/tank/tank.blend", "robot_arm": ROOT / "scenes/robot_arm/robot_arm.blend"}
+SHIPPED = {"tank": ROOT / "scenes/tank/tank.blend", "robot_arm": ROOT / "scenes/robot_arm/robot_arm.blend",
+           "pacman": ROOT / "scenes/pacman/pacman.blend"}
 
 
 def _rects(examples, tree) -> dict[str, tuple[float, float, float, float]]:

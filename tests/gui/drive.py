@@ -895,6 +895,58 @@ def stage_switcher_play():
     yield 1.0
 
 
+def stage_coevolution():
+    """Pac-man: Train from the sidebar co-evolves the two sides (the generation counter moves, the figures
+    name both), a real Esc stops it and restores the maze (every pellet back), both champions are stored,
+    Play moves pac-man and the ghost, Esc restores the scene again."""
+    try:
+        drla().total_steps = 0  # the Evolution Agents' Generations
+        Ctx.before = scene_fingerprint()
+        result = sidebar_call(bpy.ops.drla.train)
+        check("Train on a co-evolution tree starts a modal run", result == {'RUNNING_MODAL'}, result)
+    except Exception:
+        failed_stage("coevolution train")
+    yield from wait_until(lambda: drla().steps_done >= 2, 180)
+    state_line("co-evolving")
+    status = drla().status
+    check("the generation counter moves and the sidebar shows both sides' figures",
+          Ctx.waited and "pacman" in status and "ghost" in status and curve_count() >= 2,
+          f"generations {drla().steps_done}, curve {curve_count()}, status {status!r}")
+    shot("02_pacman_training", area=Ctx.v3d)
+    shot("02_pacman_training_panel", area=Ctx.v3d, region_type='UI')
+    try:
+        yield from press(Ctx.v3d, "Escape", 0.4, 0.5)
+    except Exception:
+        failed_stage("coevolution esc")
+    yield from wait_until(lambda: ui_state() != "TRAINING", 30)
+    check("a real Esc stops the co-evolution", ui_state() == "STOPPED", ui_state())
+    store = mod("runs.model_store")
+    check("each side's champion is stored in the file", all(store.find_text(Ctx.tree, name) is not None
+                                                            for name in ("pacman", "ghost")), drla().message)
+    check("the maze is exactly as before after Esc", scene_fingerprint() == Ctx.before,
+          diff(Ctx.before, scene_fingerprint()))
+    yield 1.0
+    try:
+        result = sidebar_call(bpy.ops.drla.play)
+        check("Play on the co-evolution tree starts", result == {'RUNNING_MODAL'}, result)
+    except Exception:
+        failed_stage("coevolution play")
+    sess = mod("runs.sessions").get(bpy.context.scene)
+    yield from wait_until(lambda: sess.steps >= 8, 30)
+    moved = [n for n, v in scene_fingerprint()["objects"].items() if v != Ctx.before["objects"].get(n)]
+    check("Play runs both champions", sorted(sess.models) == ["ghost", "pacman"] and "PacMan" in moved,
+          f"{sess.steps} steps, models {sorted(sess.models)}, moved {moved[:6]}")
+    shot("03_pacman_playing", area=Ctx.v3d)
+    try:
+        yield from press(Ctx.v3d, "Escape", 0.4, 0.5)
+    except Exception:
+        failed_stage("coevolution play esc")
+    yield from wait_until(lambda: ui_state() != "PLAYING", 15)
+    check("the maze is exactly as before after Play", scene_fingerprint() == Ctx.before,
+          diff(Ctx.before, scene_fingerprint()))
+    yield 1.0
+
+
 def finish():
     yield 0.5
     RESULTS["finished"] = True
@@ -912,6 +964,7 @@ SCENARIOS = {
     "tank_duel": (stage_open, stage_layout, stage_team),
     "tank_copies": (stage_open, stage_layout, stage_copies, stage_overlay, stage_workers),
     "tank_nets": (stage_open, stage_layout, stage_grow, stage_switcher_play),
+    "pacman": (stage_open, stage_layout, stage_coevolution),
 }
 
 
