@@ -20,7 +20,6 @@ from typing import Any
 from drla_core.agents.base import TrainingJob
 from drla_core.coevolution import COEVOLUTION_FORMAT, CoevolutionJob, save_coevolution_report
 from drla_core.envs import PARALLEL_ENV_NAMES, make
-from drla_core.files import atomic_write
 from drla_core.evolution import (
     CHECKPOINT_FORMAT,
     EvolutionConfig,
@@ -107,21 +106,13 @@ def _coevolution(env_name: str, args: argparse.Namespace) -> PureJob:
                                  seed=args.seed)
         else:
             job = CoevolutionJob.from_checkpoint(saved, lambda: make(env_name))
-            if args.steps is not None:  # each side's own generation budget too, or its advance does nothing
-                for side in [job, *job.jobs.values()]:
-                    side.total_steps = args.steps
-                    side.done = side.steps >= args.steps
+            if args.steps is not None:
+                job.set_total_steps(args.steps)
     except (KeyError, TypeError, ValueError) as exc:
         raise CLIError(_resume_error(exc) if saved is not None else str(exc)) from exc
     return PureJob(job, f"co-evolution on {env_name} ({' vs '.join(job.names)})",
                    lambda path, title, lines: save_coevolution_report(path, job.history, job.names, title, lines),
-                   lambda path, settings: _save_coevolution(job, path, settings))
-
-
-def _save_coevolution(job: CoevolutionJob, path: Path, settings: dict[str, Any]) -> Path:
-    """The co-evolution's checkpoint with the CLI's settings beside its own keys (its reader ignores them)."""
-    data = {**job.checkpoint(), "settings": settings}
-    return atomic_write(path, (json.dumps(data, allow_nan=False, separators=(",", ":")) + "\n").encode("utf-8"))
+                   lambda path, settings: job.save_checkpoint(path, settings))
 
 
 #: Agent name -> builder. DQN keeps its own path in ``cli.cmd_train`` (evaluations, step checkpoints).

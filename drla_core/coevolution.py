@@ -305,9 +305,48 @@ class CoevolutionJob:
         ``EvolutionJob.checkpoint``), the champions, the history."""
         return self._start if self._start is not None else self._state()
 
-    def save_checkpoint(self, path: str | os.PathLike[str]) -> Path:
-        text = json.dumps(self.checkpoint(), allow_nan=False, separators=(",", ":"))
+    def save_checkpoint(self, path: str | os.PathLike[str], settings: Mapping[str, Any] | None = None,
+                        **_: Any) -> Path:
+        """``checkpoint()`` as a JSON file (written whole or not at all), with ``settings``: what the caller wants
+        back on resume (the CLI: target, tree, out). Other keyword arguments do not apply and are ignored."""
+        data = {**self.checkpoint(), "settings": dict(settings or {})}
+        text = json.dumps(data, allow_nan=False, separators=(",", ":"))
         return atomic_write(path, (text + "\n").encode("utf-8"))
+
+    def continue_from(self, checkpoint: Any) -> list[tuple[str, Any, Any]]:
+        """Load a checkpoint (read by ``read_evolution_checkpoint``, its data, or a path) into this freshly built
+        job with the same sides and seed; this job's generations apply. Returns the changes as ``(setting, old,
+        new)``; a bad checkpoint raises ``ValueError`` (build the job afresh before using it again)."""
+        if isinstance(checkpoint, (str, os.PathLike)):
+            checkpoint = json.loads(Path(checkpoint).read_text(encoding="utf-8"))
+        data = getattr(checkpoint, "data", checkpoint)
+        if not isinstance(data, Mapping) or data.get("format") != COEVOLUTION_FORMAT:
+            raise ValueError(f"not a DRLA co-evolution checkpoint (format must be {COEVOLUTION_FORMAT!r})")
+        if data.get("version") != COEVOLUTION_VERSION:
+            raise ValueError(f"unsupported co-evolution checkpoint version {data.get('version')!r}: "
+                             f"this DRLA reads version {COEVOLUTION_VERSION}")
+        try:
+            sides = sorted(data["sides"])
+            if sides != sorted(self.names):
+                raise ValueError(f"the checkpoint's sides {sides} are not this game's {sorted(self.names)}")
+            if int(data["seed"]) != self.seed:
+                raise ValueError(f"the checkpoint's seed is {data['seed']}, this run's {self.seed}")
+            old = int(data["sides"][self.names[0]]["config"]["generations"])
+            total = self.total_steps
+            self._restore(data)
+        except (KeyError, TypeError, IndexError) as exc:
+            what = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise ValueError(f"broken co-evolution checkpoint: {what}") from None
+        self.set_total_steps(total)
+        return [("generations", old, total)] if old != total else []
+
+    def set_total_steps(self, total: int) -> None:
+        """A new number of generations for the run and for each side's own budget."""
+        self.total_steps = int(total)
+        self.done = self.steps >= self.total_steps
+        for job in self.jobs.values():
+            job.total_steps = int(total)
+            job.done = job.steps >= job.total_steps or job.solved
 
     def _restore(self, data: Mapping[str, Any]) -> None:
         for n in self.names:

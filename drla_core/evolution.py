@@ -962,13 +962,23 @@ class EvolutionCheckpoint:
     @property
     def meta(self) -> dict[str, Any]:
         d = self.data
-        return {"kind": d.get("kind", "evolution"), "run": {
-            "seed": int(d["seed"]), "steps": int(d["generation"]), "total_steps": int(d["config"]["generations"]),
+        if d.get("format") == COEVOLUTION_CHECKPOINT_FORMAT:  # each side's config holds the generations
+            total = int(next(iter(d["sides"].values()))["config"]["generations"])
+            kind = "coevolution"
+        else:
+            total, kind = int(d["config"]["generations"]), d.get("kind", "evolution")
+        return {"kind": kind, "run": {
+            "seed": int(d["seed"]), "steps": int(d["generation"]), "total_steps": total,
             "checkpoint_interval": int(self.settings.get("checkpoint_interval", 0))}}
 
 
+#: A co-evolution's checkpoint (``drla_core.coevolution``, which imports this module): the same reader serves both.
+COEVOLUTION_CHECKPOINT_FORMAT = "drla-coevolution"
+
+
 def read_evolution_checkpoint(path: str | os.PathLike[str]) -> EvolutionCheckpoint:
-    """Read and check an evolution checkpoint file; ``ValueError`` names what is wrong."""
+    """Read and check an evolution checkpoint file (one population, or a co-evolution's two); ``ValueError``
+    names what is wrong."""
     p = Path(path)
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
@@ -976,7 +986,8 @@ def read_evolution_checkpoint(path: str | os.PathLike[str]) -> EvolutionCheckpoi
         raise ValueError(f"cannot read {p}: {exc.strerror}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{p} is not a JSON evolution checkpoint: {exc}") from None
-    check_evolution_checkpoint(data)
+    if not (isinstance(data, dict) and data.get("format") == COEVOLUTION_CHECKPOINT_FORMAT):
+        check_evolution_checkpoint(data)
     ckpt = EvolutionCheckpoint(p, data)
     try:
         if ckpt.meta["run"]["total_steps"] < 1:

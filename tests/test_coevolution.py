@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -105,3 +107,23 @@ def test_one_shared_environment_gives_the_run_of_a_factory() -> None:
     assert shared.history["pacman_best"] and shared.history["ghost_vs_first"]
     with pytest.raises(TypeError, match="one ParallelEnv"):
         CoevolutionJob(42)  # type: ignore[arg-type]
+
+
+def test_continue_from_a_checkpoint_refuses_another_seed_and_extends_the_budget(tmp_path):
+    from drla_core.evolution import read_evolution_checkpoint
+
+    config = EvolutionConfig(generations=2, ga=GAConfig(population_size=6))
+    job = CoevolutionJob(lambda: make("pacman"), config, seed=1)
+    job.advance()
+    path = job.save_checkpoint(tmp_path / "co.json", settings={"target": "pacman"})
+    ckpt = read_evolution_checkpoint(path)  # one reader for both kinds of population file
+    assert ckpt.meta["kind"] == "coevolution" and ckpt.meta["run"]["total_steps"] == 2 and ckpt.steps == 2
+    assert ckpt.settings == {"target": "pacman"}
+    other = CoevolutionJob(lambda: make("pacman"), config, seed=2)
+    with pytest.raises(ValueError, match="seed is 1, this run's 2"):
+        other.continue_from(ckpt)
+    longer = CoevolutionJob(lambda: make("pacman"), replace(config, generations=3), seed=1)
+    assert longer.continue_from(ckpt) == [("generations", 2, 3)]
+    assert longer.steps == 2 and not longer.done
+    longer.advance()
+    assert longer.steps == 3 and longer.done

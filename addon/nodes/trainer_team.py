@@ -53,9 +53,6 @@ class DRLA_MultiAgentTrainerNode(TrainerSettings, bpy.types.Node):
         if len(generations) > 1:
             ctx.error(self, "both sides of a co-evolution evolve for the same Generations: "
                       + ", ".join(f"{m.name} {m.agent.config.get('train_steps', 0)}" for m in evolving))
-        if self.checkpoint_interval:
-            ctx.error(self, "a co-evolution does not write checkpoints yet: set Checkpoint Every to 0 (Stop and "
-                            "Resume continue a run)")
         episodes = max(int(m.agent.config.get("episodes", 1)) for m in evolving)
         return AgentSpec(self.name, "coevolution", {"train_steps": max(generations), "episodes": episodes},
                          hidden=[])

@@ -349,9 +349,28 @@ class SceneCoevolutionJob(CoevolutionJob):
     words: the first side's best fitness per generation as its 'returns', the second side's as its
     second curve. ``policies`` gives each side's champion (what Play runs)."""
 
-    def __init__(self, *args, **kw) -> None:
+    #: The suffix of this job's checkpoint files (both populations as JSON).
+    checkpoint_suffix = ".json"
+
+    def __init__(self, *args, checkpoint_interval: int = 0, checkpoint_path: str = "", **kw) -> None:
         super().__init__(*args, **kw)
         self._curve_names()
+        #: Every ``checkpoint_interval`` generations ``save_fn(job, checkpoint_path.format(step=generation))``
+        #: is called when the caller set it (the CLI: the champions so far and the populations' checkpoint).
+        self.checkpoint_interval, self.checkpoint_path = int(checkpoint_interval or 0), checkpoint_path
+        self.save_fn = None
+
+    def advance(self, max_steps=None, max_seconds=None) -> int:
+        before = self.steps
+        finished = super().advance(max_steps, max_seconds)
+        k = self.checkpoint_interval
+        if k > 0 and self.save_fn is not None and self.steps // k > before // k:
+            self.save_fn(self, self.checkpoint_path.format(step=self.steps))
+        return finished
+
+    def load_checkpoint(self, checkpoint):
+        """Continue from a checkpoint (``--resume`` and the panel's Resume): ``CoevolutionJob.continue_from``."""
+        return self.continue_from(checkpoint)
 
     def _curve_names(self) -> None:
         h, (a, b) = self.history, self.names
@@ -369,9 +388,6 @@ class SceneCoevolutionJob(CoevolutionJob):
         """Each side's champion as a model, by agent name (stored in the .blend for Play)."""
         return self.to_models(meta)
 
-    #: A co-evolution continues within a Blender session (Stop, Resume), not from a file yet.
-    save_checkpoint = None  # type: ignore[assignment]
-
 
 def build_coevolution_job(compiled: CompiledTree, env, *, seed: int, total_steps: int,
                           overrides: dict[str, Any] | None = None, **options) -> SceneCoevolutionJob:
@@ -385,15 +401,13 @@ def build_coevolution_job(compiled: CompiledTree, env, *, seed: int, total_steps
     unknown = set(options) - set(_RUN_OPTIONS)
     if unknown:
         raise TypeError(f"build_coevolution_job: unknown options {sorted(unknown)}")
-    if options.get("checkpoint_interval"):
-        raise BuildError("a co-evolution does not write checkpoints yet: drop --checkpoint-interval "
-                         "(Stop and Resume in Blender's sidebar continue a run)")
     configs = {m.name: evolution_config_of(m.agent, total_steps) for m in compiled.team}
     if any(c.novelty is not None for c in configs.values()):
         raise BuildError("a co-evolution scores each side against the other: unlink the Novelty node")
+    saving = {k: options[k] for k in ("checkpoint_interval", "checkpoint_path") if options.get(k)}
     try:
         return SceneCoevolutionJob(env, configs, seed=seed,
-                                   progress_episodes=int(compiled.agent.config.get("episodes", 1)))
+                                   progress_episodes=int(compiled.agent.config.get("episodes", 1)), **saving)
     except ValueError as exc:
         raise BuildError(str(exc)) from exc
 
