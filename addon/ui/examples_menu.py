@@ -1,4 +1,4 @@
-"""Add > DRLA Examples: build an example scene and its RL tree (from ``examples.EXAMPLES``) in one click.
+"""Add > DRLA Examples: build an example scene and its RL tree (from ``EXAMPLES``) in one click.
 
 The entries are in the 3D viewport's Add menu and in the DRLA node editor's Add menu. The new
 tree becomes the scene's RL tree, so the DRLA panel is ready to Train.
@@ -8,13 +8,36 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
+from typing import Any
 
 import bpy
 from bpy.props import StringProperty
 
 from ..properties import TREE_IDNAME
 from ..runs import sessions
-from .examples import EXAMPLES
+from .examples import (
+    build_arm3_tree,
+    build_arm6_tree,
+    build_chase_tree,
+    build_tank_duel_tree,
+    build_tank_tree,
+    build_transform_tree,
+)
+from .examples_evolution import build_cartpole_rb_tree, build_pacman_tree, build_walker_tree
+
+#: Menu label -> builder ``(scene) -> tree``, in menu order.
+EXAMPLES: dict[str, Callable[[Any], Any]] = {
+    "Tank": build_tank_tree,
+    "Reach (transform)": build_transform_tree,
+    "Robot Arm 6 (Learned IK)": build_arm6_tree,
+    "Robot Arm 3 (Learned IK)": build_arm3_tree,
+    "Chase (two agents)": build_chase_tree,
+    "Tank Duel (two agents)": build_tank_duel_tree,
+    "Cart-Pole (rigid body)": build_cartpole_rb_tree,
+    "Walker": build_walker_tree,
+    "Pac-Man (co-evolution)": build_pacman_tree,
+}
 
 
 def _examples() -> dict:

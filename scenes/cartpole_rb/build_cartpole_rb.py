@@ -123,7 +123,7 @@ def build_scene() -> Any:
 
 def build_tree(scene: Any) -> Any:
     """The tree (see the module docstring): the add-on's Add > DRLA Examples builder, so the two never differ."""
-    from drla_ext.addon.ui.examples import build_cartpole_rb_tree
+    from drla_ext.addon.ui.examples_evolution import build_cartpole_rb_tree
 
     return build_cartpole_rb_tree(scene, TREE_NAME)
 

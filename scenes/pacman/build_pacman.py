@@ -6,7 +6,7 @@ Run from the repository root::
 
 The maze of ``drla_core.envs.pacman.MAZE`` as objects (a cube per wall in collection "Walls", a small cube
 per pellet in "Pellets", the yellow ``PacMan`` and the red ``Ghost`` in opposite corners, a floor), a
-top-down camera, and the RL node tree "PacMan" (``addon.ui.examples.build_pacman_tree``): two Named Agents
+top-down camera, and the RL node tree "PacMan" (``addon.ui.examples_evolution.build_pacman_tree``): two Named Agents
 whose Evolution Agents co-evolve, each side scored against the other's current champion. Transform-only:
 no physics.
 """
@@ -66,7 +66,7 @@ def build(out: str | Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     scene = build_scene()
     register_extension()
-    from drla_ext.addon.ui.examples import build_pacman_tree
+    from drla_ext.addon.ui.examples_evolution import build_pacman_tree
 
     tree = build_pacman_tree(scene)
     tree.name = TREE_NAME

@@ -240,13 +240,13 @@ def test_scene_copies_copy_the_walls_and_pellets_too(ext):
     from drla_ext.addon.runs import build
     from drla_ext.addon.scene.snapshot import restored_scene
     from drla_ext.addon.tree import compiler
-    from drla_ext.addon.ui import examples
+    from drla_ext.addon.ui import examples, examples_evolution
 
     scene, _ = _open()
     before = fingerprint(scene)
-    obs = examples.build_pacman_objects(scene)
+    obs = examples_evolution.build_pacman_objects(scene)
     b = examples._Builder("PacManAlone")
-    env_node = examples._maze_env(b, obs["PacMan"], obs["Ghost"], obs["Walls"], obs["Pellets"], True)
+    env_node = examples_evolution._maze_env(b, obs["PacMan"], obs["Ghost"], obs["Walls"], obs["Pellets"], True)
     examples._agent(b, env_node, hidden=(8,))
     tree = b.done()
     compiled = compiler.compile_tree(tree, scene)

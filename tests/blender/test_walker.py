@@ -51,7 +51,7 @@ def test_the_walker_stands_without_actions(walker, builder):
     from drla_ext.addon.runs import build
     from drla_ext.addon.scene.snapshot import restored_scene
     from drla_ext.addon.tree import compiler
-    from drla_ext.addon.ui import examples
+    from drla_ext.addon.ui import examples_evolution
 
     scene, tree = walker
     with restored_scene(scene):
@@ -63,7 +63,7 @@ def test_the_walker_stands_without_actions(walker, builder):
         while True:
             obs, r, term, trunc, _ = env.step(np.zeros(4, np.float32))
             ret, steps = ret + r, steps + 1
-            phase = 2 * np.pi * examples.WALKER_CLOCK_HZ * steps / scene.render.fps
+            phase = 2 * np.pi * examples_evolution.WALKER_CLOCK_HZ * steps / scene.render.fps
             assert obs[-2:] == pytest.approx([np.sin(phase), np.cos(phase)], abs=1e-6)
             if term or trunc:
                 break
