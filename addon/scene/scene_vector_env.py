@@ -11,6 +11,12 @@ The scene's frame runs on across the copies' episodes (a copy cannot send the ot
 start frame), so a copy's episode does not start at the scene's start frame: animation and physics
 that depend on the frame are not restarted per copy (``SceneCopies`` refuses rigid bodies).
 ``close()`` removes every copy.
+
+A step is batched across the copies wherever it can be (``_Batched``): one read of every world matrix the
+sensors, rewards and endings need (``batch.ObjectArrays``), numpy for the sensors, rewards and endings
+that have a ``batch`` over all copies at once, world-space Move actions computed together; the rest
+(camera tiles, rays, properties, other actions) copy by copy. Every copy's values are bit-identical to
+what its own ``SceneEnv`` computes.
 """
 
 from __future__ import annotations
@@ -22,8 +28,11 @@ import numpy as np
 
 from ...drla_core.vector_env import VectorEnv, add_info, copy_seeds
 from ..specs import EnvSpec
+from . import actuators as _actuators
+from .batch import ObjectArrays, world_matrices
 from .copies import SceneCopies
 from .scene_env import SceneEnv
+from .sensors import NonFiniteError, StateBatch
 
 #: The scene's frame goes back to the start frame after this many frames (Blender's frames end at
 #: 1,048,574); each copy's episode is unaffected, only frame-driven animation sees the jump.
@@ -59,6 +68,7 @@ class SceneVectorEnv(VectorEnv):
         self.spacing = self.copies.spacing
         self._frame = scene.frame_start
         self._view_layer = bpy.context.view_layer if bpy.context.scene == scene else scene.view_layers[0]
+        self._batched = _Batched(self.envs)
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None):
         for env, s in zip(self.envs, copy_seeds(seed, self.num_envs)):
@@ -67,38 +77,41 @@ class SceneVectorEnv(VectorEnv):
         self._frame = self.scene.frame_start
         self.scene.frame_set(self._frame)
         obs = np.stack([env.begin_episode() for env in self.envs])
+        self._batched.begin(range(self.num_envs))
         return obs, {}
 
     def step(self, actions):
         actions = np.asarray(actions)
-        events = [env.act(a) for env, a in zip(self.envs, actions)]
+        batched = self._batched
+        events = batched.act(actions)
         for _ in range(self.frames_per_step):
             self._frame += 1
             if self._frame > self.scene.frame_start + FRAME_WRAP:
                 self._frame = self.scene.frame_start
             self.scene.frame_set(self._frame)
-        results = [env.observe(ev) for env, ev in zip(self.envs, events)]
-        obs = np.stack([r[0] for r in results])
-        rewards = np.array([r[1] for r in results], dtype=np.float64)
-        terminated = np.array([r[2] for r in results], dtype=bool)
-        truncated = np.array([r[3] for r in results], dtype=bool)
+        obs, rewards, terminated = batched.observe(events)
+        batched.steps += 1
+        truncated = ~terminated & (batched.steps >= self.max_steps)
+        done = terminated | truncated
         infos: dict[str, Any] = {}
-        ended = np.flatnonzero(terminated | truncated)
-        for i, r in enumerate(results):
-            if r[4] and not (terminated[i] or truncated[i]):
-                add_info(infos, r[4], i, self.num_envs)
+        for i in batched.fired_copies(events):
+            if not done[i]:
+                add_info(infos, {"hit": int(events[i]["hit"])}, i, self.num_envs)
+        ended = np.flatnonzero(done)
         if ended.size:
-            infos["final_obs"] = np.where((terminated | truncated)[:, None], obs, 0).astype(obs.dtype)
-            infos["_final_obs"] = terminated | truncated
+            infos["final_obs"] = np.where(done[:, None], obs, 0).astype(obs.dtype)
+            infos["_final_obs"] = done
             final: dict[str, Any] = {}
             for i in ended:
-                add_info(final, results[i][4], i, self.num_envs)
-            infos["final_info"], infos["_final_info"] = final, terminated | truncated
+                if events[i]["fired"]:
+                    add_info(final, {"hit": int(events[i]["hit"])}, i, self.num_envs)
+            infos["final_info"], infos["_final_info"] = final, done.copy()
             for i in ended:
                 self.envs[i].restart_objects()
             self._view_layer.update()
             for i in ended:
                 obs[i] = self.envs[i].begin_episode()
+            batched.begin(ended.tolist())
         return obs, rewards, terminated, truncated, infos
 
     def close(self) -> None:
@@ -107,3 +120,94 @@ class SceneVectorEnv(VectorEnv):
                 env.close()
         finally:
             self.copies.remove()
+
+
+class _Batched:
+    """What ``SceneEnv.act`` and ``SceneEnv.observe`` do, for all the copies at once (see the module
+    docstring); ``begin(copies)`` after those copies' ``begin_episode``."""
+
+    def __init__(self, envs: list[SceneEnv]) -> None:
+        self.envs = envs
+        n = self.n = len(envs)
+        first = envs[0]
+        self.steps = np.zeros(n, np.int64)
+        self.state = StateBatch([env.state for env in envs])
+        objects = list(self.state.objects)
+        self.rewards = []  # (batch or None, first matrix row, object slots, the copies' terms, node)
+        for k, (term, spec) in enumerate(zip(first.rewards, first.spec.rewards)):
+            terms = [env.rewards[k] for env in envs]
+            objects, part = self._part(objects, term, terms)
+            self.rewards.append((*part, spec.node))
+        self.dones = []  # (batch or None, first matrix row, object slots, the copies' endings, reward)
+        for k, done in enumerate(first.dones):
+            dones = [env.dones[k] for env in envs]
+            objects, part = self._part(objects, done, dones)
+            self.dones.append((*part, done.reward))
+        self.arrays = ObjectArrays(objects) if objects else None
+        self.moves = None
+        if isinstance(first.actuator, _actuators.DiscreteActuator):
+            self.moves = _actuators.MoveBatch([env.actuator for env in envs])
+            self.batched_actions = np.asarray(self.moves.batched, bool)
+
+    def _part(self, objects: list, first, items: list) -> tuple[list, tuple]:
+        if getattr(first, "batch", None) is None:
+            return objects, (None, 0, 0, items)
+        start, slots = len(objects), len(first.objects())
+        for k in range(slots):
+            objects = objects + [item.objects()[k] for item in items]
+        return objects, (first.batch(items), start, slots, items)
+
+    def begin(self, copies) -> None:
+        for i in copies:
+            self.steps[i] = 0
+            for batch, *_ in (*self.rewards, *self.dones):
+                if batch is not None:
+                    batch.begin(i)
+
+    def act(self, actions: np.ndarray) -> list[dict]:
+        events = [_actuators.NO_EVENT] * self.n
+        if self.moves is None:
+            return [env.act(a) for env, a in zip(self.envs, actions)]
+        actions = actions.astype(np.intp, copy=False)
+        here = self.batched_actions[actions]
+        for i in np.flatnonzero(~here).tolist():
+            events[i] = self.envs[i].act(actions[i])
+        copies = np.flatnonzero(here)
+        self.moves.apply(actions[copies], copies)
+        return events
+
+    @staticmethod
+    def fired_copies(events: list[dict]) -> list[int]:
+        return [i for i, ev in enumerate(events) if ev["fired"]]
+
+    def observe(self, events: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        n = self.n
+        mats = world_matrices(self.arrays.read()) if self.arrays is not None else None
+
+        def slots(start, count):
+            return [mats[start + k * n:start + (k + 1) * n] for k in range(count)]
+
+        obs = self.state.read(mats)
+        fired = np.zeros(n, bool)
+        hit = np.zeros(n, bool)
+        for i in self.fired_copies(events):
+            fired[i], hit[i] = True, events[i]["hit"]
+        reward = np.zeros(n)
+        for batch, start, count, terms, node in self.rewards:
+            if batch is not None:
+                values = batch(slots(start, count), fired, hit)
+            else:
+                values = np.array([float(term(ev)) for term, ev in zip(terms, events)])
+            reward = reward + values
+            if not np.isfinite(values).all():
+                raise NonFiniteError(f"Reward node '{node}' gave a value that is not a finite number: "
+                                     "check the property or objects it reads")
+        terminated = np.zeros(n, bool)
+        for batch, start, count, dones, value in self.dones:
+            if batch is not None:
+                cond = batch(slots(start, count))
+            else:
+                cond = np.array([bool(done()) for done in dones])
+            terminated |= cond
+            reward = np.where(cond, reward + value, reward)
+        return obs, reward, terminated
