@@ -13,7 +13,7 @@ import numpy as np
 from mathutils import Quaternion, Vector
 
 from .batch import distance, distances, relative_location, relative_locations
-from .camera import CameraAtlas, CameraRenderer
+from .camera import BYTE_TO_FLOAT, CameraAtlas, CameraRenderer, display_image
 from .probes import AXIS_VECTORS, top_parent, cast_ray, property_probe
 
 # --------------------------------------------------------------------------- sensor readers
@@ -269,6 +269,11 @@ class CameraReader:
                                        method=o["method"], threshold=o["threshold"], normalize_depth=False,
                                        objects=o.get("objects"), atlas=atlas)
         self.size = spec.size
+        self.atlas = atlas if self.renderer.method == 'gpu' else None
+        self.batch = CameraBatch if self.atlas is not None and not self.depth else None
+
+    def objects(self) -> list:
+        return []
 
     def read(self, out):
         img = self.renderer.read()
@@ -278,6 +283,27 @@ class CameraReader:
 
     def close(self):
         self.renderer.close()
+
+
+class CameraBatch:
+    """The copies' cameras (one shared ``CameraAtlas``): one draw, one readback and one conversion of all
+    their tiles at once, the same per-pixel arithmetic as ``CameraRenderer.read``."""
+
+    def __init__(self, readers) -> None:
+        self.atlas = readers[0].atlas[0]
+        self.same = all(r.atlas is not None and r.atlas[0] is self.atlas for r in readers)
+        self.readers = readers
+        self.indices = np.array([r.atlas[1] if r.atlas is not None else -1 for r in readers], np.intp)
+        r = readers[0].renderer
+        self.mode, self.threshold = r.mode, r.threshold
+
+    def __call__(self, mats, out) -> None:
+        if not self.same:
+            for i, reader in enumerate(self.readers):
+                reader.read(out[i])
+            return
+        rgb = BYTE_TO_FLOAT[self.atlas.tiles(self.indices)[..., :3]]
+        out[:] = display_image(rgb, self.mode, self.threshold).reshape(len(self.readers), -1)
 
 
 class ClockReader:
