@@ -51,8 +51,10 @@ class SceneVectorEnv(VectorEnv):
         self.num_envs = int(num_envs or spec.copies)
         self.copies = SceneCopies(scene, spec, self.num_envs + int(eval_copy))
         try:
-            shared: dict = {}  # the copies' cameras draw one picture (scene.camera.CameraAtlas)
-            envs = [SceneEnv(copy_spec, scene, shared) for copy_spec in self.copies.specs]
+            shared: dict = {}  # the training copies' cameras draw one picture (scene.camera.CameraAtlas);
+            # the spare copy steps alone while they wait: its camera draws its own picture, not all of theirs
+            envs = [SceneEnv(copy_spec, scene, shared if i < self.num_envs else None)
+                    for i, copy_spec in enumerate(self.copies.specs)]
         except BaseException:
             self.copies.remove()
             raise
@@ -148,6 +150,7 @@ class _Batched:
         if isinstance(first.actuator, _actuators.DiscreteActuator):
             self.moves = _actuators.MoveBatch([env.actuator for env in envs])
             self.batched_actions = np.asarray(self.moves.batched, bool)
+            self.fires = [item.kind == 'FIRE' for item in first.actuator.items]
 
     def _part(self, objects: list, first, items: list) -> tuple[list, tuple]:
         if getattr(first, "batch", None) is None:
@@ -170,7 +173,9 @@ class _Batched:
             return [env.act(a) for env, a in zip(self.envs, actions)]
         actions = actions.astype(np.intp, copy=False)
         here = self.batched_actions[actions]
-        for i in np.flatnonzero(~here).tolist():
+        # shots first: a ray cast evaluates the scene when anything changed since the last evaluation, so
+        # shooting before any copy moves spares an evaluation per shot (a copy's shot sees only its own copy)
+        for i in sorted(np.flatnonzero(~here).tolist(), key=lambda i: not self.fires[actions[i]]):
             events[i] = self.envs[i].act(actions[i])
         copies = np.flatnonzero(here)
         self.moves.apply(actions[copies], copies)
