@@ -70,7 +70,7 @@ class SceneVectorEnv(VectorEnv):
         self.spacing = self.copies.spacing
         self._frame = scene.frame_start
         self._view_layer = bpy.context.view_layer if bpy.context.scene == scene else scene.view_layers[0]
-        self._batched = _Batched(self.envs)
+        self._batched = _Batched(self.envs) if self.num_envs > 1 else None  # one copy: SceneEnv's own step
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None):
         for env, s in zip(self.envs, copy_seeds(seed, self.num_envs)):
@@ -79,18 +79,24 @@ class SceneVectorEnv(VectorEnv):
         self._frame = self.scene.frame_start
         self.scene.frame_set(self._frame)
         obs = np.stack([env.begin_episode() for env in self.envs])
-        self._batched.begin(range(self.num_envs))
+        if self._batched is not None:
+            self._batched.begin(range(self.num_envs))
         return obs, {}
 
-    def step(self, actions):
-        actions = np.asarray(actions)
-        batched = self._batched
-        events = batched.act(actions)
+    def _advance(self) -> None:
         for _ in range(self.frames_per_step):
             self._frame += 1
             if self._frame > self.scene.frame_start + FRAME_WRAP:
                 self._frame = self.scene.frame_start
             self.scene.frame_set(self._frame)
+
+    def step(self, actions):
+        actions = np.asarray(actions)
+        if self._batched is None:
+            return self._step_each(actions)
+        batched = self._batched
+        events = batched.act(actions)
+        self._advance()
         obs, rewards, terminated = batched.observe(events)
         batched.steps += 1
         truncated = ~terminated & (batched.steps >= self.max_steps)
@@ -114,6 +120,36 @@ class SceneVectorEnv(VectorEnv):
             for i in ended:
                 obs[i] = self.envs[i].begin_episode()
             batched.begin(ended.tolist())
+        return obs, rewards, terminated, truncated, infos
+
+    def _step_each(self, actions):
+        """``step`` copy by copy with ``SceneEnv.act`` and ``observe`` (one copy: numpy's per-call costs
+        outweigh what batching saves)."""
+        events = [env.act(a) for env, a in zip(self.envs, actions)]
+        self._advance()
+        results = [env.observe(ev) for env, ev in zip(self.envs, events)]
+        obs = np.stack([r[0] for r in results])
+        rewards = np.array([r[1] for r in results], dtype=np.float64)
+        terminated = np.array([r[2] for r in results], dtype=bool)
+        truncated = np.array([r[3] for r in results], dtype=bool)
+        infos: dict[str, Any] = {}
+        done = terminated | truncated
+        for i, r in enumerate(results):
+            if r[4] and not done[i]:
+                add_info(infos, r[4], i, self.num_envs)
+        ended = np.flatnonzero(done)
+        if ended.size:
+            infos["final_obs"] = np.where(done[:, None], obs, 0).astype(obs.dtype)
+            infos["_final_obs"] = done
+            final: dict[str, Any] = {}
+            for i in ended:
+                add_info(final, results[i][4], i, self.num_envs)
+            infos["final_info"], infos["_final_info"] = final, done.copy()
+            for i in ended:
+                self.envs[i].restart_objects()
+            self._view_layer.update()
+            for i in ended:
+                obs[i] = self.envs[i].begin_episode()
         return obs, rewards, terminated, truncated, infos
 
     def close(self) -> None:

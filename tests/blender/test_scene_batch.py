@@ -148,7 +148,8 @@ def test_object_arrays_follow_renames_and_new_objects(empty_scene):
 
 def test_batched_camera_tiles_equal_each_copys_own_camera(ext):
     """The tank's camera in 3 copies: one draw of the atlas, all tiles converted at once, equals every copy's
-    CameraReader.read of its own tile."""
+    CameraReader.read of its own tile. The spare evaluation copy draws its own picture alone (not the atlas,
+    which would draw every copy on each of its steps)."""
     from drla_ext.addon.scene.scene_vector_env import SceneVectorEnv
     from drla_ext.addon.scene.sensors import CameraBatch
     from drla_ext.addon.scene.snapshot import restored_scene
@@ -158,8 +159,10 @@ def test_batched_camera_tiles_equal_each_copys_own_camera(ext):
     scene = bpy.context.scene
     spec = compiler.compile_tree(bpy.data.node_groups["Tank"], scene).env
     with restored_scene(scene):
-        venv = SceneVectorEnv(spec, scene, 3)
+        venv = SceneVectorEnv(spec, scene, 3, eval_copy=True)
         try:
+            spare = next(r for r in venv.eval_env.state.readers if hasattr(r, "renderer"))
+            assert spare.atlas is None and spare.renderer._impl.atlas is None and spare.batch is None
             venv.reset(seed=2)
             part = next(p for p in venv._batched.state.parts if isinstance(p[2], CameraBatch))
             sl, readers = part[0], part[5]
