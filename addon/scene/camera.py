@@ -62,8 +62,24 @@ METHODS = ('gpu', 'workbench')
 COLOR_SOURCES = ('OBJECT', 'MATERIAL')
 GEOMETRY_TYPES = frozenset({'MESH', 'CURVE', 'SURFACE', 'FONT', 'META'})
 LUMA = np.array([0.2126, 0.7152, 0.0722], np.float32)
-#: An 8-bit channel's value as a float, k / 255 (what the Workbench path's BMP gives too).
-BYTE_TO_FLOAT = np.arange(256, dtype=np.float32) / np.float32(255.0)
+
+
+def byte_channels(px: np.ndarray) -> list[np.ndarray]:
+    """The R, G, B channels of (..., 4) or (..., 3) 8-bit pixels as float32 k / 255 (what the Workbench
+    path's BMP gives too), each converted on its own (cheaper than converting the RGB block at once)."""
+    scale = np.float32(255.0)
+    return [px[..., k].astype(np.float32) / scale for k in range(3)]
+
+
+def display_bytes(px: np.ndarray, mode: str, threshold: float) -> np.ndarray:
+    """``display_image`` of 8-bit pixels (..., h, w, 4), the same numbers, without a float RGB block."""
+    r, g, b = byte_channels(px)
+    if mode == 'RGB':
+        return np.stack([r, g, b], axis=-1)
+    gray = r * LUMA[0] + g * LUMA[1] + b * LUMA[2]
+    if mode == 'GRAY':
+        return gray
+    return (gray > np.float32(threshold)).astype(np.float32)
 
 
 def gray_of(rgb: np.ndarray) -> np.ndarray:
@@ -452,7 +468,7 @@ class _GpuPath:
 
     def read_rgb(self) -> np.ndarray:
         """A view of the readback buffer (valid until the next read); ``CameraRenderer`` copies."""
-        return BYTE_TO_FLOAT[self._pixels()[0][::-1, :, :3]]
+        return np.stack(byte_channels(self._pixels()[0][::-1]), axis=-1)
 
     def read_depth(self) -> np.ndarray:
         d = self._pixels()[1][::-1].astype(np.float32)

@@ -12,11 +12,19 @@ start frame), so a copy's episode does not start at the scene's start frame: ani
 that depend on the frame are not restarted per copy (``SceneCopies`` refuses rigid bodies).
 ``close()`` removes every copy.
 
-A step is batched across the copies wherever it can be (``_Batched``): one read of every world matrix the
-sensors, rewards and endings need (``batch.ObjectArrays``), numpy for the sensors, rewards and endings
-that have a ``batch`` over all copies at once, world-space Move actions computed together; the rest
-(camera tiles, rays, properties, other actions) copy by copy. Every copy's values are bit-identical to
-what its own ``SceneEnv`` computes.
+With two copies or more a step is batched across them wherever it can be (``_Batched``): one read of
+every world matrix the sensors, rewards and endings need (``batch.ObjectArrays``); numpy over all copies
+for the Transform (location) and Distance sensors, the distance, step-cost and hit rewards and the
+Within Distance and Out of Bounds endings; the cameras' shared picture (``camera.CameraAtlas``) drawn,
+read back as bytes and converted once for all copies; world-space Move actions computed together. The
+rest (rays, properties, velocities, rotations, shots, other actions) goes copy by copy. Every copy's
+values are bit-identical to what its own ``SceneEnv`` computes (``tests/blender/test_scene_batch.py``).
+
+What still costs per copy (measured on the 2-core box, see ``bench/copies.py``): Blender's evaluation of
+the moved objects on the frame advance (about 6 us per moved object, plus about 100 us per evaluation
+with 200 objects in the scene), writing each moved object's location (about 1.6 us: only an RNA write
+tells Blender to evaluate it again), restarting the copies that ended (``ObjectState.restore``, and a
+second evaluation), and for cameras one draw call per object per copy (llvmpipe).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import numpy as np
 from mathutils import Quaternion, Vector
 
 from .batch import distance, distances, relative_location, relative_locations
-from .camera import BYTE_TO_FLOAT, CameraAtlas, CameraRenderer, display_image
+from .camera import CameraAtlas, CameraRenderer, display_bytes
 from .probes import AXIS_VECTORS, top_parent, cast_ray, property_probe
 
 # --------------------------------------------------------------------------- sensor readers
@@ -302,8 +302,8 @@ class CameraBatch:
             for i, reader in enumerate(self.readers):
                 reader.read(out[i])
             return
-        rgb = BYTE_TO_FLOAT[self.atlas.tiles(self.indices)[..., :3]]
-        out[:] = display_image(rgb, self.mode, self.threshold).reshape(len(self.readers), -1)
+        pictures = display_bytes(self.atlas.tiles(self.indices), self.mode, self.threshold)
+        out[:] = pictures.reshape(len(self.readers), -1)
 
 
 class ClockReader:

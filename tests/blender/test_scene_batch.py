@@ -177,3 +177,21 @@ def test_batched_camera_tiles_equal_each_copys_own_camera(ext):
                     np.testing.assert_array_equal(out[i], own)
         finally:
             venv.close()
+
+
+def test_one_copy_steps_as_the_single_scene_and_passes_the_check(empty_scene):
+    """With one copy SceneVectorEnv steps through SceneEnv's own act/observe (no batch), and still keeps the
+    vector contract."""
+    from drla_ext.addon.scene.scene_vector_env import SceneVectorEnv
+    from drla_ext.addon.scene.snapshot import restored_scene
+    from drla_ext.drla_core.vector_env import check_vector_env
+
+    scene = empty_scene
+    t = batch_tree(scene, copies=1)
+    with restored_scene(scene):
+        venv = SceneVectorEnv(_spec(t), scene)
+        try:
+            assert venv.num_envs == 1 and venv._batched is None
+            check_vector_env(venv, steps=30)
+        finally:
+            venv.close()
