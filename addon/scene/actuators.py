@@ -194,6 +194,61 @@ class DiscreteActuator:
         return self.items[int(index)].apply(rng)
 
 
+def batch_moves(items: list[_Item]) -> bool:
+    """Whether ``MoveBatch`` can apply these items (the copies' versions of one action): world-space moves that
+    no wall blocks (a Blocked By move checks its own copy's walls one copy at a time)."""
+    return items[0].kind == 'MOVE' and items[0].spec.space != 'LOCAL' and all(
+        item.blockers is None for item in items)
+
+
+class MoveBatch:
+    """World-space Move actions of many scene copies in one pass: every moved object's location read at
+    once (``batch.ObjectArrays``), the new locations computed in numpy with the float32 addition and the
+    clamping ``_Item.apply`` does (bit-identical), then written object by object (a location written
+    from Python is what tells Blender to evaluate the object again).
+
+    ``actuators``: the copies' ``DiscreteActuator`` s; ``batched[a]`` says whether action ``a`` is done here."""
+
+    def __init__(self, actuators: list[DiscreteActuator]) -> None:
+        from .batch import ObjectArrays
+
+        n_actions = len(actuators[0].items)
+        self.batched = [batch_moves([act.items[a] for act in actuators]) for a in range(n_actions)]
+        objects: list = []
+        self.rows: dict[int, np.ndarray] = {}  # action -> row of each copy's moved object in the read
+        for a in range(n_actions):
+            if not self.batched[a]:
+                continue
+            rows = []
+            for act in actuators:
+                ob = act.items[a].ob
+                if ob not in objects:
+                    objects.append(ob)
+                rows.append(objects.index(ob))
+            self.rows[a] = np.asarray(rows, np.intp)
+        self.objects = objects
+        self.arrays = ObjectArrays(objects, "location", 3) if objects else None
+        self.actuators = actuators
+        self.steps = {a: np.asarray(actuators[0].items[a].spec.vector, np.float32) for a in self.rows}
+        self.limits = {}
+        for a in self.rows:
+            limits = actuators[0].items[a].spec.limits
+            self.limits[a] = (np.asarray(limits[0], np.float64), np.asarray(limits[1], np.float64)) if limits else None
+
+    def apply(self, actions: np.ndarray, copies: np.ndarray) -> None:
+        """Apply ``actions[i]`` (all batched) to copy ``copies[i]``."""
+        if self.arrays is None or not len(copies):
+            return
+        locations = self.arrays.read()
+        for a in np.unique(actions).tolist():
+            chosen = copies[actions == a]
+            new = locations[self.rows[a][chosen]] + self.steps[a]
+            if self.limits[a] is not None:
+                new = np.minimum(np.maximum(new.astype(np.float64), self.limits[a][0]), self.limits[a][1])
+            for i, row in zip(chosen.tolist(), new.tolist()):
+                self.actuators[i].items[a].ob.location = row
+
+
 class BoneActuator:
     """Continuous actions: 3 values in [-1, 1] per bone, Euler angles times ``max_angle``."""
 
@@ -234,8 +289,9 @@ class MotorActuator:
 
 def random_location(rng: np.random.Generator, low, high, grid: float = 0.0) -> list[float]:
     """Uniform between ``low`` and ``high``; with ``grid``, a uniform pick among the multiples of ``grid`` inside."""
-    if grid <= 0:
-        return rng.uniform(low, high).tolist()
+    if grid <= 0:  # what rng.uniform(low, high) draws (low + (high - low) * u), without its slow argument checks
+        lo = np.asarray(low, np.float64)
+        return (lo + (np.asarray(high, np.float64) - lo) * rng.random(lo.shape)).tolist()
     lo = np.ceil(np.asarray(low, np.float64) / grid - 1e-9)
     hi = np.floor(np.asarray(high, np.float64) / grid + 1e-9)
     return (rng.integers(lo, np.maximum(hi, lo) + 1) * grid).tolist()

@@ -62,6 +62,40 @@ METHODS = ('gpu', 'workbench')
 COLOR_SOURCES = ('OBJECT', 'MATERIAL')
 GEOMETRY_TYPES = frozenset({'MESH', 'CURVE', 'SURFACE', 'FONT', 'META'})
 LUMA = np.array([0.2126, 0.7152, 0.0722], np.float32)
+
+
+def byte_channels(px: np.ndarray) -> list[np.ndarray]:
+    """The R, G, B channels of (..., 4) or (..., 3) 8-bit pixels as float32 k / 255 (what the Workbench
+    path's BMP gives too), each converted on its own (cheaper than converting the RGB block at once)."""
+    scale = np.float32(255.0)
+    return [px[..., k].astype(np.float32) / scale for k in range(3)]
+
+
+def display_bytes(px: np.ndarray, mode: str, threshold: float) -> np.ndarray:
+    """``display_image`` of 8-bit pixels (..., h, w, 4), the same numbers, without a float RGB block."""
+    r, g, b = byte_channels(px)
+    if mode == 'RGB':
+        return np.stack([r, g, b], axis=-1)
+    gray = r * LUMA[0] + g * LUMA[1] + b * LUMA[2]
+    if mode == 'GRAY':
+        return gray
+    return (gray > np.float32(threshold)).astype(np.float32)
+
+
+def gray_of(rgb: np.ndarray) -> np.ndarray:
+    """Rec.709 luma of (..., 3) float32 display RGB, element by element (the same numbers for one
+    picture or a stack of them)."""
+    return rgb[..., 0] * LUMA[0] + rgb[..., 1] * LUMA[1] + rgb[..., 2] * LUMA[2]
+
+
+def display_image(rgb: np.ndarray, mode: str, threshold: float) -> np.ndarray:
+    """(..., h, w, 3) float32 display RGB as the mode's float32 picture(s) (RGB, GRAY or BW)."""
+    if mode == 'RGB':
+        return np.array(rgb, dtype=np.float32)  # a new array
+    gray = gray_of(rgb)
+    if mode == 'GRAY':
+        return gray.astype(np.float32, copy=False)
+    return (gray > np.float32(threshold)).astype(np.float32)
 _WB_BACKGROUND_DEPTH = 1.0e9  # the Z pass writes 1e10 where nothing was hit
 
 _gpu_context_ready = False
@@ -246,12 +280,7 @@ class CameraRenderer:
                 depth = depth / np.float32(self.camera.data.clip_end)
             return depth.astype(np.float32, copy=False)
         rgb = self._impl.read_rgb()  # (h, w, 3) float32 display-referred 0..1 (may be a view)
-        if self.mode == 'RGB':
-            return np.array(rgb, dtype=np.float32)  # a new array, as documented
-        gray = rgb @ LUMA
-        if self.mode == 'GRAY':
-            return gray.astype(np.float32, copy=False)
-        return (gray > self.threshold).astype(np.float32)
+        return display_image(rgb, self.mode, self.threshold)
 
     def invalidate(self) -> None:
         """Rebuild the gpu batches on the next read (after editing a mesh in place)."""
@@ -290,7 +319,7 @@ class _GpuPath:
         self.offscreen: Any = gpu.types.GPUOffScreen(cam.width, cam.height, format='RGBA8')
         self.shader = gpu.shader.from_builtin('UNIFORM_COLOR')
         n = cam.width * cam.height
-        self._color_buf = gpu.types.Buffer('FLOAT', n * 4)
+        self._color_buf = gpu.types.Buffer('UBYTE', n * 4)  # the RGBA8 buffer's bytes: 4x less than floats
         self._depth_buf = gpu.types.Buffer('FLOAT', n)
         self._color_np = np.asarray(self._color_buf)  # views sharing the buffers' memory
         self._depth_np = np.asarray(self._depth_buf)
@@ -425,12 +454,12 @@ class _GpuPath:
             fb.clear(color=bg, depth=1.0)
             with _depth_state(gpu):
                 self.draw_into(view, proj, draws)
-                fb.read_color(0, 0, cam.width, cam.height, 4, 0, 'FLOAT', data=self._color_buf)
+                fb.read_color(0, 0, cam.width, cam.height, 4, 0, 'UBYTE', data=self._color_buf)
                 if cam.mode == 'DEPTH':
                     fb.read_depth(0, 0, cam.width, cam.height, data=self._depth_buf)
 
     def _pixels(self) -> tuple[np.ndarray, np.ndarray]:
-        """This camera's colour (h, w, 4) and depth (h, w) readback, bottom row first."""
+        """This camera's colour (h, w, 4) uint8 and depth (h, w) readback, bottom row first."""
         h, w = self.cam.height, self.cam.width
         if self.atlas is not None:
             return self.atlas[0].tile(self.atlas[1])
@@ -439,7 +468,7 @@ class _GpuPath:
 
     def read_rgb(self) -> np.ndarray:
         """A view of the readback buffer (valid until the next read); ``CameraRenderer`` copies."""
-        return self._pixels()[0][::-1, :, :3]
+        return np.stack(byte_channels(self._pixels()[0][::-1]), axis=-1)
 
     def read_depth(self) -> np.ndarray:
         d = self._pixels()[1][::-1].astype(np.float32)
@@ -497,7 +526,7 @@ class CameraAtlas:
         self.rows = math.ceil(self.count / self.columns)
         w, h = self.columns * self.width, self.rows * self.height
         self.offscreen = gpu.types.GPUOffScreen(w, h, format='RGBA8')
-        self._color_buf = gpu.types.Buffer('FLOAT', w * h * 4)
+        self._color_buf = gpu.types.Buffer('UBYTE', w * h * 4)
         self._depth_buf = gpu.types.Buffer('FLOAT', w * h)
         self._color = np.asarray(self._color_buf).reshape(h, w, 4)
         self._depth = np.asarray(self._depth_buf).reshape(h, w)
@@ -533,19 +562,30 @@ class CameraAtlas:
                         path.draw_into(view, proj, draws)
                 finally:
                     gpu.state.viewport_set(0, 0, w, h)
-                fb.read_color(0, 0, w, h, 4, 0, 'FLOAT', data=self._color_buf)
+                fb.read_color(0, 0, w, h, 4, 0, 'UBYTE', data=self._color_buf)
                 if self.depth:
                     fb.read_depth(0, 0, w, h, data=self._depth_buf)
         self._read = [False] * self.count
 
     def tile(self, index: int) -> tuple[np.ndarray, np.ndarray]:
-        """Camera ``index``'s colour (h, w, 4) and depth (h, w), bottom row first (as a readback is)."""
+        """Camera ``index``'s colour (h, w, 4) uint8 and depth (h, w), bottom row first (as a readback is)."""
         if self._read[index]:
             self.draw()
         self._read[index] = True
         x, y = self._origin(index)
         rows, cols = slice(y, y + self.height), slice(x, x + self.width)
         return self._color[rows, cols], self._depth[rows, cols]
+
+    def tiles(self, indices: np.ndarray) -> np.ndarray:
+        """The colour of the tiles ``indices`` (k, h, w, 4) uint8, top row first, drawn now (for every
+        camera at once: ``SceneVectorEnv``'s batched read); those tiles count as read."""
+        self.draw()
+        h, w = self.height, self.width
+        grid = self._color.reshape(self.rows, h, self.columns, w, 4).transpose(0, 2, 1, 3, 4)
+        out = grid.reshape(self.rows * self.columns, h, w, 4)[indices, ::-1]
+        for i in np.asarray(indices).tolist():
+            self._read[i] = True
+        return out
 
 
 def _resolve(root: Any, path: str) -> tuple[Any, str]:

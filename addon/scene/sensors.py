@@ -12,12 +12,17 @@ import math
 import numpy as np
 from mathutils import Quaternion, Vector
 
-from .camera import CameraAtlas, CameraRenderer
-from .probes import AXIS_VECTORS, top_parent, cast_ray, distance_probe, property_probe
+from .batch import distance, distances, relative_location, relative_locations
+from .camera import CameraAtlas, CameraRenderer, display_bytes
+from .probes import AXIS_VECTORS, top_parent, cast_ray, property_probe
 
 # --------------------------------------------------------------------------- sensor readers
 # Each reader: ``size`` and ``read(out)`` writing ``size`` float32 values into ``out``, and ``bounds``,
 # the range every value lies in before the node's Scale (what the observation space declares).
+# A reader whose ``batch`` is set reads many scene copies at once (``SceneVectorEnv``): ``objects()`` are
+# the objects whose world matrices it needs; ``batch(readers)`` (the copies' readers) is called with those
+# matrices, one (N, 4, 4) float64 array per object, and fills an (N, size) array; its own ``read`` runs the
+# same arithmetic on arrays of one, so a copy reads bit-identical values either way.
 
 UNBOUNDED = (-math.inf, math.inf)
 
@@ -31,22 +36,47 @@ class TransformReader:
         self.loc = spec.options["location"]
         self.rot = spec.options["rotation"]
         self.quat = spec.options["rotation_format"] == 'QUATERNION'
-        self.origin = Vector(spec.options.get("origin", (0.0, 0.0, 0.0)))  # a scene copy's place
+        self.origin = tuple(float(v) for v in spec.options.get("origin", (0.0, 0.0, 0.0)))  # a scene copy's place
         self.size = spec.size
+        self.batch = TransformBatch if self.loc and not self.rot else None
+
+    def objects(self) -> list:
+        return [self.ob] if self.ref is None else [self.ob, self.ref]
 
     def read(self, out):
+        if self.batch is not None:  # the arithmetic of TransformBatch, in floats
+            p = self.ob.matrix_world.translation
+            if self.ref is None:
+                o = self.origin
+                out[0:3] = (p[0] - o[0], p[1] - o[1], p[2] - o[2])
+            else:
+                out[0:3] = relative_location(self.ref.matrix_world, p)
+            return
         mw = self.ob.matrix_world
         if self.ref is not None:
             mw = self.ref.matrix_world.inverted_safe() @ mw
         i = 0
         if self.loc:
-            out[0:3] = mw.translation - self.origin if self.ref is None else mw.translation
+            out[0:3] = mw.translation - Vector(self.origin) if self.ref is None else mw.translation
             i = 3
         if self.rot:
             if self.quat:
                 out[i:i + 4] = mw.to_quaternion()
             else:
                 out[i:i + 3] = mw.to_euler()
+
+
+class TransformBatch:
+    """Transform sensors' locations (no rotation) of many copies: world minus the copy's origin, or in
+    the frame of the Relative To object."""
+
+    def __init__(self, readers) -> None:
+        self.relative = readers[0].ref is not None
+        self.origins = np.array([r.origin for r in readers], np.float64)
+
+    def __call__(self, mats, out) -> None:
+        point = mats[0][:, :3, 3]
+        out[:, 0:3] = relative_locations(mats[1], point) if self.relative else point - self.origins
 
 
 class VelocityReader:
@@ -179,11 +209,23 @@ class DistanceReader:
     bounds = (0.0, math.inf)
 
     def __init__(self, spec, scene):
-        self.get = distance_probe(scene.objects[spec.obj], scene.objects[spec.other])
+        self.a, self.b = scene.objects[spec.obj], scene.objects[spec.other]
         self.size = 1
+        self.batch = DistanceBatch
+
+    def objects(self) -> list:
+        return [self.a, self.b]
 
     def read(self, out):
-        out[0] = self.get()
+        out[0] = distance(self.a, self.b)
+
+
+class DistanceBatch:
+    def __init__(self, readers) -> None:
+        pass
+
+    def __call__(self, mats, out) -> None:
+        out[:, 0] = distances(mats[0][:, :3, 3], mats[1][:, :3, 3])
 
 
 class RayReader:
@@ -227,6 +269,11 @@ class CameraReader:
                                        method=o["method"], threshold=o["threshold"], normalize_depth=False,
                                        objects=o.get("objects"), atlas=atlas)
         self.size = spec.size
+        self.atlas = atlas if self.renderer.method == 'gpu' else None
+        self.batch = CameraBatch if self.atlas is not None and not self.depth else None
+
+    def objects(self) -> list:
+        return []
 
     def read(self, out):
         img = self.renderer.read()
@@ -236,6 +283,27 @@ class CameraReader:
 
     def close(self):
         self.renderer.close()
+
+
+class CameraBatch:
+    """The copies' cameras (one shared ``CameraAtlas``): one draw, one readback and one conversion of all
+    their tiles at once, the same per-pixel arithmetic as ``CameraRenderer.read``."""
+
+    def __init__(self, readers) -> None:
+        self.atlas = readers[0].atlas[0]
+        self.same = all(r.atlas is not None and r.atlas[0] is self.atlas for r in readers)
+        self.readers = readers
+        self.indices = np.array([r.atlas[1] if r.atlas is not None else -1 for r in readers], np.intp)
+        r = readers[0].renderer
+        self.mode, self.threshold = r.mode, r.threshold
+
+    def __call__(self, mats, out) -> None:
+        if not self.same:
+            for i, reader in enumerate(self.readers):
+                reader.read(out[i])
+            return
+        pictures = display_bytes(self.atlas.tiles(self.indices), self.mode, self.threshold)
+        out[:] = pictures.reshape(len(self.readers), -1)
 
 
 class ClockReader:
@@ -318,3 +386,47 @@ class StateReader:
         for reader in self.readers:
             if hasattr(reader, "close"):
                 reader.close()
+
+
+class StateBatch:
+    """The copies' ``StateReader`` s read into one (N, size) array: every sensor whose reader has a
+    ``batch`` for all copies at once (from the world matrices ``read`` is given), the others copy by copy.
+    Row i holds exactly what ``states[i].read()`` returns."""
+
+    def __init__(self, states: list[StateReader]) -> None:
+        self.states = states
+        self.n = len(states)
+        first = states[0]
+        self.size, self.clip = first.size, first.clip
+        self.objects: list = []  # the world matrices the batched sensors need, object slot after slot
+        self.parts: list = []  # (slice, scale, batch or None, first matrix row, object slots, readers)
+        for j, (reader, sl, scale) in enumerate(first._pairs):
+            readers = [st.readers[j] for st in states]
+            if getattr(reader, "batch", None) is None:
+                self.parts.append((sl, scale, None, 0, 0, readers))
+                continue
+            start, slots = len(self.objects), len(reader.objects())
+            for k in range(slots):
+                self.objects += [r.objects()[k] for r in readers]
+            self.parts.append((sl, scale, reader.batch(readers), start, slots, readers))
+
+    def read(self, mats: np.ndarray | None) -> np.ndarray:
+        """``mats``: (len(objects), 4, 4) float64 world matrices of ``objects`` (None when there are none)."""
+        n = self.n
+        obs = np.empty((n, self.size), np.float32)
+        for sl, scale, batch, start, slots, readers in self.parts:
+            view = obs[:, sl]
+            if batch is not None:
+                batch([mats[start + k * n:start + (k + 1) * n] for k in range(slots)], view)
+            else:
+                for i, reader in enumerate(readers):
+                    reader.read(obs[i, sl])
+            if scale != 1.0:
+                view *= scale
+        if self.clip > 0:
+            np.clip(obs, -self.clip, self.clip, out=obs)
+        finite = np.isfinite(obs).all(axis=1)
+        if not finite.all():
+            i = int(np.flatnonzero(~finite)[0])
+            self.states[i]._raise_non_finite(obs[i])
+        return obs
