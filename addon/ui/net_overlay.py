@@ -7,10 +7,11 @@ connections coloured by weight (infrared), units by their activation for the cur
 
 Two costs, kept apart: a *rebuild* makes the drawing (strongest connections by ``argpartition``), its
 batches, and renders them once into a cached ``GPUOffScreen`` texture; a *redraw* (every time Blender
-redraws the viewport) only draws that texture as one quad. A rebuild happens when the box moves or
-resizes, or, at most every ``REBUILD_S`` (4 Hz), when the weights or the observation changed since the
-last one (a fingerprint of them): while training, at most 4 a second; a paused or finished run, never.
-So the viewport stays responsive and training is not slowed down. Toggled from the Learning Curve panel
+redraws the viewport) only draws that texture as one quad. Rebuilds run from a timer every ``REBUILD_S``
+(4 Hz) while the overlay is on, and only when the box size or a fingerprint of the weights and the
+observation changed: while training at most 4 a second, a paused or finished run never. (Not in the draw
+handler: binding an offscreen framebuffer there does not give the viewport's back reliably.) So the
+viewport stays responsive and training is not slowed down. Toggled from the Learning Curve panel
 (``drla.network_overlay``).
 """
 
@@ -62,6 +63,7 @@ class OverlayCache:
 
     def rebuild(self, network: Any, obs: Any, width: int, height: int, fingerprint: Any = None) -> None:
         """Draw the network into the cached texture (``width`` x ``height`` pixels)."""
+        self.built = time.perf_counter()  # (the start: the 4 Hz timer then finds the next rebuild due on time)
         if self.offscreen is None or self.size != (width, height):
             if self.offscreen is not None:
                 self.offscreen.free()
@@ -73,7 +75,7 @@ class OverlayCache:
             with gpu.matrix.push_pop():
                 _pixel_projection(width, height)
                 draw_batches(batches)  # into a transparent texture: colours premultiplied by alpha
-        self.fingerprint, self.built = fingerprint, time.perf_counter()
+        self.fingerprint = fingerprint
         self.shown, self.total = batches["shown"], batches["total"]
 
     def draw(self, x0: float, y0: float) -> None:
@@ -175,27 +177,50 @@ def _sidebar_width(context: Any) -> float:
     return float(sum(r.width for r in area.regions if r.type == 'UI' and r.width > 1))
 
 
-def _draw() -> None:
-    context = bpy.context
-    network, obs = current_network(context.scene)
-    if network is None:
-        return
-    region = context.region
+def _box(context: Any) -> tuple[int, int, float]:
+    """The overlay's size in pixels and the UI scale."""
     scale = context.preferences.system.ui_scale or 1.0
-    w, h = int(BOX[0] * scale), int(BOX[1] * scale)
-    right = region.width - _sidebar_width(context)  # with region overlap the sidebar covers the viewport's right
-    x0, y0 = max(right - w - 20 * scale, 0), 20 * scale
-    now = time.perf_counter()
-    if _cache.offscreen is None or (w, h) != _cache.size or now - _cache.built >= REBUILD_S:
+    return int(BOX[0] * scale), int(BOX[1] * scale), scale
+
+
+def _draw() -> None:
+    """The draw handler: the cached picture, if there is one, in the viewport's lower right corner."""
+    context = bpy.context
+    if _cache.offscreen is None or current_network(context.scene)[0] is None:
+        return
+    w, h, scale = _box(context)
+    right = context.region.width - _sidebar_width(context)  # region overlap: the sidebar covers the right
+    _cache.draw(max(right - w - 20 * scale, 0), 20 * scale)
+
+
+def _refresh() -> float | None:
+    """The timer: rebuild the cached picture when the network, its observation or the box changed; redraw the
+    viewports when it did. Returns the next interval (None, which ends the timer, once the overlay is off)."""
+    if _handler is None:
+        return None
+    try:
+        context = bpy.context
+        network, obs = current_network(context.scene)
+        if network is None:
+            if _cache.offscreen is not None:
+                _cache.free()
+                _tag_viewports()
+            return REBUILD_S
+        w, h, _ = _box(context)
         key = fingerprint(network, obs)
-        if _cache.stale(key, (w, h), now):
-            viewport = gpu.state.active_framebuffer_get()
+        if _cache.stale(key, (w, h), time.perf_counter()):
             _cache.rebuild(network, obs, w, h, key)
-            with viewport.bind():  # the offscreen's unbind does not give the viewport's framebuffer back
-                _cache.draw(x0, y0)
-            return
-        _cache.built = now  # unchanged: look again in REBUILD_S
-    _cache.draw(x0, y0)
+            _tag_viewports()
+    except Exception as exc:  # a timer that raises is dropped silently: say why and keep going
+        print(f"DRLA network overlay: {exc}")
+    return REBUILD_S
+
+
+def _tag_viewports() -> None:
+    for window in getattr(bpy.context.window_manager, "windows", []):
+        for area in window.screen.areas:
+            if area.type == 'VIEW_3D':
+                area.tag_redraw()
 
 
 def _sync(fb: Any = None) -> None:
@@ -279,14 +304,15 @@ def toggle() -> bool:
     global _handler
     if _handler is None:
         _handler = bpy.types.SpaceView3D.draw_handler_add(_draw, (), 'WINDOW', 'POST_PIXEL')
+        if not bpy.app.timers.is_registered(_refresh):
+            bpy.app.timers.register(_refresh, first_interval=0.0, persistent=True)  # across file loads
     else:
         bpy.types.SpaceView3D.draw_handler_remove(_handler, 'WINDOW')
         _handler = None
+        if bpy.app.timers.is_registered(_refresh):
+            bpy.app.timers.unregister(_refresh)
         _cache.free()
-    for window in getattr(bpy.context.window_manager, "windows", []):
-        for area in window.screen.areas:
-            if area.type == 'VIEW_3D':
-                area.tag_redraw()
+    _tag_viewports()
     return enabled()
 
 
