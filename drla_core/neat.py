@@ -339,13 +339,68 @@ class NEAT:
         change it in place between calls.
         """
         n_in, n_out, n_io = self.n_in, self.n_out, self.n_in + self.n_out
+        weights, biases, node_act, act_names, depth = self._pack()
+        n = weights.shape[1]
+        single = act_names[0] if len(act_names) == 1 else None
+        nonlinear = [(a, i) for i, a in enumerate(act_names) if a != "linear"]
+        # NEAT's usual case: every output one activation, every hidden node another. Outputs are columns
+        # n_in .. n_io, hidden nodes n_io ..: one activation call on each slice, no masks
+        out_acts = {a for g in self.genomes for node, (_, a) in g.nodes.items() if node < n_io}
+        hidden_acts = {a for g in self.genomes for node, (_, a) in g.nodes.items() if node >= n_io}
+        slices: list[tuple[str, slice]] | None = None
+        if single is None and len(out_acts) == 1 and len(hidden_acts) == 1:
+            parts = ((out_acts.pop(), slice(n_in, n_io)), (hidden_acts.pop(), slice(n_io, n)))
+            slices = [(a, cols) for a, cols in parts if a != "linear"]
+        cache: list[Any] = [None]
+
+        def gather(idx: np.ndarray) -> tuple[Any, ...]:
+            rows = len(idx)
+            masks = [(a, node_act[idx] == i) for a, i in nonlinear]
+            values = (np.zeros((rows, 1, n), dtype=np.float32), np.zeros((rows, 1, n), dtype=np.float32))
+            return idx, weights[idx], biases[idx], masks, values, np.zeros((rows, n), dtype=np.float32)
+
+        def forward(idx: np.ndarray, obs: np.ndarray) -> np.ndarray:
+            got = cache[0]
+            if got is None or got[0] is not idx:
+                got = cache[0] = gather(idx)
+            _, w, b, masks, values, work = got
+            x = np.asarray(obs, dtype=np.float32).reshape(len(idx), n_in)
+            src = values[0]
+            src[:, 0, :n_in] = x
+            for level in range(depth):
+                dst = values[(level + 1) % 2]
+                np.matmul(src, w, out=dst)
+                z = dst[:, 0, :]
+                z += b
+                if single is not None:
+                    if single != "linear":
+                        _activate(single, z)
+                elif slices is not None:
+                    for a, cols in slices:
+                        _activate(a, z[:, cols])
+                else:
+                    for a, mask in masks:
+                        np.copyto(work, z)
+                        _activate(a, work)
+                        np.copyto(z, work, where=mask)
+                if level < depth - 1:
+                    z[:, :n_in] = x
+                src = dst
+            return src[:, 0, n_in:n_in + n_out].copy()
+        return forward
+
+    def _pack(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str], int]:
+        """Every genome as dense padded arrays: weights ``(P, n, n)``, biases ``(P, n)``, each node's activation
+        (an index into the sorted activation names; -1 for inputs and padding), the names, the deepest depth.
+        Nodes are numbered inputs, outputs, then each genome's hidden nodes in id order."""
+        n_in, n_io = self.n_in, self.n_in + self.n_out
         n = max(n_in + len(g.nodes) for g in self.genomes)
         p = len(self.genomes)
         weights = np.zeros((p, n, n), dtype=np.float32)
         biases = np.zeros((p, n), dtype=np.float32)
         act_names = sorted({a for g in self.genomes for _, a in g.nodes.values()})
         act_index = {a: i for i, a in enumerate(act_names)}
-        node_act = np.full((p, n), -1, dtype=np.int64)  # index into act_names; -1: input or padding
+        node_act = np.full((p, n), -1, dtype=np.int64)
         conn_g: list[int] = []
         conn_s: list[int] = []
         conn_t: list[int] = []
@@ -378,42 +433,7 @@ class NEAT:
             weights[conn_g, conn_s, conn_t] = conn_w
         biases[node_g, node_i] = node_b
         node_act[node_g, node_i] = node_a
-        single = act_names[0] if len(act_names) == 1 else None
-        nonlinear = [(a, i) for i, a in enumerate(act_names) if a != "linear"]
-        cache: list[Any] = [None]
-
-        def gather(idx: np.ndarray) -> tuple[Any, ...]:
-            rows = len(idx)
-            masks = [(a, node_act[idx] == i) for a, i in nonlinear]
-            values = (np.zeros((rows, 1, n), dtype=np.float32), np.zeros((rows, 1, n), dtype=np.float32))
-            return idx, weights[idx], biases[idx], masks, values, np.zeros((rows, n), dtype=np.float32)
-
-        def forward(idx: np.ndarray, obs: np.ndarray) -> np.ndarray:
-            got = cache[0]
-            if got is None or got[0] is not idx:
-                got = cache[0] = gather(idx)
-            _, w, b, masks, values, work = got
-            x = np.asarray(obs, dtype=np.float32).reshape(len(idx), n_in)
-            src = values[0]
-            src[:, 0, :n_in] = x
-            for level in range(depth):
-                dst = values[(level + 1) % 2]
-                np.matmul(src, w, out=dst)
-                z = dst[:, 0, :]
-                z += b
-                if single is not None:
-                    if single != "linear":
-                        _activate(single, z)
-                else:
-                    for a, mask in masks:
-                        np.copyto(work, z)
-                        _activate(a, work)
-                        np.copyto(z, work, where=mask)
-                if level < depth - 1:
-                    z[:, :n_in] = x
-                src = dst
-            return src[:, 0, n_in:n_in + n_out].copy()
-        return forward
+        return weights, biases, node_act, act_names, depth
 
     # -- reproduction ----------------------------------------------------------------------------------------
 
