@@ -374,7 +374,7 @@ def action_function(space: Space) -> Callable[[np.ndarray], list[Any]]:
     """Network outputs -> env actions: argmax for ``Discrete``; for a ``Box`` the tanh output in [-1, 1]
     scaled linearly onto the box (``low + (y + 1) / 2 * (high - low)``; unbounded dims take ``y`` itself)."""
     if isinstance(space, Discrete):
-        return lambda out: np.argmax(out, axis=-1).tolist()
+        return _ArgmaxActions()
     if isinstance(space, Box):
         low = np.broadcast_to(np.asarray(space.low, np.float64), space.shape).reshape(-1)
         high = np.broadcast_to(np.asarray(space.high, np.float64), space.shape).reshape(-1)
@@ -388,6 +388,18 @@ def action_function(space: Space) -> Callable[[np.ndarray], list[Any]]:
             return [a.reshape(shape) for a in acts]
         return box
     raise TypeError(f"evolution needs a Box or Discrete action space, got {type(space).__name__}")
+
+
+class _ArgmaxActions:
+    """Discrete actions: the argmax of each row, as a list (``__call__``) or an int array (``array``, what a
+    batched environment takes)."""
+
+    def __call__(self, out: np.ndarray) -> list[Any]:
+        return np.argmax(out, axis=-1).tolist()
+
+    @staticmethod
+    def array(out: np.ndarray) -> np.ndarray:
+        return out.argmax(axis=-1)
 
 
 def output_activation_for(space: Space) -> str:
@@ -406,6 +418,11 @@ class Evaluation:
     ``run(deadline)`` returns True when every episode has ended, False if it stopped at the deadline
     (between two steps; call ``run`` again to go on). Episode ``e`` of every individual starts with
     ``reset(seed=seeds[e])`` (common random numbers: individuals are compared on the same episodes).
+
+    When the first environment offers ``batch(n)`` (an object that steps ``n`` copies of it at once in numpy,
+    like ``envs.cartpole.CartPoleBatch``, with the same trajectories as the env itself) and the actions are
+    discrete, every task runs at once on it: one batched forward and one batched environment step per step,
+    no Python per environment. The results are the same as on the pool.
     """
 
     def __init__(self, policy: Callable[[np.ndarray, np.ndarray], np.ndarray], n_individuals: int,
@@ -424,10 +441,21 @@ class Evaluation:
         self._active: list[int] = []
         self._rows = np.zeros(0, dtype=np.int64)
         self.done = self.n * self.episodes == 0
+        # the batched path: every task at once on one vector of environments
+        self._batch: Any = None
+        self._act_array = getattr(act, "array", None)
+        batch = getattr(self.envs[0], "batch", None) if self.envs else None
+        if callable(batch) and self._act_array is not None and not self.done:
+            self._batch = batch(self.n * self.episodes)
+        self._tasks = np.zeros(0, dtype=np.int64)
+        self._batch_returns = np.zeros(self.n * self.episodes, dtype=np.float64)
+        self._acc = np.zeros(0, dtype=np.float64)
 
     @property
     def returns(self) -> np.ndarray:
         """Each individual's return in each episode, ``(individuals, episodes)``."""
+        if self._batch is not None:
+            return self._batch_returns.reshape(self.n, self.episodes).copy()
         return np.asarray(self._returns, dtype=np.float64).reshape(self.n, self.episodes)
 
     def _put(self, s: int, obs: Any) -> None:
@@ -455,6 +483,8 @@ class Evaluation:
 
     def run(self, deadline: float | None = None) -> bool:
         """Step every running episode until all have ended (True) or ``deadline`` passes (False)."""
+        if self._batch is not None:
+            return self._run_batch(deadline)
         envs, slot_task, returns, put = self.envs, self._slot_task, self._returns, self._put
         changed = not self._active
         while not self.done:
@@ -486,6 +516,38 @@ class Evaluation:
                     self.done = True
             if deadline is not None and time.perf_counter() >= deadline:
                 break
+        return self.done
+
+    def _run_batch(self, deadline: float | None) -> bool:
+        """``run`` on the batched environment: every task is a row; ended rows are dropped. Each row's return
+        is summed in ``_acc`` (in step order, as the pool path sums it) and stored when its episode ends."""
+        batch, act, policy, returns = self._batch, self._act_array, self.policy, self._batch_returns
+        assert act is not None
+        if self._x is None:  # start every task
+            total = self.n * self.episodes
+            self._tasks = np.arange(total, dtype=np.int64)
+            self._rows = self._tasks // self.episodes
+            self._acc = np.zeros(total, dtype=np.float64)
+            self._x = batch.reset([self.seeds[t % self.episodes] for t in range(total)])
+        tasks, rows, x, acc = self._tasks, self._rows, self._x, self._acc
+        while not self.done:
+            x, rewards, terminated, truncated = batch.step(act(policy(rows, x)))
+            np.add(acc, rewards, out=acc)
+            self.env_steps += len(tasks)
+            if truncated or np.count_nonzero(terminated):  # (count_nonzero: a fifth of any()'s overhead)
+                ended = np.ones(len(tasks), dtype=bool) if truncated else terminated
+                returns[tasks[ended]] = acc[ended]
+                for task, obs in zip(tasks[ended].tolist(), x[ended]):
+                    self.behaviors[task] = self.behavior(obs, {})
+                if truncated or ended.all():
+                    self.done = True
+                    break
+                keep = ~ended
+                batch.keep(keep)
+                tasks, rows, x, acc = tasks[keep], rows[keep], x[keep], acc[keep]
+            if deadline is not None and time.perf_counter() >= deadline:
+                break
+        self._tasks, self._rows, self._x, self._acc = tasks, rows, x, acc
         return self.done
 
     def fitness(self) -> np.ndarray:
@@ -623,6 +685,7 @@ class EvolutionJob:
         self._eval: Evaluation | None = None
         self._solve_eval: Evaluation | None = None
         self._candidate: tuple[Any, float] = (None, -math.inf)
+        self._pending_scores: np.ndarray | None = None  # the generation's scores, told after its champion check
         self._wall = 0.0
 
     # -- set-up --------------------------------------------------------------------------------------------
@@ -641,7 +704,11 @@ class EvolutionJob:
                 raise ValueError("EvolutionJob: the list of environments is empty")
 
     def _pool(self, n: int) -> list[Env]:
-        """``n`` environments when a factory can make them, else the ones given."""
+        """``n`` environments when a factory can make them, else the ones given (just the first when it steps
+        a batch itself: see ``Evaluation``)."""
+        batch = getattr(self.envs[0], "batch", None)
+        if isinstance(self.action_space, Discrete) and callable(batch) and batch(1) is not None:
+            return self.envs[:1]
         if self._factory is not None:
             while len(self.envs) < min(n, self.config.max_envs):
                 self.envs.append(self._factory())
@@ -716,12 +783,15 @@ class EvolutionJob:
         h["champion"].append(self.champion_fitness)
         h["env_steps"].append(self.env_steps)
         h["seconds"].append(self._wall)
-        self.method.tell(scores)
         if target is not None and fitness[best] >= target and not self._same_genome(candidate, self.champion,
                                                                                      checked=True):
+            # the check first, then breeding only if the run goes on (the check draws nothing from the RNG,
+            # so the next generation is the same either way; a solved run does not breed one it won't use)
             self._candidate = (candidate, float(fitness[best]))
+            self._pending_scores = scores
             self._solve_eval = self._champion_evaluation(candidate)
             return self._finish_solve_check(None)  # to the end: a checkpoint never falls inside it
+        self.method.tell(scores)
         return self._end_generation()
 
     def _set_champion(self, genome: Any, fitness: float, greedy: float | None) -> None:
@@ -759,6 +829,9 @@ class EvolutionJob:
         if self.config.target_return is not None and greedy >= self.config.target_return:
             self.solved = True
             self.done = True
+        elif self._pending_scores is not None:
+            self.method.tell(self._pending_scores)
+        self._pending_scores = None
         return self._end_generation()
 
     def _end_generation(self) -> bool:

@@ -189,9 +189,10 @@ class GraphNetwork:
         self.biases = np.asarray(biases, dtype=np.float32).reshape(-1)
         n = self.n_nodes = self.input_size + len(self.activations)
         level = graph_levels(n, self.input_size, self.connections)
-        # Per level: the nodes it computes, the dense (n, k) weight block into them, their biases and
-        # activations grouped, so a batch is one matmul and one activation call per group.
-        self._levels: list[tuple[np.ndarray, np.ndarray, np.ndarray, list[tuple[str, np.ndarray]]]] = []
+        # Per level: the nodes it computes (a slice when they are consecutive, as a NEAT genome's outputs are),
+        # the dense (n, k) weight block into them, their biases, and their activations grouped (None when the
+        # whole level has one), so a batch is one matmul and one activation call per group.
+        self._levels: list[tuple[Any, np.ndarray, np.ndarray, str | None, list[tuple[str, np.ndarray]]]] = []
         for lv in range(1, max(level) + 1 if n else 1):
             nodes = np.array([i for i in range(self.input_size, n) if level[i] == lv], dtype=np.int64)
             if nodes.size == 0:
@@ -203,7 +204,11 @@ class GraphNetwork:
                     w[s, col[d]] += wt
             acts = [self.activations[int(node) - self.input_size] for node in nodes]
             groups = [(a, np.array([k for k, b in enumerate(acts) if b == a])) for a in sorted(set(acts))]
-            self._levels.append((nodes, w, self.biases[nodes - self.input_size], groups))
+            where: Any = nodes
+            if int(nodes[-1]) - int(nodes[0]) == nodes.size - 1:
+                where = slice(int(nodes[0]), int(nodes[-1]) + 1)
+            only = acts[0] if len(groups) == 1 else None
+            self._levels.append((where, w, self.biases[nodes - self.input_size], only, groups))
 
     @property
     def params(self) -> np.ndarray:
@@ -216,15 +221,19 @@ class GraphNetwork:
         rows = x.reshape(-1, self.input_size)
         values = np.zeros((rows.shape[0], self.n_nodes), dtype=np.float32)
         values[:, :self.input_size] = rows
-        for nodes, w, b, groups in self._levels:
+        for where, w, b, only, groups in self._levels:
             z = values @ w
             z += b
-            for act, cols in groups:
-                if act != "linear":
-                    part = z[:, cols]
-                    _activate(act, part)
-                    z[:, cols] = part
-            values[:, nodes] = z
+            if only is not None:
+                if only != "linear":
+                    _activate(only, z)
+            else:
+                for act, cols in groups:
+                    if act != "linear":
+                        part = z[:, cols]
+                        _activate(act, part)
+                        z[:, cols] = part
+            values[:, where] = z
         out = values[:, self.input_size:self.input_size + self.output_size].copy()
         return out[0] if one else out
 

@@ -131,17 +131,29 @@ class InnovationTracker:
 
 
 def compatibility_distance(a: Genome, b: Genome, c: NEATConfig) -> float:
-    """neat-python's distance: per gene kind, (c_d * disjoint + c_w * sum of matching differences) / size."""
+    """neat-python's distance: per gene kind, (c_d * disjoint + c_w * sum of matching differences) / size.
+
+    (Plain loops, no per-gene function call: speciation calls this population x species times a generation.)
+    """
     dist = 0.0
-    for ga, gb, diff in ((a.nodes, b.nodes, lambda x, y: abs(x[0] - y[0]) + (x[1] != y[1])),
-                         (a.conns, b.conns, lambda x, y: abs(x[2] - y[2]) + (x[3] != y[3]))):
-        n = max(len(ga), len(gb))
-        if n == 0:
-            continue
+    ga, gb = a.nodes, b.nodes
+    n = max(len(ga), len(gb))
+    if n:
         matching = ga.keys() & gb.keys()
-        disjoint = len(ga) + len(gb) - 2 * len(matching)
-        w = sum(diff(ga[k], gb[k]) for k in matching)
-        dist += (c.disjoint_coefficient * disjoint + c.weight_coefficient * w) / n
+        w = 0.0
+        for k in matching:
+            x, y = ga[k], gb[k]
+            w += abs(x[0] - y[0]) + (x[1] != y[1])
+        dist += (c.disjoint_coefficient * (len(ga) + len(gb) - 2 * len(matching)) + c.weight_coefficient * w) / n
+    ga, gb = a.conns, b.conns
+    n = max(len(ga), len(gb))
+    if n:
+        matching = ga.keys() & gb.keys()
+        w = 0.0
+        for k in matching:
+            x, y = ga[k], gb[k]
+            w += abs(x[2] - y[2]) + (x[3] != y[3])
+        dist += (c.disjoint_coefficient * (len(ga) + len(gb) - 2 * len(matching)) + c.weight_coefficient * w) / n
     return dist
 
 
@@ -217,20 +229,26 @@ class NEAT:
             self._add_node(g)
         if rng.random() < c.add_connection_prob:
             self._add_connection(g)
-        for gene in g.conns.values():
-            r = rng.random()
-            if r < c.weight_replace_rate:
-                gene[2] = float(rng.normal(0.0, c.initial_weight_sigma))
-            elif r < c.weight_replace_rate + c.weight_mutate_rate:
-                gene[2] = float(np.clip(gene[2] + rng.normal(0.0, c.weight_perturb_sigma), -c.weight_max, c.weight_max))
-            if rng.random() < c.enable_mutate_rate:
+        random, normal = rng.random, rng.normal
+        replace, perturb, enable = c.weight_replace_rate, c.weight_replace_rate + c.weight_mutate_rate, \
+            c.enable_mutate_rate
+        sigma0, sigma, hi = c.initial_weight_sigma, c.weight_perturb_sigma, c.weight_max
+        lo = -hi
+        for gene in g.conns.values():  # (min/max, not np.clip: the same clamp without a numpy call per gene)
+            r = random()
+            if r < replace:
+                gene[2] = float(normal(0.0, sigma0))
+            elif r < perturb:
+                gene[2] = float(min(max(gene[2] + normal(0.0, sigma), lo), hi))
+            if random() < enable:
                 gene[3] = not gene[3]
+        perturb = c.weight_replace_rate + c.bias_mutate_rate
         for node in g.nodes.values():
-            r = rng.random()
-            if r < c.weight_replace_rate:
-                node[0] = float(rng.normal(0.0, c.initial_weight_sigma))
-            elif r < c.weight_replace_rate + c.bias_mutate_rate:
-                node[0] = float(np.clip(node[0] + rng.normal(0.0, c.weight_perturb_sigma), -c.weight_max, c.weight_max))
+            r = random()
+            if r < replace:
+                node[0] = float(normal(0.0, sigma0))
+            elif r < perturb:
+                node[0] = float(min(max(node[0] + normal(0.0, sigma), lo), hi))
 
     def _add_node(self, g: Genome) -> None:
         """Split an enabled connection s->t into s->new (weight 1) and new->t (the old weight)."""
@@ -313,52 +331,109 @@ class NEAT:
         """``policy(genomes, obs)``: every listed genome's outputs for its observation, batched.
 
         Genomes are padded to the largest node count; ``levels`` iterations of ``v = act(v @ W + b)``
-        (inputs held) compute a DAG exactly, where ``levels`` is the deepest genome's depth.
+        (inputs held) compute a DAG exactly, where ``levels`` is the deepest genome's depth (after ``k``
+        iterations every node of level ``k`` or less holds its value, whatever the others held).
+
+        The genomes' weights, biases and work arrays are gathered once per ``genomes`` array and reused while
+        the caller passes that same array object (as ``evolution.Evaluation`` does from step to step): do not
+        change it in place between calls.
         """
-        n = max(self.n_in + len(g.nodes) for g in self.genomes)
-        p = len(self.genomes)
-        weights = np.zeros((p, n, n), dtype=np.float32)
-        biases = np.zeros((p, n), dtype=np.float32)
-        act_names = sorted({a for g in self.genomes for _, a in g.nodes.values()})
-        masks = {a: np.zeros((p, n), dtype=bool) for a in act_names}
-        depth = 1
-        for gi, g in enumerate(self.genomes):
-            order, conns = self._layout(g)
-            index = {node: i for i, node in enumerate(order)}
-            for s, t, w in conns:
-                weights[gi, index[s], index[t]] += w
-            for node in order[self.n_in:]:
-                b, a = g.nodes[node]
-                biases[gi, index[node]] = b
-                masks[a][gi, index[node]] = True
-            levels = graph_levels(len(order), self.n_in, [(index[s], index[t]) for s, t, _ in conns])
-            depth = max(depth, max(levels))
-        n_in, n_out = self.n_in, self.n_out
+        n_in, n_out, n_io = self.n_in, self.n_out, self.n_in + self.n_out
+        weights, biases, node_act, act_names, depth = self._pack()
+        n = weights.shape[1]
         single = act_names[0] if len(act_names) == 1 else None
+        nonlinear = [(a, i) for i, a in enumerate(act_names) if a != "linear"]
+        # NEAT's usual case: every output one activation, every hidden node another. Outputs are columns
+        # n_in .. n_io, hidden nodes n_io ..: one activation call on each slice, no masks
+        out_acts = {a for g in self.genomes for node, (_, a) in g.nodes.items() if node < n_io}
+        hidden_acts = {a for g in self.genomes for node, (_, a) in g.nodes.items() if node >= n_io}
+        slices: list[tuple[str, slice]] | None = None
+        if single is None and len(out_acts) == 1 and len(hidden_acts) == 1:
+            parts = ((out_acts.pop(), slice(n_in, n_io)), (hidden_acts.pop(), slice(n_io, n)))
+            slices = [(a, cols) for a, cols in parts if a != "linear"]
+        cache: list[Any] = [None]
+
+        def gather(idx: np.ndarray) -> tuple[Any, ...]:
+            rows = len(idx)
+            masks = [(a, node_act[idx] == i) for a, i in nonlinear]
+            values = (np.zeros((rows, 1, n), dtype=np.float32), np.zeros((rows, 1, n), dtype=np.float32))
+            return idx, weights[idx], biases[idx], masks, values, np.zeros((rows, n), dtype=np.float32)
 
         def forward(idx: np.ndarray, obs: np.ndarray) -> np.ndarray:
-            w, b = weights[idx], biases[idx]
+            got = cache[0]
+            if got is None or got[0] is not idx:
+                got = cache[0] = gather(idx)
+            _, w, b, masks, values, work = got
             x = np.asarray(obs, dtype=np.float32).reshape(len(idx), n_in)
-            v = np.zeros((len(idx), n), dtype=np.float32)
-            v[:, :n_in] = x
-            for _ in range(depth):
-                z = np.matmul(v[:, None, :], w)[:, 0, :]
+            src = values[0]
+            src[:, 0, :n_in] = x
+            for level in range(depth):
+                dst = values[(level + 1) % 2]
+                np.matmul(src, w, out=dst)
+                z = dst[:, 0, :]
                 z += b
                 if single is not None:
                     if single != "linear":
                         _activate(single, z)
+                elif slices is not None:
+                    for a, cols in slices:
+                        _activate(a, z[:, cols])
                 else:
-                    out = z.copy()
-                    for a in act_names:
-                        if a != "linear":
-                            part = z.copy()
-                            _activate(a, part)
-                            np.copyto(out, part, where=masks[a][idx])
-                    z = out
-                z[:, :n_in] = x
-                v = z
-            return v[:, n_in:n_in + n_out].copy()
+                    for a, mask in masks:
+                        np.copyto(work, z)
+                        _activate(a, work)
+                        np.copyto(z, work, where=mask)
+                if level < depth - 1:
+                    z[:, :n_in] = x
+                src = dst
+            return src[:, 0, n_in:n_in + n_out].copy()
         return forward
+
+    def _pack(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str], int]:
+        """Every genome as dense padded arrays: weights ``(P, n, n)``, biases ``(P, n)``, each node's activation
+        (an index into the sorted activation names; -1 for inputs and padding), the names, the deepest depth.
+        Nodes are numbered inputs, outputs, then each genome's hidden nodes in id order."""
+        n_in, n_io = self.n_in, self.n_in + self.n_out
+        n = max(n_in + len(g.nodes) for g in self.genomes)
+        p = len(self.genomes)
+        weights = np.zeros((p, n, n), dtype=np.float32)
+        biases = np.zeros((p, n), dtype=np.float32)
+        act_names = sorted({a for g in self.genomes for _, a in g.nodes.values()})
+        act_index = {a: i for i, a in enumerate(act_names)}
+        node_act = np.full((p, n), -1, dtype=np.int64)
+        conn_g: list[int] = []
+        conn_s: list[int] = []
+        conn_t: list[int] = []
+        conn_w: list[float] = []
+        node_g: list[int] = []
+        node_i: list[int] = []
+        node_b: list[float] = []
+        node_a: list[int] = []
+        depth = 1
+        for gi, g in enumerate(self.genomes):
+            hidden = sorted(node for node in g.nodes if node >= n_io)
+            index = {node: n_io + k for k, node in enumerate(hidden)}
+            edges = []
+            for s, t, w, e in g.conns.values():
+                if e:
+                    si, ti = index.get(s, s), index.get(t, t)
+                    conn_g.append(gi)
+                    conn_s.append(si)
+                    conn_t.append(ti)
+                    conn_w.append(w)
+                    edges.append((si, ti))
+            for node, (b, a) in g.nodes.items():
+                node_g.append(gi)
+                node_i.append(index.get(node, node))
+                node_b.append(b)
+                node_a.append(act_index[a])
+            if hidden:  # without hidden nodes every connection goes from an input to an output: depth 1
+                depth = max(depth, max(graph_levels(n_io + len(hidden), n_in, edges)))
+        if conn_g:  # (source, target) pairs are unique in a genome: one innovation number per pair
+            weights[conn_g, conn_s, conn_t] = conn_w
+        biases[node_g, node_i] = node_b
+        node_act[node_g, node_i] = node_a
+        return weights, biases, node_act, act_names, depth
 
     # -- reproduction ----------------------------------------------------------------------------------------
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from .plot import _apply_activation, polyline
 
-__all__ = ["INFRARED", "COLD", "palette", "NetDrawing", "network_drawing", "project", "render_png_array"]
+__all__ = ["INFRARED", "COLD", "palette", "NetDrawing", "network_drawing", "strongest", "project", "render_png_array"]
 
 INFRARED = np.array([[0, 0, 0], [0.85, 0.05, 0.02], [1.0, 0.5, 0.0], [1.0, 0.92, 0.1], [1, 1, 1]], dtype=np.float32)
 """Black, red, orange, yellow, white: positive weights and activations, by magnitude."""
@@ -63,6 +63,23 @@ def _layer_positions(n: int, x: float, spacing: float) -> np.ndarray:
     return np.stack([np.full(n, x), y, z], axis=1).astype(np.float32)
 
 
+def strongest(values: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` largest ``values``, smallest first: exactly ``np.argsort(values, kind="stable")[-k:]``
+    (ties broken by index the same way), found with ``argpartition`` in linear time, so a 256 x 256 layer costs
+    a partition and a sort of ``k`` values rather than a sort of 65536."""
+    n = values.size
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    if n <= k or n <= 4 * k:
+        return np.argsort(values, kind="stable")[-k:]
+    threshold = values[np.argpartition(values, n - k)[n - k]]  # the k-th largest value
+    above = np.flatnonzero(values > threshold)
+    ties = np.flatnonzero(values == threshold)  # the stable sort keeps the last of the ties
+    chosen = np.concatenate([above, ties[len(ties) - (k - len(above)):]])
+    chosen.sort()
+    return chosen[np.argsort(values[chosen], kind="stable")]
+
+
 def network_drawing(network: Any, obs: Any = None, max_lines: int = 300, layer_gap: float = 1.0,
                     height: float = 1.0) -> NetDrawing:
     """The drawing of an ``MLP`` (``weights[i]`` of shape (in, out)); ``obs`` adds the activations."""
@@ -86,8 +103,7 @@ def network_drawing(network: Any, obs: Any = None, max_lines: int = 300, layer_g
     for i, w in enumerate(network.weights):
         flat = np.abs(w).ravel()
         total.append(flat.size)
-        keep = np.argsort(flat, kind="stable")[-max_lines:] if flat.size > max_lines else np.argsort(flat,
-                                                                                                      kind="stable")
+        keep = strongest(flat, max_lines)
         shown.append(len(keep))
         src, dst = np.unravel_index(keep, w.shape)
         strength = flat[keep] / (flat.max() or 1.0)

@@ -301,3 +301,69 @@ def test_resume_on_new_envs_mid_generation_repeats_the_generation_exactly():
     cut.advance()
     assert comparable(cut.checkpoint()) == comparable(whole.checkpoint())
     assert cut.env_steps == whole.env_steps
+
+
+class PoolCartPole(make("cartpole").__class__):
+    """A CartPole whose ``step`` is its own (the same dynamics): no batch, so Evaluation uses the pool."""
+
+    def step(self, action):
+        return super().step(action)
+
+
+def test_cartpole_batch_follows_the_scalar_env_bit_for_bit():
+    from drla_core.envs.cartpole import CartPole, CartPoleBatch
+
+    n = 120
+    seeds = [int(s) for s in np.random.default_rng(5).integers(0, 2**31 - 1, n)]
+    batch = CartPoleBatch(n)
+    obs = batch.reset(seeds)
+    envs = [CartPole() for _ in range(n)]
+    np.testing.assert_array_equal(obs, np.stack([e.reset(seed=s)[0] for e, s in zip(envs, seeds)]))
+    rng = np.random.default_rng(0)
+    noise = np.linspace(0.0, 0.6, n)  # from a good controller (500 steps) to a poor one (ends early)
+    rows, steps, lengths = np.arange(n), 0, []
+    while rows.size:
+        good = obs[:, 2] + 0.5 * obs[:, 3] + 0.01 * obs[:, 1] > 0
+        actions = (good ^ (rng.random(rows.size) < noise[rows])).astype(np.int64)
+        obs, rewards, terminated, truncated = batch.step(actions)
+        steps += 1
+        for j, i in enumerate(rows):
+            o, r, te, tr, _ = envs[i].step(int(actions[j]))
+            assert np.array_equal(o, obs[j]) and (r, te, tr) == (rewards[j], terminated[j], truncated)
+        ended = terminated | truncated
+        lengths += [steps] * int(ended.sum())
+        batch.keep(~ended)
+        rows, obs = rows[~ended], obs[~ended]
+    assert steps == 500 and min(lengths) < 50  # both long and short episodes were compared
+    assert CartPole().batch(3) is not None and PoolCartPole().batch(3) is None  # a changed step: no batch
+
+
+def test_batched_evaluation_equals_the_pool():
+    net = PopulationMLP(4, [(8, "tanh")], 2, "linear")
+    params = net.init_params(10, np.random.default_rng(3))
+    seeds = [21, 22, 23]
+    results = []
+    for envs in ([make("cartpole")], [PoolCartPole() for _ in range(4)]):
+        ev = Evaluation(lambda idx, obs: net.forward(params[idx], obs), 10, seeds, envs, action_function(Discrete(2)))
+        assert (ev._batch is not None) == (len(envs) == 1)
+        while not ev.run(deadline=0.0):  # paused after every step, resumed
+            pass
+        results.append((ev.returns, ev.mean_behaviors(), ev.env_steps))
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    np.testing.assert_array_equal(results[0][1], results[1][1])
+    assert results[0][2] == results[1][2] == results[0][0].sum()
+    assert results[0][0].max() > 100 > results[0][0].min()  # some episodes long, some short
+
+
+def test_neat_job_on_the_batch_matches_the_pool():
+    def job(factory):
+        cfg = EvolutionConfig(method="neat", generations=3, target_return=475.0, episodes=2)
+        from drla_core.neat import NEATConfig
+        cfg.neat = NEATConfig(population_size=30, add_node_prob=0.5)
+        return EvolutionJob(factory, cfg, seed=4)
+
+    batched, pooled = job(lambda: make("cartpole")), job(PoolCartPole)
+    batched.advance()
+    pooled.advance()
+    assert len(batched.envs) == 1 and len(pooled.envs) > 1
+    assert comparable(batched.checkpoint()) == comparable(pooled.checkpoint())

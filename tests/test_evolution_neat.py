@@ -237,3 +237,16 @@ def test_graph_models_satisfy_the_schema():
     bad["architecture"]["graph"]["extra_key"] = 1
     with pytest.raises(AssertionError, match="unexpected extra_key"):
         _check(bad, schema, schema["$defs"], "graph model")
+
+
+def test_the_champion_check_comes_before_breeding_and_a_solved_run_breeds_no_more():
+    from drla_core.neat import NEATConfig as Config
+
+    cfg = EvolutionConfig(method="neat", generations=10, target_return=475.0, neat=Config(population_size=100))
+    job = EvolutionJob(lambda: make("cartpole"), cfg, seed=5)  # generation 1: a 500 whose check fails
+    job.advance(max_steps=1)
+    assert job.history["best"][0] >= 475 and job.history["evals"][0][1] < 475 and not job.solved
+    assert job.method.generation == 1  # the failed check: the next generation was bred
+    job.advance()
+    assert job.solved and job.method.generation == job.steps - 1  # the solving generation is kept as it was
+    assert job.history["evals"][-1][1] >= 475

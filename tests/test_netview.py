@@ -56,3 +56,14 @@ def test_render_png_and_drla_show(tmp_path, capsys):
         capsys.readouterr().out)
     picture = read_png(tmp_path / "net.png")
     assert picture.shape[:2] == (200, 300) and picture.reshape(-1, picture.shape[-1])[:, :3].max() > 200
+
+
+def test_strongest_is_the_stable_argsort_tail():
+    from drla_core.netview import strongest
+
+    rng = np.random.default_rng(0)
+    for trial in range(400):
+        n, k = int(rng.integers(1, 5000)), int(rng.integers(1, 400))
+        ties = rng.integers(0, int(rng.integers(1, 12)), n).astype(np.float32)  # many equal values
+        values = ties if trial % 2 else rng.random(n).astype(np.float32)
+        np.testing.assert_array_equal(strongest(values, k), np.argsort(values, kind="stable")[-k:])

@@ -8,6 +8,7 @@ Gymnasium's ``cartpole.py``, so the same seed and actions give the same trajecto
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -15,7 +16,7 @@ import numpy as np
 from ..env import Env
 from ..spaces import Box, Discrete
 
-__all__ = ["CartPole"]
+__all__ = ["CartPole", "CartPoleBatch"]
 
 
 class CartPole(Env):
@@ -119,3 +120,153 @@ class CartPole(Env):
                       or theta < -self.theta_threshold_radians or theta > self.theta_threshold_radians)
         truncated = self.elapsed_steps >= self.max_episode_steps
         return np.array(self.state, dtype=np.float32), 1.0, terminated, truncated, {}
+
+    def batch(self, n: int) -> CartPoleBatch | None:
+        """``n`` copies of this CartPole stepped together in numpy (``CartPoleBatch``), or None when a subclass
+        changes ``step`` or ``reset`` (its dynamics are then not these)."""
+        if type(self).step is not CartPole.step or type(self).reset is not CartPole.reset:
+            return None
+        return CartPoleBatch(n, self)
+
+
+def _libm_functions() -> tuple[Any, Any, Any]:
+    """``cos``, ``sin`` and ``pow(x, 2)`` on float64 arrays (with ``out``) that give what ``math.cos``,
+    ``math.sin`` and Python's ``x**2`` (C ``pow``) give, so a batch follows the scalar CartPole (and Gymnasium)
+    bit for bit.
+
+    numpy's float64 ``cos``/``sin``, and ``power`` with an array exponent, call the C library on most CPUs;
+    where a numpy build uses its own SIMD versions instead (AVX-512 SVML), a probe finds a difference and the
+    batch calls ``math`` per element (slower, still exact). (``x * x`` is not Python's ``x**2``: C ``pow``
+    rounds differently about once in a thousand squares.)
+    """
+    probe = np.random.default_rng(12345)
+    angles = probe.uniform(-0.5, 0.5, 512)
+    values = np.concatenate([angles, probe.normal(0.0, 3.0, 512)])
+
+    def np_square(v: np.ndarray, two: np.ndarray, out: np.ndarray) -> np.ndarray:
+        return np.power(v, two, out=out)
+
+    def py_cos(v: np.ndarray, out: np.ndarray) -> np.ndarray:
+        out[...] = [math.cos(t) for t in v.tolist()]
+        return out
+
+    def py_sin(v: np.ndarray, out: np.ndarray) -> np.ndarray:
+        out[...] = [math.sin(t) for t in v.tolist()]
+        return out
+
+    def py_square(v: np.ndarray, two: np.ndarray, out: np.ndarray) -> np.ndarray:
+        out[...] = [[t**2 for t in row] for row in v.tolist()]
+        return out
+
+    def same(fn: Any, ref: Any, v: np.ndarray, *args: np.ndarray) -> bool:
+        return np.array_equal(fn(v, *args, out=np.empty_like(v)), ref(v, *args, out=np.empty_like(v)))
+
+    cos = np.cos if same(np.cos, py_cos, angles) else py_cos
+    sin = np.sin if same(np.sin, py_sin, angles) else py_sin
+    grid = values.reshape(2, -1)
+    square = np_square if same(np_square, py_square, grid, np.full_like(grid, 2.0)) else py_square
+    return cos, sin, square
+
+
+_COS, _SIN, _SQUARE = _libm_functions()
+
+
+class CartPoleBatch:
+    """``n`` CartPoles with one step for all: the scalar ``CartPole``'s arithmetic, in the same order, on
+    float64 arrays, so every row follows the trajectory the scalar env follows from the same seed and actions
+    bit for bit (a test checks it). What ``evolution.Evaluation`` runs when its env is a CartPole.
+
+    All rows start together (``reset(seeds)``) and so share one step count (truncation at
+    ``max_episode_steps``); ``keep(mask)`` drops ended rows. Actions: an int array of 0 and 1. ``step`` works
+    in preallocated arrays (about 25 numpy calls whatever ``n``): the observations and flags it returns are
+    overwritten by the next ``step``.
+    """
+
+    # rows of the work array: the state (x, theta, x_dot, theta_dot), so that rows 2-5 are the state's rates
+    # (x_dot, theta_dot, xacc, thetaacc); row 4 holds cos(theta) until xacc overwrites it, so that one pow call
+    # squares rows 3-4 (theta_dot, cos) into 6-7, next to sin (8): one multiply makes rows 9-11
+    # (polemass_length * theta_dot**2, masspole * cos**2, gravity * sin)
+    _ROWS = 19
+
+    def __init__(self, n: int, env: CartPole | None = None) -> None:
+        env = env or CartPole()
+        self.n = int(n)
+        self.max_episode_steps = env.max_episode_steps
+        self.elapsed_steps = 0
+        f64 = np.float64
+        self._force = np.array([-env.force_mag, env.force_mag], dtype=f64)
+        self._k = {name: np.array(v, dtype=f64) for name, v in (
+            ("total_mass", env.total_mass), ("length", env.length), ("pml", env.polemass_length),
+            ("tau", env.tau), ("four_thirds", 4.0 / 3.0))}
+        self._mul_k = np.array([[env.polemass_length], [env.masspole], [env.gravity]], dtype=f64)
+        self._limits = np.array([[env.x_threshold], [env.theta_threshold_radians]], dtype=f64)
+        self._work = np.zeros((self._ROWS, self.n), dtype=f64)
+        self._two = np.full((2, self.n), 2.0, dtype=f64)
+        self._flags = np.zeros((2, self.n), dtype=bool)
+        self._obs = np.zeros((self.n, 4), dtype=np.float32)
+        self._views(self.n)
+
+    def _views(self, n: int) -> None:
+        """The arrays ``step`` works in, as views of the first ``n`` columns (made once per size change)."""
+        self.n = n
+        w = self._work[:, :n]
+        self._state, self._flags_n = w[0:4], self._flags[:, :n]
+        obs = self._obs[:n]
+        self._obs_n = obs
+        # obs[:, 2 * i + j] = state[2 * j + i]: (x, x_dot, theta, theta_dot) from (x, theta, x_dot, theta_dot)
+        self._obs_copy = (obs.reshape(n, 2, 2), w[0:4].reshape(2, 2, n).transpose(2, 1, 0))
+        self._rewards = np.ones(n, dtype=np.float64)
+        self._terminated = np.zeros(n, dtype=bool)
+        self._v = (w[1], w[3:5], self._two[:, :n], w[4], w[8], w[6:9], w[9:12], w[9], w[9:11], w[10], w[11],
+                   w[12], w[5], w[4], w[2:6], w[13:17], w[0:2], w[17:19], self._flags_n[0], self._flags_n[1])
+
+    def reset(self, seeds: Sequence[int]) -> np.ndarray:
+        """Row ``i`` starts as ``CartPole().reset(seed=seeds[i])`` does; returns the observations ``(n, 4)``."""
+        if len(seeds) != self._work.shape[1]:
+            raise ValueError(f"CartPoleBatch.reset: {len(seeds)} seeds for {self._work.shape[1]} rows")
+        starts: dict[int, np.ndarray] = {}
+        for s in seeds:  # every individual of a generation shares its episode seeds: one generator per seed
+            if s not in starts:
+                starts[s] = np.random.default_rng(int(s)).uniform(-0.05, 0.05, size=(4,))
+        self._views(len(seeds))
+        self._state[...] = np.array([starts[s] for s in seeds], dtype=np.float64)[:, [0, 2, 1, 3]].T
+        self.elapsed_steps = 0
+        np.copyto(*self._obs_copy, casting="same_kind")
+        return self._obs_n
+
+    def keep(self, mask: np.ndarray) -> None:
+        """Keep only the rows where ``mask`` is True (the others' episodes ended)."""
+        kept = self._state[:, mask]
+        self._views(kept.shape[1])
+        self._state[...] = kept
+
+    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+        """One step of every row: ``(obs (n, 4) float32, rewards (n,), terminated (n,) bool, truncated)``."""
+        (theta, pow_in, two, costheta, sintheta, mul_in, mul_out, temp, temp_and_c2, denominator, num, b,
+         thetaacc, xacc, rates, scaled, positions, magnitudes, flag_x, flag_theta) = self._v
+        k = self._k
+        force = self._force[actions]
+        _COS(theta, out=costheta)
+        _SIN(theta, out=sintheta)
+        _SQUARE(pow_in, two, out=mul_in[:2])  # theta_dot**2, costheta**2
+        np.multiply(mul_in, self._mul_k, out=mul_out)  # polemass_length * theta_dot**2, masspole * c**2, g * sin
+        np.multiply(temp, sintheta, out=temp)
+        np.add(force, temp, out=temp)
+        np.divide(temp_and_c2, k["total_mass"], out=temp_and_c2)  # temp; masspole * costheta**2 / total_mass
+        np.subtract(k["four_thirds"], denominator, out=denominator)
+        np.multiply(k["length"], denominator, out=denominator)
+        np.multiply(costheta, temp, out=b)
+        np.subtract(num, b, out=num)  # gravity * sintheta - costheta * temp
+        np.divide(num, denominator, out=thetaacc)
+        np.multiply(k["pml"], thetaacc, out=b)
+        np.multiply(b, costheta, out=b)
+        np.divide(b, k["total_mass"], out=b)
+        np.subtract(temp, b, out=xacc)  # (cos(theta) is not needed any more: xacc takes its row)
+        np.multiply(k["tau"], rates, out=scaled)
+        self._state += scaled  # x + tau * x_dot, theta + tau * theta_dot, x_dot + tau * xacc, ...
+        self.elapsed_steps += 1
+        np.abs(positions, out=magnitudes)
+        np.greater(magnitudes, self._limits, out=self._flags_n)
+        np.logical_or(flag_x, flag_theta, out=self._terminated)
+        np.copyto(*self._obs_copy, casting="same_kind")
+        return self._obs_n, self._rewards, self._terminated, self.elapsed_steps >= self.max_episode_steps

@@ -54,3 +54,42 @@ def test_toggle_adds_and_removes_the_draw_handler_and_finds_the_training_network
         assert found is net and obs.shape == (3,)
     finally:
         sessions._sessions.clear()
+
+
+def test_a_redraw_draws_the_cached_picture_and_rebuilds_only_when_the_network_changes(ext):
+    import gpu
+
+    from drla_ext.addon.ui import net_overlay
+    from drla_ext.drla_core.mlp import MLP
+
+    net = MLP(5, [(64, "relu"), (64, "tanh")], 3, rng=1)
+    obs = np.linspace(-1, 1, 5).astype(np.float32)
+    cached, _ = net_overlay.render_offscreen(net, obs, 200, 120)
+    off = gpu.types.GPUOffScreen(200, 120)  # the batches drawn directly, as every redraw did before the cache
+    try:
+        with off.bind():
+            fb = gpu.state.active_framebuffer_get()
+            fb.clear(color=(0.0, 0.0, 0.0, 0.0))
+            with gpu.matrix.push_pop():
+                net_overlay._pixel_projection(200, 120)
+                net_overlay.draw_batches(net_overlay.build_batches(net, obs, 0, 0, 200, 120))
+            direct = np.array(fb.read_color(0, 0, 200, 120, 4, 0, 'FLOAT').to_list(), np.float32).reshape(120, 200, 4)
+    finally:
+        off.free()
+    assert np.abs(cached - direct).max() <= 1 / 255 + 1e-6  # the same picture (8-bit texture)
+    assert (np.abs(direct[..., :3] - net_overlay.BACKDROP[:3]).max(axis=2) > 0.05).mean() > 0.02
+
+    cache = net_overlay.OverlayCache()
+    try:
+        key = net_overlay.fingerprint(net, obs)
+        cache.rebuild(net, obs, 64, 48, key)
+        later = cache.built + 10 * net_overlay.REBUILD_S
+        assert not cache.stale(key, (64, 48), later)  # nothing changed: never rebuilt
+        assert cache.stale(key, (80, 48), cache.built)  # the box changed size: at once
+        net.weights[1][3, 4] += 1.0
+        changed = net_overlay.fingerprint(net, obs)
+        assert changed != key and net_overlay.fingerprint(net, obs * 2) != changed
+        assert not cache.stale(changed, (64, 48), cache.built + net_overlay.REBUILD_S / 2)  # at most 4 a second
+        assert cache.stale(changed, (64, 48), cache.built + net_overlay.REBUILD_S)
+    finally:
+        cache.free()

@@ -730,8 +730,8 @@ def stage_copies():
 
 
 def stage_overlay():
-    """The sidebar's network overlay over the viewport, on the stopped run's network: drawn (its batches built
-    by the draw handler), seen in a screenshot, off again; the scene's data untouched."""
+    """The sidebar's network overlay over the viewport, on the stopped run's network: drawn (its picture built
+    by its timer), seen in a screenshot, off again; the scene's data untouched."""
     overlay = mod("ui.net_overlay")
     try:
         before = scene_fingerprint()
@@ -742,8 +742,8 @@ def stage_overlay():
         return
     for a in areas('VIEW_3D'):
         a.tag_redraw()
-    yield from wait_until(lambda: overlay._cache.get("batches") is not None, 15)
-    check("the viewport draws the training network", Ctx.waited, "no batches built by the draw handler")
+    yield from wait_until(lambda: overlay._cache.offscreen is not None, 15)
+    check("the viewport draws the training network", Ctx.waited, "no picture built by the overlay's timer")
     shot("03_network_overlay", area=Ctx.v3d)
     try:
         sidebar_call(bpy.ops.drla.network_overlay)
