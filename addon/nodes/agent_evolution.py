@@ -66,6 +66,9 @@ class DRLA_EvolutionAgentNode(DRLANode, bpy.types.Node):
         if net is not None:
             if self.method == 'NEAT':
                 ctx.error(net, "NEAT evolves its own topology: unlink the Network (or choose GA)")
+            elif getattr(net, "grow", False):
+                ctx.error(net, "Grow on Plateau grows a DQN Agent's network; an Evolution Agent's networks keep "
+                               "their layers: turn Grow on Plateau off")
             spec.hidden = net.hidden_layers()
         novelty = ctx.input(self, "Novelty", required=False)
         if novelty is not None:

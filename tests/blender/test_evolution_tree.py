@@ -70,6 +70,19 @@ def test_a_broken_evolution_tree_gets_its_message_on_the_node(empty_scene):
     assert agent.drla_error == "Elites (4) must be fewer than the Population (4)"
     assert novelty.drla_error == "no sensor node named 'No Such Sensor' is linked into the State"
 
+    agent.elites = 1
+    tree.nodes.remove(novelty)
+    net = tree.nodes.new("DRLA_NetworkNode")
+    layer = tree.nodes.new("DRLA_HiddenLayerNode")
+    tree.links.new(layer.outputs[0], net.inputs["Layers"])
+    tree.links.new(net.outputs[0], agent.inputs["Network"])
+    net.grow = True  # growth is a DQN run's: said on the Network rather than silently ignored
+    with pytest.raises(CompileError):
+        compiler.compile_tree(tree, empty_scene)
+    assert net.drla_error.startswith("Grow on Plateau grows a DQN Agent's network")
+    net.grow = False
+    compiler.compile_tree(tree, empty_scene)
+
 
 def test_evolution_trains_in_the_scene_and_restores_it(empty_scene):
     """Through the panel's session: a champion clearly better than generation 0's best, the scene
