@@ -45,6 +45,8 @@ class AgentKind:
     #: Whether its run takes training callbacks and has a network that can grow (DQN): the Network node's
     #: Grow on Plateau, the Grow button, ``drla train --grow/--metrics/--tensorboard``
     grows: bool = False
+    #: What its run's steps count (the progress bar's word): environment steps, or generations (evolution)
+    unit: str = "step"
 
     def makes(self, model) -> bool:
         """Whether ``model`` (a loaded model file) is of the kind this agent kind trains."""
@@ -148,7 +150,8 @@ EVOLUTION = AgentKind(
     bake_label="Bake Champion to Keyframes", bake_settings=(("bake_steps", "Steps"),
                                                             ("bake_frame_step", "Frames/Step")),
     curve='RETURN', trained_text=_evolution_trained_text, after_training=lambda session: "", workers=False,
-    evaluate=play.evaluate_episodes, bake=_dqn_bake, bake_hint=lambda scene: "", model_kind="mlp")
+    evaluate=play.evaluate_episodes, bake=_dqn_bake, bake_hint=lambda scene: "", model_kind="mlp",
+    unit="generation")
 
 
 # --------------------------------------------------------------------------- co-evolution (two named agents)
@@ -165,7 +168,7 @@ COEVOLUTION = AgentKind(
     name="coevolution", label="Co-evolution", can_play=True, can_follow=False, no_play_reason="",
     bake_label="Bake to Keyframes", bake_settings=(), curve='RETURN', trained_text=_coevolution_trained_text,
     after_training=lambda session: "", workers=False, evaluate=_team_evaluate, bake=_team_bake,
-    bake_hint=lambda scene: "", model_kind="mlp")
+    bake_hint=lambda scene: "", model_kind="mlp", unit="generation")
 
 
 #: Every agent kind by ``AgentSpec.kind`` (the agent node's ``agent_kind``).

@@ -107,7 +107,7 @@ def draw_error(layout, s, context=None) -> None:
 def draw_progress(layout, s, state: str, context=None) -> None:
     """The progress bar, then the run's own figures (``TrainingJob.status()``, mirrored in
     ``scene.drla.status``) two to a row, the time left and the task's counts."""
-    text = f"{s.steps_done} / {s.steps_total} steps"
+    text = f"{s.steps_done} / {s.steps_total} {kinds.of_tree(s.tree).unit}s"
     if state == "STOPPED":
         text += "  (stopped)"
     layout.progress(factor=s.progress, type='BAR', text=text)

@@ -43,6 +43,7 @@ def test_the_evolution_node_compiles_to_its_settings(empty_scene):
     tree.links.new(novelty.outputs[0], agent.inputs["Novelty"])
     compiled = compiler.compile_tree(tree, empty_scene)
     assert compiled.agent.kind == "evolution" and kinds.of(compiled) is kinds.EVOLUTION
+    assert kinds.of_tree(tree).unit == "generation"  # the sidebar's progress bar counts generations
     assert compiled.agent.hidden == [(8, "tanh")]
     assert build.total_steps_of(compiled) == 7  # generations, not the Trainer's steps
     config = build.evolution_config(compiled, 7)

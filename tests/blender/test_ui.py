@@ -127,7 +127,7 @@ def test_training_state_shows_progress_and_stop(ui, tree, empty_scene):
     assert operators(main) == ["drla.stop"]
     (progress,) = calls(main, "progress")
     assert progress.kwargs["factor"] == pytest.approx(0.25) and progress.kwargs["type"] == 'BAR'
-    assert "500 / 2000" in progress.kwargs["text"]
+    assert progress.kwargs["text"] == "500 / 2000 steps"
     assert "Episodes 7" in labels(main) and "Epsilon 0.60" in labels(main)
     # nothing else can start while training; the reason says so
     assert not bpy.ops.drla.train.poll() and not bpy.ops.drla.import_model.poll()
