@@ -58,6 +58,11 @@ def shot(name, area=None, ocr=None, region_type=None, box=None):
     ``ocr``: a key under which tesseract's text of the crop (or the screen) is stored for check.py.
     """
     path = os.path.join(OUT, name + ".png")
+    try:  # draw the window now: while a run trains, software GL repaints late and the screen lags the state
+        with bpy.context.temp_override(window=win(), screen=win().screen):
+            bpy.ops.wm.redraw_timer(type='DRAW_WIN_SWAP', iterations=3)
+    except Exception:
+        log("redraw before the screenshot failed:", traceback.format_exc())
     subprocess.run(["import", "-window", "root", path], capture_output=True, timeout=120)
     RESULTS["screenshots"].append(name + ".png")
     target = path
