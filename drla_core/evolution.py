@@ -423,6 +423,11 @@ class Evaluation:
     like ``envs.cartpole.CartPoleBatch``, with the same trajectories as the env itself) and the actions are
     discrete, every task runs at once on it: one batched forward and one batched environment step per step,
     no Python per environment. The results are the same as on the pool.
+
+    When the first environment is a vector of copies that can restart some of them with seeds of their own
+    (``num_envs`` and ``restart(copies, seeds) -> first observations``, like a Blender scene's copies), each
+    copy is a slot of the pool but all copies step together: one forward for the running slots and one
+    ``step`` of the vector per step (a copy without a task left acts too; its episode is not counted).
     """
 
     def __init__(self, policy: Callable[[np.ndarray, np.ndarray], np.ndarray], n_individuals: int,
@@ -447,6 +452,12 @@ class Evaluation:
         batch = getattr(self.envs[0], "batch", None) if self.envs else None
         if callable(batch) and self._act_array is not None and not self.done:
             self._batch = batch(self.n * self.episodes)
+        # the vector path: the copies of one vector environment are the pool's slots
+        first: Any = self.envs[0] if self.envs else None
+        self._vector: Any = first if callable(getattr(first, "restart", None)) and \
+            getattr(first, "num_envs", 0) >= 1 else None
+        if self._vector is not None:
+            self._slot_task = [-1] * int(first.num_envs)
         self._tasks = np.zeros(0, dtype=np.int64)
         self._batch_returns = np.zeros(self.n * self.episodes, dtype=np.float64)
         self._acc = np.zeros(0, dtype=np.float64)
@@ -461,7 +472,7 @@ class Evaluation:
     def _put(self, s: int, obs: Any) -> None:
         if self._x is None:
             flat = np.asarray(obs, dtype=np.float32).reshape(-1)
-            self._x = np.zeros((len(self.envs), flat.size), dtype=np.float32)
+            self._x = np.zeros((len(self._slot_task), flat.size), dtype=np.float32)
             self._flat = np.ndim(obs) <= 1
         if self._flat:
             self._x[s] = obs  # numpy converts; no intermediate array (this runs once per env step)
@@ -485,6 +496,8 @@ class Evaluation:
         """Step every running episode until all have ended (True) or ``deadline`` passes (False)."""
         if self._batch is not None:
             return self._run_batch(deadline)
+        if self._vector is not None:
+            return self._run_vector(deadline)
         envs, slot_task, returns, put = self.envs, self._slot_task, self._returns, self._put
         changed = not self._active
         while not self.done:
@@ -514,6 +527,55 @@ class Evaluation:
                 changed = False
                 if not self._active:
                     self.done = True
+            if deadline is not None and time.perf_counter() >= deadline:
+                break
+        return self.done
+
+    def _start_vector_tasks(self, slots: list[int]) -> None:
+        """The next tasks on the free ``slots`` (copies), each restarted with its task's episode seed."""
+        total, slot_task = self.n * self.episodes, self._slot_task
+        starting = []
+        for s in slots:
+            if self._next_task < total:
+                slot_task[s] = self._next_task
+                self._next_task += 1
+                starting.append(s)
+        if starting:
+            obs = self._vector.restart(starting, [self.seeds[slot_task[s] % self.episodes] for s in starting])
+            for s, o in zip(starting, obs):
+                self._put(s, o)
+
+    def _run_vector(self, deadline: float | None) -> bool:
+        """``run`` on a vector of copies: the pool's loop with one ``step`` of the vector for every copy."""
+        venv, slot_task, returns = self._vector, self._slot_task, self._returns
+        if self._x is None:
+            self._start_vector_tasks(list(range(len(slot_task))))
+        while not self.done:
+            active = [s for s in range(len(slot_task)) if slot_task[s] >= 0]
+            if not active:
+                self.done = True
+                break
+            assert self._x is not None
+            rows = np.array([slot_task[s] // self.episodes for s in active], dtype=np.int64)
+            chosen = self.act(self.policy(rows, self._x[active]))
+            actions = [chosen[0]] * len(slot_task)  # a copy without a task plays along; nothing of it counts
+            for s, a in zip(active, chosen):
+                actions[s] = a
+            obs, rewards, terminated, truncated, infos = venv.step(np.asarray(actions))
+            ended = []
+            for s in active:
+                task = slot_task[s]
+                returns[task] += float(rewards[s])
+                if terminated[s] or truncated[s]:
+                    final = infos["final_obs"][s] if "final_obs" in infos else obs[s]
+                    self.behaviors[task] = self.behavior(final, {})
+                    slot_task[s] = -1
+                    ended.append(s)
+                else:
+                    self._put(s, obs[s])
+            self.env_steps += len(active)
+            if ended:
+                self._start_vector_tasks(ended)
             if deadline is not None and time.perf_counter() >= deadline:
                 break
         return self.done
@@ -661,8 +723,9 @@ class EvolutionJob:
         self.seed = int(seed)
         self.behavior = behavior
         self._set_env(env)
-        probe = self.envs[0]
-        self.observation_space, self.action_space = probe.observation_space, probe.action_space
+        probe = self.envs[0]  # (a vector of copies: one copy's spaces)
+        self.observation_space = getattr(probe, "single_observation_space", probe.observation_space)
+        self.action_space = getattr(probe, "single_action_space", probe.action_space)
         self._act = action_function(self.action_space)
         self.input_size = int(np.prod(self.observation_space.shape))
         self.output_size = self.action_space.n if isinstance(self.action_space, Discrete) \
@@ -691,8 +754,8 @@ class EvolutionJob:
     # -- set-up --------------------------------------------------------------------------------------------
 
     def _set_env(self, env: EnvSource) -> None:
-        if isinstance(env, Env):
-            self.envs: list[Env] = [env]
+        if isinstance(env, Env) or callable(getattr(env, "restart", None)):  # an env, or a vector of copies
+            self.envs: list[Env] = [env]  # type: ignore[list-item]
             self._factory: Callable[[], Env] | None = None
         elif callable(env):
             self._factory = env
@@ -708,6 +771,8 @@ class EvolutionJob:
         a batch itself: see ``Evaluation``)."""
         batch = getattr(self.envs[0], "batch", None)
         if isinstance(self.action_space, Discrete) and callable(batch) and batch(1) is not None:
+            return self.envs[:1]
+        if callable(getattr(self.envs[0], "restart", None)):  # a vector of copies: its copies are the pool
             return self.envs[:1]
         if self._factory is not None:
             while len(self.envs) < min(n, self.config.max_envs):

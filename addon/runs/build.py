@@ -52,7 +52,9 @@ def build_env(compiled: CompiledTree, scene, copies: int | None = None):
         return SceneTeamEnv([(m.name, m.env) for m in compiled.team], scene)
     n = int(copies or compiled.env.copies)
     if n > 1:
-        evaluates = compiled.trainer is not None and compiled.trainer.eval_interval > 0
+        # a spare copy for a DQN run's evaluations (an evolution evaluates on the copies themselves)
+        evaluates = compiled.trainer is not None and compiled.trainer.eval_interval > 0 and \
+            compiled.agent is not None and compiled.agent.kind == "dqn"
         return SceneVectorEnv(compiled.env, scene, n, eval_copy=evaluates)
     return SceneEnv(compiled.env, scene)
 
@@ -321,17 +323,15 @@ def behavior_of(compiled: CompiledTree):
 
 def build_evolution_job(compiled: CompiledTree, env, *, seed: int, total_steps: int,
                         overrides: dict[str, Any] | None = None, **options) -> SceneEvolutionJob:
-    """Evolution: a population evaluated one individual after another on the tree's one ``SceneEnv``
-    (scene copies cannot hold rigid bodies yet); ``total_steps`` counts generations."""
+    """Evolution: a population evaluated on the tree's ``SceneEnv``, one individual after another, or on its
+    scene copies (a ``SceneVectorEnv``: as many individuals at once as there are copies; copies cannot hold
+    rigid bodies yet); ``total_steps`` counts generations."""
     if overrides:
         raise BuildError("DQN settings from the command line do not apply to an Evolution Agent "
                          "(its settings are on the Evolution Agent node)")
     unknown = set(options) - set(_RUN_OPTIONS)
     if unknown:
         raise TypeError(f"build_evolution_job: unknown options {sorted(unknown)}")
-    if isinstance(env, VectorEnv):
-        raise BuildError("an Evolution Agent evaluates its population on the scene itself: set the "
-                         "Environment's Copies to 1")
     try:
         config = evolution_config(compiled, total_steps)
         behavior = behavior_of(compiled)

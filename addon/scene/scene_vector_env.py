@@ -79,6 +79,7 @@ class SceneVectorEnv(VectorEnv):
         self._frame = scene.frame_start
         self._view_layer = bpy.context.view_layer if bpy.context.scene == scene else scene.view_layers[0]
         self._batched = _Batched(self.envs) if self.num_envs > 1 else None  # one copy: SceneEnv's own step
+        self._started = False
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None):
         for env, s in zip(self.envs, copy_seeds(seed, self.num_envs)):
@@ -86,10 +87,29 @@ class SceneVectorEnv(VectorEnv):
             env.restart_objects()
         self._frame = self.scene.frame_start
         self.scene.frame_set(self._frame)
+        self._started = True
         obs = np.stack([env.begin_episode() for env in self.envs])
         if self._batched is not None:
             self._batched.begin(range(self.num_envs))
         return obs, {}
+
+    def restart(self, copies, seeds) -> np.ndarray:
+        """Restart ``copies`` (indices) with their own ``seeds`` while the others go on with their episodes: an
+        evolution's evaluation plays one individual's episode per copy, each episode with its own seed (a copy
+        restarted with seed ``s`` observes what a single ``SceneEnv`` reset with ``s`` observes). Their first
+        observations, one row per copy. ``step`` still autoresets a copy whose episode ended; restarting it
+        here afterwards replaces that episode."""
+        copies = [int(i) for i in copies]
+        if not self._started:  # every copy begins (one not restarted here plays along), the frame at the start
+            self.reset(seed=0)
+        for i, s in zip(copies, seeds):
+            super(SceneEnv, self.envs[i]).reset(seed=int(s))
+            self.envs[i].restart_objects()
+        self._view_layer.update()
+        obs = np.stack([self.envs[i].begin_episode() for i in copies])
+        if self._batched is not None:
+            self._batched.begin(copies)
+        return obs
 
     def _advance(self) -> None:
         for _ in range(self.frames_per_step):

@@ -121,7 +121,7 @@ def test_evolution_trains_in_the_scene_and_restores_it(empty_scene):
     assert fingerprint(scene) == before
 
 
-def test_evolution_refuses_dqn_flags_and_copies(empty_scene):
+def test_evolution_refuses_dqn_flags(empty_scene):
     from drla_ext.addon.runs import build
     from drla_ext.addon.tree import compiler
 
@@ -129,13 +129,54 @@ def test_evolution_refuses_dqn_flags_and_copies(empty_scene):
     compiled = compiler.compile_tree(tree, empty_scene)
     with pytest.raises(build.BuildError, match="do not apply to an Evolution Agent"):
         build.build_job(compiled, None, overrides={"learning_rate": 0.1})
-    compiled.env.copies = 2
+    bpy.data.node_groups.remove(tree)
+
+
+def _evolve(compiled, scene, copies: int) -> tuple[dict, int]:
+    from drla_ext.addon.runs import build
+    from drla_ext.addon.scene.snapshot import restored_scene
+
+    compiled.env.copies = copies
+    with restored_scene(scene):
+        env = build.build_env(compiled, scene)
+        try:
+            job = build.build_job(compiled, env, seed=3)
+            while not job.done:
+                job.advance()
+            return job.history, job.env_steps
+        finally:
+            env.close()
+
+
+def test_a_population_evaluated_on_scene_copies_scores_as_on_the_scene_alone(empty_scene):
+    """Four copies of the Reach scene play four individuals' episodes at once, each episode with its own seed:
+    a generation's fitness is what the scene alone gives one individual after another (to float32 world-space
+    precision: the copies stand 100 m apart; later generations may part where a network's saturated outputs
+    tie), every copy is gone afterwards and the scene is exactly as before."""
+    from drla_ext.addon.scene.scene_vector_env import SceneVectorEnv
+    from drla_ext.addon.runs import build
+    from drla_ext.addon.tree import compiler
+
+    tree, _ = reach_tree(empty_scene, population_size=10, generations=1, episodes=3)
+    bpy.context.view_layer.update()  # the example placed the goal: its matrix_world follows on update
+    before = fingerprint(empty_scene)
+    compiled = compiler.compile_tree(tree, empty_scene)
+    alone, alone_steps = _evolve(compiled, empty_scene, 1)
+    assert fingerprint(empty_scene) == before
+    on_copies, copies_steps = _evolve(compiled, empty_scene, 4)  # 30 episodes on 4 copies: some copies idle
+    assert fingerprint(empty_scene) == before  # every copy gone
+    assert copies_steps == alone_steps > 0
+    np.testing.assert_allclose(on_copies["best"], alone["best"], atol=1e-5)
+    np.testing.assert_allclose(on_copies["mean"], alone["mean"], atol=1e-5)
+    compiled.env.copies = 64  # more copies than episodes: the idle ones play along
+    assert _evolve(compiled, empty_scene, 64)[1] == alone_steps
+    compiled.env.copies = 4
     env = build.build_env(compiled, empty_scene)
     try:
-        with pytest.raises(build.BuildError, match="Copies to 1"):
-            build.build_job(compiled, env)
+        assert isinstance(env, SceneVectorEnv) and env.eval_env is None  # no spare copy: evolution needs none
     finally:
         env.close()
+    assert fingerprint(empty_scene) == before
     bpy.data.node_groups.remove(tree)
 
 
