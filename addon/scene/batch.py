@@ -20,13 +20,22 @@ import bpy
 import numpy as np
 
 
+#: ``foreach_get`` reads every object of the file; past this many objects per object needed (a user's large
+#: file, few objects in the environment) reading the needed ones one at a time is faster.
+WHOLE_FILE_RATIO = 16
+
+
 class ObjectArrays:
-    """``prop`` (``width`` floats each) of ``objects``, all read in one go; ``read()`` -> (k, width) float32."""
+    """``prop`` (``width`` floats each) of ``objects``, all read in one go; ``read()`` -> (k, width) float32.
+    In a file with many more objects than these (``WHOLE_FILE_RATIO``) each is read on its own instead (the same
+    float32 values, in ``foreach_get``'s order)."""
 
     def __init__(self, objects, prop: str = "matrix_world", width: int = 16) -> None:
         self.objects = list(objects)
         self.prop, self.width = prop, int(width)
-        self._locate()
+        self.one_by_one = len(bpy.data.objects) > WHOLE_FILE_RATIO * len(self.objects) + 256
+        if not self.one_by_one:
+            self._locate()
 
     def _locate(self) -> None:
         data = bpy.data.objects
@@ -41,7 +50,18 @@ class ObjectArrays:
         self._uid_buf = uids
         self._all = np.empty(len(uids) * self.width, np.float32)
 
+    def _read_each(self) -> np.ndarray:
+        out = np.empty((len(self.objects), self.width), np.float32)
+        matrix = self.prop == "matrix_world"
+        for i, ob in enumerate(self.objects):  # a removed object raises ReferenceError, as _locate does
+            value = getattr(ob, self.prop)
+            # a matrix column after column, as foreach_get gives it
+            out[i] = np.array(value, np.float32).T.reshape(-1) if matrix else np.array(value, np.float32)
+        return out
+
     def read(self) -> np.ndarray:
+        if self.one_by_one:
+            return self._read_each()
         data = bpy.data.objects
         if len(data) != self._uid_buf.size:
             self._locate()

@@ -144,6 +144,14 @@ def test_object_arrays_follow_renames_and_new_objects(empty_scene):
     np.testing.assert_array_equal(arrays.read().shape, (3, 16))
     locs = ObjectArrays(obs, "location", 3).read()
     np.testing.assert_array_equal(locs, np.array([ob.location for ob in obs], np.float32))
+    # in a file of many objects (a user's scene) the few needed are read one by one: the same values
+    many = [cube(scene, f"Filler {i}") for i in range(400)]
+    each = ObjectArrays(obs)
+    assert each.one_by_one and not arrays.one_by_one
+    np.testing.assert_array_equal(each.read(), arrays.read())
+    np.testing.assert_array_equal(ObjectArrays(obs, "location", 3).read(), locs)
+    for ob in many:
+        bpy.data.objects.remove(ob)
 
 
 def test_batched_camera_tiles_equal_each_copys_own_camera(ext):
