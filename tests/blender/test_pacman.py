@@ -234,6 +234,37 @@ def test_stop_and_resume_repeat_the_generation_cut_short(ext, tmp_path):
     assert fingerprint(scene) == before
 
 
+def test_resume_after_the_file_is_reopened_ends_as_a_run_never_stopped(ext, tmp_path):
+    """Stop writes both populations to a file the tree remembers; after saving, closing and opening the file,
+    Resume continues from it and the run ends with the history of one that never stopped."""
+    from drla_ext.addon.runs import sessions
+    from drla_ext.addon.runs.train import TrainSession
+
+    scene, tree = _open(population=4, generations=3)
+    straight = TrainSession(scene, tree, seed=1, output_dir=str(tmp_path)).start()
+    straight.run_blocking()
+    expected = {k: v for k, v in straight.job.history.items() if k.endswith(("_best", "_mean", "_vs_first"))}
+    session = TrainSession(scene, tree, seed=1, output_dir=str(tmp_path)).start()
+    while session.steps < 1:
+        session.tick(0.05)
+    session.stop()
+    assert tree.drla_last_checkpoint.endswith("PacMan_resume.json")
+    blend = tmp_path / "pacman.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    bpy.ops.wm.open_mainfile(filepath=str(blend))  # a new session: nothing of the run is left in memory
+    scene = bpy.context.scene
+    tree = bpy.data.node_groups["PacMan"]
+    assert sessions.get(scene) is None
+    before = fingerprint(scene)
+    resumed = TrainSession.from_checkpoint(scene, tree, output_dir=str(tmp_path))
+    assert resumed.steps >= 1 and resumed.state == "RUNNING", scene.drla.error
+    resumed.run_blocking()
+    assert resumed.state == "DONE", scene.drla.error
+    assert {k: v for k, v in resumed.job.history.items() if k in expected} == expected
+    assert fingerprint(scene) == before
+    sessions.discard_all()
+
+
 def test_scene_copies_copy_the_walls_and_pellets_too(ext):
     """A one-agent maze tree (pac-man alone, DQN) with two scene copies: each copy's pac-man is blocked by its
     own copy's walls and eats its own copy's pellets."""
