@@ -85,6 +85,22 @@ class _NodeButton:
         running = sessions.active(context.scene) if context.scene is not None else None
         return "DRLA is running in this scene: stop it first" if running is not None else ""
 
+    def _run(self, context, work, busy_error: type[Exception]) -> set[str]:
+        """``work(node)`` -> the message to report; refused while DRLA runs in the scene (``busy_error``); any
+        failure is said on the node and in the status bar, never as a traceback."""
+        node = None
+        try:
+            node = self._node()
+            busy = self._busy(context)
+            if busy:
+                raise busy_error(busy)
+            text = work(node)
+        except Exception as exc:
+            return self._fail(node, exc)
+        self.report({'INFO'}, text)
+        redraw_ui()
+        return {'FINISHED'}
+
     def _fail(self, node, exc: Exception) -> set[str]:
         message = describe_error(exc)
         if node is not None:
@@ -143,18 +159,7 @@ class DRLA_OT_merge_models(_NodeButton, bpy.types.Operator):
     node_idname = "DRLA_MergeNode"
 
     def execute(self, context):
-        node = None
-        try:
-            node = self._node()
-            busy = self._busy(context)
-            if busy:
-                raise merge.MergeFailure(busy)
-            text = merge.merge(node, context.scene)
-        except Exception as exc:  # MergeFailure, or anything else: a message on the node, never a traceback
-            return self._fail(node, exc)
-        self.report({'INFO'}, text.splitlines()[0])
-        redraw_ui()
-        return {'FINISHED'}
+        return self._run(context, lambda node: merge.merge(node, context.scene).splitlines()[0], merge.MergeFailure)
 
 
 class DRLA_OT_switcher_check(_NodeButton, bpy.types.Operator):
@@ -166,18 +171,8 @@ class DRLA_OT_switcher_check(_NodeButton, bpy.types.Operator):
     node_idname = "DRLA_ExpertSwitcherNode"
 
     def execute(self, context):
-        node = None
-        try:
-            node = self._node()
-            busy = self._busy(context)
-            if busy:
-                raise switcher.SwitcherError(busy)
-            text = switcher.check(node, context.scene, node.id_data)
-        except Exception as exc:
-            return self._fail(node, exc)
-        self.report({'INFO'}, text)
-        redraw_ui()
-        return {'FINISHED'}
+        return self._run(context, lambda node: switcher.check(node, context.scene, node.id_data),
+                         switcher.SwitcherError)
 
 
 class DRLA_OT_switcher_train_selector(_NodeButton, bpy.types.Operator):
@@ -190,18 +185,8 @@ class DRLA_OT_switcher_train_selector(_NodeButton, bpy.types.Operator):
     node_idname = "DRLA_ExpertSwitcherNode"
 
     def execute(self, context):
-        node = None
-        try:
-            node = self._node()
-            busy = self._busy(context)
-            if busy:
-                raise switcher.SwitcherError(busy)
-            text = switcher.train_selector_for(node, context.scene, node.id_data)
-        except Exception as exc:
-            return self._fail(node, exc)
-        self.report({'INFO'}, text)
-        redraw_ui()
-        return {'FINISHED'}
+        return self._run(context, lambda node: switcher.train_selector_for(node, context.scene, node.id_data),
+                         switcher.SwitcherError)
 
 
 # --------------------------------------------------------------------------- expert library
