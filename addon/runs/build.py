@@ -246,19 +246,17 @@ def build_team_job(compiled: CompiledTree, env, *, seed: int, total_steps: int,
 
 
 # --------------------------------------------------------------------------- evolution
-class SceneEvolutionJob(EvolutionJob):
-    """An ``EvolutionJob`` whose history also speaks the live curve's words: the best fitness of each
-    generation as its 'returns', the mean as its second curve, with their titles and the x axis in
-    generations (the same lists, not copies: they grow as the run goes)."""
+class _GenerationCheckpoints:
+    """What an evolution job offers ``--resume``, Resume and ``--checkpoint-interval``: checkpoint files in JSON,
+    ``save_fn(job, checkpoint_path.format(step=generation))`` called every ``checkpoint_interval`` generations
+    when the caller set it (the CLI: the champions so far and the population checkpoint), and
+    ``load_checkpoint`` (the job's ``continue_from``: returns the changed settings)."""
 
     #: The suffix of this job's checkpoint files (a DQN run's are ``.npz``).
     checkpoint_suffix = ".json"
 
     def __init__(self, *args, checkpoint_interval: int = 0, checkpoint_path: str = "", **kw) -> None:
         super().__init__(*args, **kw)
-        self._curve_names()
-        #: Every ``checkpoint_interval`` generations ``save_fn(job, checkpoint_path.format(step=generation))``
-        #: is called when the caller set it (the CLI: the champion so far and the population checkpoint).
         self.checkpoint_interval, self.checkpoint_path = int(checkpoint_interval or 0), checkpoint_path
         self.save_fn = None
 
@@ -271,9 +269,17 @@ class SceneEvolutionJob(EvolutionJob):
         return finished
 
     def load_checkpoint(self, checkpoint):
-        """Continue from a checkpoint (the surface a DQN run offers ``--resume`` and Resume): see
-        ``EvolutionJob.continue_from``; returns the changed settings."""
         return self.continue_from(checkpoint)
+
+
+class SceneEvolutionJob(_GenerationCheckpoints, EvolutionJob):
+    """An ``EvolutionJob`` whose history also speaks the live curve's words: the best fitness of each
+    generation as its 'returns', the mean as its second curve, with their titles and the x axis in
+    generations (the same lists, not copies: they grow as the run goes)."""
+
+    def __init__(self, *args, **kw) -> None:
+        super().__init__(*args, **kw)
+        self._curve_names()
 
     def _curve_names(self) -> None:
         h = self.history
@@ -344,33 +350,14 @@ def build_evolution_job(compiled: CompiledTree, env, *, seed: int, total_steps: 
 
 
 # --------------------------------------------------------------------------- co-evolution (two named agents)
-class SceneCoevolutionJob(CoevolutionJob):
+class SceneCoevolutionJob(_GenerationCheckpoints, CoevolutionJob):
     """A ``CoevolutionJob`` on the scene's two named agents, whose history also speaks the live curve's
     words: the first side's best fitness per generation as its 'returns', the second side's as its
     second curve. ``policies`` gives each side's champion (what Play runs)."""
 
-    #: The suffix of this job's checkpoint files (both populations as JSON).
-    checkpoint_suffix = ".json"
-
-    def __init__(self, *args, checkpoint_interval: int = 0, checkpoint_path: str = "", **kw) -> None:
+    def __init__(self, *args, **kw) -> None:
         super().__init__(*args, **kw)
         self._curve_names()
-        #: Every ``checkpoint_interval`` generations ``save_fn(job, checkpoint_path.format(step=generation))``
-        #: is called when the caller set it (the CLI: the champions so far and the populations' checkpoint).
-        self.checkpoint_interval, self.checkpoint_path = int(checkpoint_interval or 0), checkpoint_path
-        self.save_fn = None
-
-    def advance(self, max_steps=None, max_seconds=None) -> int:
-        before = self.steps
-        finished = super().advance(max_steps, max_seconds)
-        k = self.checkpoint_interval
-        if k > 0 and self.save_fn is not None and self.steps // k > before // k:
-            self.save_fn(self, self.checkpoint_path.format(step=self.steps))
-        return finished
-
-    def load_checkpoint(self, checkpoint):
-        """Continue from a checkpoint (``--resume`` and the panel's Resume): ``CoevolutionJob.continue_from``."""
-        return self.continue_from(checkpoint)
 
     def _curve_names(self) -> None:
         h, (a, b) = self.history, self.names
