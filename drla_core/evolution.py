@@ -550,13 +550,16 @@ class Evaluation:
         venv, slot_task, returns = self._vector, self._slot_task, self._returns
         if self._x is None:
             self._start_vector_tasks(list(range(len(slot_task))))
+        changed = True
         while not self.done:
-            active = [s for s in range(len(slot_task)) if slot_task[s] >= 0]
-            if not active:
-                self.done = True
-                break
+            if changed:  # which copies play, and whose individual each one is
+                active = [s for s in range(len(slot_task)) if slot_task[s] >= 0]
+                if not active:
+                    self.done = True
+                    break
+                rows = np.array([slot_task[s] // self.episodes for s in active], dtype=np.int64)
+                changed = False
             assert self._x is not None
-            rows = np.array([slot_task[s] // self.episodes for s in active], dtype=np.int64)
             chosen = self.act(self.policy(rows, self._x[active]))
             actions = [chosen[0]] * len(slot_task)  # a copy without a task plays along; nothing of it counts
             for s, a in zip(active, chosen):
@@ -576,6 +579,7 @@ class Evaluation:
             self.env_steps += len(active)
             if ended:
                 self._start_vector_tasks(ended)
+                changed = True
             if deadline is not None and time.perf_counter() >= deadline:
                 break
         return self.done
