@@ -428,6 +428,8 @@ class Evaluation:
     (``num_envs`` and ``restart(copies, seeds) -> first observations``, like a Blender scene's copies), each
     copy is a slot of the pool but all copies step together: one forward for the running slots and one
     ``step`` of the vector per step (a copy without a task left acts too; its episode is not counted).
+    A vector whose copies ``restarts_together`` (one physics world) plays rounds: every copy starts a task,
+    and the next round starts when the last of them ends.
     """
 
     def __init__(self, policy: Callable[[np.ndarray, np.ndarray], np.ndarray], n_individuals: int,
@@ -548,6 +550,7 @@ class Evaluation:
     def _run_vector(self, deadline: float | None) -> bool:
         """``run`` on a vector of copies: the pool's loop with one ``step`` of the vector for every copy."""
         venv, slot_task, returns = self._vector, self._slot_task, self._returns
+        together = bool(getattr(venv, "restarts_together", False))
         if self._x is None:
             self._start_vector_tasks(list(range(len(slot_task))))
         changed = True
@@ -578,8 +581,11 @@ class Evaluation:
                     self._put(s, obs[s])
             self.env_steps += len(active)
             if ended:
-                self._start_vector_tasks(ended)
                 changed = True
+                if not together:
+                    self._start_vector_tasks(ended)
+                elif all(task < 0 for task in slot_task):  # a round ends when its last episode does
+                    self._start_vector_tasks(list(range(len(slot_task))))
             if deadline is not None and time.perf_counter() >= deadline:
                 break
         return self.done

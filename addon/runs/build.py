@@ -55,7 +55,9 @@ def build_env(compiled: CompiledTree, scene, copies: int | None = None):
         # a spare copy for a DQN run's evaluations (an evolution evaluates on the copies themselves)
         evaluates = compiled.trainer is not None and compiled.trainer.eval_interval > 0 and \
             compiled.agent is not None and compiled.agent.kind == "dqn"
-        return SceneVectorEnv(compiled.env, scene, n, eval_copy=evaluates)
+        # physics copies restart together, which an evolution's rounds of episodes allow and DQN does not
+        evolves = compiled.agent is not None and compiled.agent.kind == "evolution"
+        return SceneVectorEnv(compiled.env, scene, n, eval_copy=evaluates, physics_ok=evolves)
     return SceneEnv(compiled.env, scene)
 
 

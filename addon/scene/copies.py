@@ -10,6 +10,14 @@ offset, so every local value (location, animation, custom properties) reads as i
 A camera of a copy draws only that copy's objects: what it should see must be part of the
 environment (name the arena's collection on the Environment node).
 
+Physics: when the environment holds a rigid body, every object of the scene's rigid-body world (bodies
+and constraints: the rail, the ground, the hinges) belongs to it too, and each copy's bodies and
+constraints join that one world (constraints point to the copy's own bodies). Rigid bodies are not
+parented to the copy's empty (a simulated body ignores its parent); they stand at the original's place
+plus the copy's offset. One world restarts only as a whole, at the start frame: physics copies restart
+together (``SceneVectorEnv.restarts_together``), which an evolution's evaluation can use and a DQN run,
+whose copies restart one by one, cannot (``physics_ok``).
+
 ``SceneCopies.remove()`` deletes every object, empty and collection it made: the user's scene has
 exactly the data-blocks it had before.
 """
@@ -19,10 +27,11 @@ from __future__ import annotations
 import math
 
 import bpy
-from mathutils import Vector
+from mathutils import Matrix, Vector
 
 from ..specs import EnvSpec, env_for_copy, objects_of
-from .probes import COPY_HOLDER
+from .probes import COPY_HOLDER, view_layer_of
+from .snapshot import free_rigid_body_cache
 
 #: Name of the collection holding the copies while a run lasts.
 COLLECTION_NAME = "DRLA Copies"
@@ -58,8 +67,25 @@ def environment_objects(scene, env: EnvSpec) -> list:
             ob = scene.objects.get(name)
             if ob is not None:
                 found += _family(ob)
+        if any(_is_rigid(ob) for ob in found):
+            for ob in physics_world_objects(scene):
+                found += _family(ob)
     unique = list(dict.fromkeys(found))
     return sorted(unique, key=_depth)
+
+
+def _is_rigid(ob) -> bool:
+    return ob.rigid_body is not None or ob.rigid_body_constraint is not None
+
+
+def physics_world_objects(scene) -> list:
+    """Every body and constraint of ``scene``'s rigid-body world that is in the scene."""
+    rbw = scene.rigidbody_world
+    if rbw is None:
+        return []
+    members = [*(rbw.collection.objects if rbw.collection else []),
+               *(rbw.constraints.objects if rbw.constraints else [])]
+    return [ob for ob in members if scene.objects.get(ob.name) == ob]
 
 
 def _inside(ob, objects: list) -> bool:
@@ -100,16 +126,25 @@ class SceneCopies:
     """N-1 copies of the environment's objects in ``scene``; ``specs[i]`` is copy i's environment
     (copy 0 is the original scene). Call ``remove()`` when the run ends."""
 
-    def __init__(self, scene, env: EnvSpec, n: int) -> None:
+    def __init__(self, scene, env: EnvSpec, n: int, physics_ok: bool = False) -> None:
         self.scene, self.n = scene, int(n)
         self.objects: list = []
         self.empties: list = []
         self.collection = None
         originals = environment_objects(scene, env)
-        rigid = [ob.name for ob in originals if ob.rigid_body is not None or ob.rigid_body_constraint is not None]
-        if rigid and self.n > 1:
-            raise CopyError(f"'{rigid[0]}' is a rigid body: copies of physics scenes are not supported yet "
-                            "(set Copies to 1)")
+        rigid = [ob.name for ob in originals if _is_rigid(ob)]
+        self.physics = bool(rigid) and self.n > 1
+        if self.physics:
+            if not physics_ok:
+                raise CopyError(f"'{rigid[0]}' is a rigid body: copies of a physics scene restart together at the "
+                                "start frame, which only an Evolution Agent can use (set Copies to 1)")
+            rbw = scene.rigidbody_world
+            if rbw is None or any(ob.rigid_body is not None and ob not in rbw.collection.objects[:]
+                                  for ob in originals):
+                raise CopyError(f"'{rigid[0]}' is a rigid body outside the scene's rigid-body world")
+            if rbw.point_cache is not None and rbw.point_cache.is_baked:
+                raise CopyError("the rigid-body cache is baked: copies need live physics "
+                                "(free the bake, or set Copies to 1)")
         spacing = env.copy_spacing or (_extent(originals) + _sight(originals, env) + 1.0)
         self.spacing = spacing
         self.offsets = grid_offsets(self.n, spacing)
@@ -144,9 +179,14 @@ class SceneCopies:
             self.collection.objects.link(dup)
             self.objects.append(dup)
             made[ob] = dup
+        rbw = self.scene.rigidbody_world
         for ob, dup in made.items():
             if ob.parent in made:
                 dup.parent = made[ob.parent]  # same parent type and inverse matrix as the original's
+            elif _is_rigid(ob):  # a simulated body ignores its parent: the offset goes into its own place
+                dup.parent = None
+                dup.matrix_world = Matrix.Translation(self.offsets[i]) @ (
+                    ob.matrix_basis if ob.parent is None else ob.matrix_world)
             else:
                 dup.parent = holder
                 dup.matrix_parent_inverse.identity()
@@ -156,10 +196,48 @@ class SceneCopies:
                 target = getattr(con, "target", None)
                 if target in made:
                     con.target = made[target]
+            if self.physics:
+                self._join_physics(rbw, ob, dup, made)
         return {ob.name: dup.name for ob, dup in made.items()}
+
+    @staticmethod
+    def _join_physics(rbw, ob, dup, made: dict) -> None:
+        """Put copy ``dup`` of ``ob`` into the rigid-body world, its constraint between the copy's bodies."""
+        if ob.rigid_body is not None and dup.name not in rbw.collection.objects:  # Object.copy() may link it
+            rbw.collection.objects.link(dup)
+        constraint = dup.rigid_body_constraint
+        if ob.rigid_body_constraint is not None and constraint is not None:
+            for end in ("object1", "object2"):
+                body = getattr(constraint, end)
+                if body in made:
+                    setattr(constraint, end, made[body])
+            if rbw.constraints is not None and dup.name not in rbw.constraints.objects:
+                rbw.constraints.objects.link(dup)
+
+    def _leave_physics(self) -> None:
+        """Take the copies out of the rigid-body world and let it rebuild before they are deleted: deleting
+        a body the world still simulates (or a constraint's body) one object at a time can crash Blender."""
+        rbw = self.scene.rigidbody_world
+        if rbw is None:
+            return
+        for dup in self.objects:
+            try:
+                constraint = dup.rigid_body_constraint
+                if constraint is not None:
+                    constraint.object1 = constraint.object2 = None
+                    if rbw.constraints is not None and dup.name in rbw.constraints.objects:
+                        rbw.constraints.objects.unlink(dup)
+                if dup.rigid_body is not None and rbw.collection is not None and dup.name in rbw.collection.objects:
+                    rbw.collection.objects.unlink(dup)
+            except ReferenceError:
+                pass
+        free_rigid_body_cache(self.scene)
+        view_layer_of(self.scene).update()
 
     def remove(self) -> None:
         """Delete everything the copies made (objects, empties, the collection)."""
+        if self.physics:
+            self._leave_physics()
         for ob in [*self.objects, *self.empties]:
             try:
                 bpy.data.objects.remove(ob, do_unlink=True)

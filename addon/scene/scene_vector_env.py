@@ -8,9 +8,12 @@ Copy ``i`` reset with seed ``s`` is seeded ``s + i``, so it observes exactly wha
 ``SceneEnv`` reset with ``s + i`` observes: the copies are independent episodes.
 
 The scene's frame runs on across the copies' episodes (a copy cannot send the others back to the
-start frame), so a copy's episode does not start at the scene's start frame: animation and physics
-that depend on the frame are not restarted per copy (``SceneCopies`` refuses rigid bodies).
-``close()`` removes every copy.
+start frame), so a copy's episode does not start at the scene's start frame: animation that depends on
+the frame is not restarted per copy. Physics is the exception (``restarts_together``): the copies of a
+rigid-body scene share one rigid-body world, which restarts only as a whole at the start frame, so a
+copy whose episode ended is not restarted (it waits, still simulated, its steps not counted) until
+``restart`` sends every copy back to the start frame together; only ``physics_ok`` callers (an
+evolution's evaluation, which plays rounds of episodes) get such copies. ``close()`` removes every copy.
 
 With two copies or more a step is batched across them wherever it can be (``_Batched``): one read of
 every world matrix the sensors, rewards and endings need (``batch.ObjectArrays``); numpy over all copies
@@ -41,6 +44,7 @@ from .batch import ObjectArrays, world_matrices
 from .copies import SceneCopies
 from .scene_env import SceneEnv
 from .sensors import NonFiniteError, StateBatch
+from .snapshot import free_rigid_body_cache
 
 #: The scene's frame goes back to the start frame after this many frames (Blender's frames end at
 #: 1,048,574); each copy's episode is unaffected, only frame-driven animation sees the jump.
@@ -54,10 +58,13 @@ class SceneVectorEnv(VectorEnv):
 
     metadata = {"render_modes": [], "autoreset_mode": "same_step"}
 
-    def __init__(self, spec: EnvSpec, scene, num_envs: int | None = None, eval_copy: bool = False) -> None:
+    def __init__(self, spec: EnvSpec, scene, num_envs: int | None = None, eval_copy: bool = False,
+                 physics_ok: bool = False) -> None:
         self.scene = scene
         self.num_envs = int(num_envs or spec.copies)
-        self.copies = SceneCopies(scene, spec, self.num_envs + int(eval_copy))
+        self.copies = SceneCopies(scene, spec, self.num_envs + int(eval_copy), physics_ok=physics_ok)
+        #: Rigid-body copies: no copy restarts on its own; ``restart`` restarts them all at the start frame.
+        self.restarts_together = self.copies.physics
         try:
             shared: dict = {}  # the training copies' cameras draw one picture (scene.camera.CameraAtlas);
             # the spare copy steps alone while they wait: its camera draws its own picture, not all of theirs
@@ -85,8 +92,7 @@ class SceneVectorEnv(VectorEnv):
         for env, s in zip(self.envs, copy_seeds(seed, self.num_envs)):
             super(SceneEnv, env).reset(seed=s)  # seeds the copy's np_random (drla_core.env.Env.reset)
             env.restart_objects()
-        self._frame = self.scene.frame_start
-        self.scene.frame_set(self._frame)
+        self._to_start_frame()
         self._started = True
         obs = np.stack([env.begin_episode() for env in self.envs])
         if self._batched is not None:
@@ -100,6 +106,18 @@ class SceneVectorEnv(VectorEnv):
         observations, one row per copy. ``step`` still autoresets a copy whose episode ended; restarting it
         here afterwards replaces that episode."""
         copies = [int(i) for i in copies]
+        if self.restarts_together:  # one rigid-body world: every copy restarts, the others play along
+            chosen = dict(zip(copies, seeds))
+            for i, env in enumerate(self.envs):
+                if i in chosen:
+                    super(SceneEnv, env).reset(seed=int(chosen[i]))
+                env.restart_objects()
+            self._to_start_frame()
+            self._started = True
+            everyone = [env.begin_episode() for env in self.envs]
+            if self._batched is not None:
+                self._batched.begin(range(self.num_envs))
+            return np.stack([everyone[i] for i in copies])
         if not self._started:  # every copy begins (one not restarted here plays along), the frame at the start
             self.reset(seed=0)
         for i, s in zip(copies, seeds):
@@ -110,6 +128,13 @@ class SceneVectorEnv(VectorEnv):
         if self._batched is not None:
             self._batched.begin(copies)
         return obs
+
+    def _to_start_frame(self) -> None:
+        """Every copy at the scene's start frame (the rigid-body world restarts from its objects' places)."""
+        if self.restarts_together:
+            free_rigid_body_cache(self.scene)
+        self._frame = self.scene.frame_start
+        self.scene.frame_set(self._frame)
 
     def _advance(self) -> None:
         for _ in range(self.frames_per_step):
@@ -142,6 +167,8 @@ class SceneVectorEnv(VectorEnv):
                 if events[i]["fired"]:
                     add_info(final, {"hit": int(events[i]["hit"])}, i, self.num_envs)
             infos["final_info"], infos["_final_info"] = final, done.copy()
+            if self.restarts_together:  # ended copies wait for ``restart``
+                return obs, rewards, terminated, truncated, infos
             for i in ended:
                 self.envs[i].restart_objects()
             self._view_layer.update()

@@ -266,3 +266,84 @@ def test_panel_stop_and_resume_an_evolution_run(cartpole, tmp_path):
     assert resumed.state == "DONE" and resumed.steps == 3, scene.drla.error
     assert len(resumed.job.history["best"]) == 3
     sessions.discard_all()
+
+
+def test_copies_of_the_physics_scene_share_one_world_and_restart_together(cartpole):
+    """Four copies of the cart-pole in the scene's one rigid-body world (rail, hinges and motor copied, each
+    constraint between its own copy's bodies): every copy restarted with seed 0 and driven by the same motor
+    values plays the single scene's episode (to float32 world precision: the copies stand metres apart); a
+    copy whose pole fell waits for the others (no copy restarts alone); a restart replays bit for bit; a DQN
+    run, whose copies restart one by one, is refused; afterwards the scene is bit-exact, the world as it was."""
+    from drla_ext.addon.runs import build
+    from drla_ext.addon.scene.copies import CopyError
+    from drla_ext.addon.scene.scene_vector_env import SceneVectorEnv
+    from drla_ext.addon.scene.snapshot import restored_scene
+    from drla_ext.addon.tree import compiler
+
+    scene, tree = cartpole
+    rbw = scene.rigidbody_world
+    world = (rbw.collection.objects[:], rbw.constraints.objects[:])
+    before = full_dump(scene)
+    compiled = compiler.compile_tree(tree, scene)
+    wobble = np.random.default_rng(0).uniform(-1, 1, 60).astype(np.float32)
+    with restored_scene(scene):
+        single = _episode(build.build_env(compiled, scene), wobble)
+    assert full_dump(scene) == before
+    compiled.env.copies = 4
+    with restored_scene(scene):
+        venv = build.build_env(compiled, scene)
+        try:
+            assert isinstance(venv, SceneVectorEnv) and venv.restarts_together
+            assert len(rbw.collection.objects) == 4 * len(world[0])
+            hinge = scene.objects["PoleHinge [2]"].rigid_body_constraint
+            assert (hinge.object1.name, hinge.object2.name) == ("Cart [2]", "Pole [2]")
+            traces = []
+            for _ in range(2):
+                obs = venv.restart(range(4), [0, 0, 0, 0])
+                trace, ended = [obs], np.zeros(4, bool)
+                for a in wobble:
+                    obs, _, term, trunc, infos = venv.step(np.full((4, 1), a, np.float32))
+                    if "final_obs" in infos:
+                        obs = np.where(infos["_final_obs"][:, None], infos["final_obs"], obs)
+                    trace.append(np.where(ended[:, None], trace[-1], obs))  # a waiting copy's steps don't count
+                    ended |= term | trunc
+                    if ended.all():
+                        break
+                traces.append(np.stack(trace))
+            np.testing.assert_array_equal(traces[0], traces[1])
+            assert len(traces[0]) == len(single)
+            for i in range(4):
+                np.testing.assert_allclose(traces[0][:, i], single, atol=2e-3)
+        finally:
+            venv.close()
+    assert (rbw.collection.objects[:], rbw.constraints.objects[:]) == world
+    assert full_dump(scene) == before
+    with pytest.raises(CopyError, match="'Cart' is a rigid body: copies of a physics scene restart together at "
+                                        "the start frame, which only an Evolution Agent can use"):
+        SceneVectorEnv(compiled.env, scene, 2)
+    assert full_dump(scene) == before
+
+
+def test_evolution_on_physics_copies_is_repeatable_and_leaves_the_scene_as_it_was(cartpole):
+    """The Evolution Agent with Copies 4 on the Environment node: each generation's episodes play four at a
+    time in one rigid-body world, rounds restarting together; the same seed evolves the same history, and
+    the scene (playhead left at frame 5 mid-simulation) is bit-exact after each run."""
+    from drla_ext.addon.runs.train import TrainSession
+
+    scene, tree = cartpole
+    env_node = next(n for n in tree.nodes if n.bl_idname == "DRLA_EnvironmentNode")
+    agent = next(n for n in tree.nodes if n.bl_idname == "DRLA_EvolutionAgentNode")
+    env_node.copies, agent.generations = 4, 3
+    for frame in range(1, 6):
+        scene.frame_set(frame)
+    before = full_dump(scene)
+    histories = []
+    for _ in range(2):
+        session = TrainSession(scene, tree, seed=0).start()
+        while session.tick(1.0):
+            pass
+        assert session.state == "DONE", session.message
+        assert full_dump(scene) == before
+        histories.append(session.job.history)
+    assert histories[0] == histories[1] and len(histories[0]["best"]) == 3
+    assert histories[0]["best"][-1] > 20  # a generation's best on copies balances as it does alone (63 at gen 1)

@@ -145,7 +145,7 @@ def test_an_error_midway_leaves_nothing_behind(empty_scene):
     assert tuple(agent.matrix_world.translation) == place
 
 
-def test_a_rigid_body_environment_says_it_cannot_be_copied(empty_scene):
+def test_a_rigid_body_environment_says_a_dqn_run_cannot_copy_it(empty_scene):
     from drla_ext.addon.scene.copies import CopyError
     from drla_ext.addon.scene.scene_vector_env import SceneVectorEnv
 
@@ -155,7 +155,8 @@ def test_a_rigid_body_environment_says_it_cannot_be_copied(empty_scene):
     bpy.context.view_layer.objects.active = agent
     bpy.ops.rigidbody.object_add()
     before = datablocks()
-    with pytest.raises(CopyError, match="'Agent' is a rigid body: copies of physics scenes are not supported yet"):
+    with pytest.raises(CopyError, match="'Agent' is a rigid body: copies of a physics scene restart together at "
+                                        "the start frame, which only an Evolution Agent can use"):
         SceneVectorEnv(compiled(t).env, scene)
     assert datablocks() == before
 
