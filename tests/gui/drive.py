@@ -952,6 +952,49 @@ def stage_coevolution():
     yield 1.0
 
 
+def stage_physics_copies():
+    """The walker with Copies = 4 on its Environment node: Train copies the whole rigid-body world (ground,
+    bodies, hinges, motors), the four walkers walk side by side in one world while the generations advance,
+    Esc removes every copy, the world holds what it held, and the scene is exactly as before."""
+    rbw = bpy.context.scene.rigidbody_world
+    world = sorted(o.name for o in rbw.collection.objects), sorted(o.name for o in rbw.constraints.objects)
+    try:
+        env = next(n for n in Ctx.tree.nodes if n.bl_idname == "DRLA_EnvironmentNode")
+        env.copies = 4
+        drla().total_steps = 0  # the Evolution Agent's Generations
+        Ctx.before = scene_fingerprint()
+        result = sidebar_call(bpy.ops.drla.train)
+        check("Train on physics copies starts a modal run", result == {'RUNNING_MODAL'}, result)
+    except Exception:
+        failed_stage("physics copies train")
+    yield from wait_until(lambda: len(rbw.collection.objects) == 4 * len(world[0]), 30)
+    copies = bpy.data.collections.get("DRLA Copies")
+    check("every copy's bodies and constraints are in the one rigid-body world",
+          len(rbw.collection.objects) == 4 * len(world[0]) and len(rbw.constraints.objects) == 4 * len(world[1]),
+          f"{len(rbw.collection.objects)} bodies, {len(rbw.constraints.objects)} constraints")
+    try:
+        with override(Ctx.v3d):
+            bpy.ops.view3d.view_all(center=False)
+    except Exception:
+        failed_stage("physics copies view all")
+    yield from wait_until(lambda: drla().steps_done >= 1, 120)
+    state_line("physics copies")
+    check("a generation is evaluated on the copies", Ctx.waited and copies is not None, drla().status)
+    shot("02_walker_copies_training", area=Ctx.v3d)
+    shot("02_walker_copies_panel", area=Ctx.v3d, region_type='UI')
+    try:
+        yield from press(Ctx.v3d, "Escape", 0.4, 0.5)
+    except Exception:
+        failed_stage("physics copies esc")
+    yield from wait_until(lambda: ui_state() != "TRAINING", 30)
+    check("Esc stops the evolution on physics copies", ui_state() == "STOPPED", ui_state())
+    check("the rigid-body world holds what it held",
+          (sorted(o.name for o in rbw.collection.objects), sorted(o.name for o in rbw.constraints.objects)) == world)
+    check("every copy is gone and the scene is exactly as before", scene_fingerprint() == Ctx.before,
+          diff(Ctx.before, scene_fingerprint()))
+    yield 1.0
+
+
 def finish():
     yield 0.5
     RESULTS["finished"] = True
@@ -970,6 +1013,7 @@ SCENARIOS = {
     "tank_copies": (stage_open, stage_layout, stage_copies, stage_overlay, stage_workers),
     "tank_nets": (stage_open, stage_layout, stage_grow, stage_switcher_play),
     "pacman": (stage_open, stage_layout, stage_coevolution),
+    "walker_copies": (stage_open, stage_layout, stage_physics_copies),
 }
 
 
