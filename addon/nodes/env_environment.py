@@ -46,8 +46,9 @@ class DRLA_EnvironmentNode(DRLANode, bpy.types.Node):
                                             "no copy can touch or see another)")
     copy_collection: PointerProperty(type=bpy.types.Collection, name="Copy",
                                      description="The collection that is the environment, copied whole (empty = "
-                                                 "the objects the tree names, with their parents and children, and the whole "
-                                                 "rigid-body world when one of them is a rigid body)")
+                                                 "the objects the tree names, with their parents and children, "
+                                                 "and the whole rigid-body world when one of them is a rigid "
+                                                 "body)")
 
     draw_props = ("frames_per_step", "max_steps", "random_collection", "random_object_1", "random_object_2",
                   "random_object_3", "random_min", "random_max", "random_grid", "copies", "copy_spacing",
