@@ -344,6 +344,6 @@ def test_evolution_on_physics_copies_is_repeatable_and_leaves_the_scene_as_it_wa
             pass
         assert session.state == "DONE", session.message
         assert full_dump(scene) == before
-        histories.append(session.job.history)
+        histories.append({k: v for k, v in session.job.history.items() if k != "seconds"})  # wall clock aside
     assert histories[0] == histories[1] and len(histories[0]["best"]) == 3
     assert histories[0]["best"][-1] > 20  # a generation's best on copies balances as it does alone (63 at gen 1)
