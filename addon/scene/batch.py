@@ -49,6 +49,7 @@ class ObjectArrays:
             raise ReferenceError("an object the environment reads was removed") from exc
         self._uid_buf = uids
         self._all = np.empty(len(uids) * self.width, self.dtype)
+        self._also: dict[str, np.ndarray] = {}
 
     def _read_each(self) -> np.ndarray:
         out = np.empty((len(self.objects), self.width), self.dtype)
@@ -71,6 +72,17 @@ class ObjectArrays:
                 self._locate()
         data.foreach_get(self.prop, self._all)
         return self._all.reshape(-1, self.width)[self.rows]
+
+    def read_also(self, prop: str, width: int, dtype=np.float32) -> np.ndarray:
+        """(k, width) ``prop`` of the same objects, right after a ``read()`` (which checked that the rows still
+        hold them): one more ``foreach_get``, no second check."""
+        if self.one_by_one:
+            return np.array([np.array(getattr(ob, prop), dtype).reshape(width) for ob in self.objects], dtype)
+        buf = self._also.get(prop)
+        if buf is None or buf.size != self._uid_buf.size * width:
+            buf = self._also[prop] = np.empty(self._uid_buf.size * width, dtype)
+        bpy.data.objects.foreach_get(prop, buf)
+        return buf.reshape(-1, width)[self.rows]
 
 
 def world_matrices(flat: np.ndarray) -> np.ndarray:

@@ -66,22 +66,40 @@ GEOMETRY_TYPES = frozenset({'MESH', 'CURVE', 'SURFACE', 'FONT', 'META'})
 LUMA = np.array([0.2126, 0.7152, 0.0722], np.float32)
 
 
-def byte_channels(px: np.ndarray) -> list[np.ndarray]:
-    """The R, G, B channels of (..., 4) or (..., 3) 8-bit pixels as float32 k / 255 (what the Workbench
-    path's BMP gives too), each converted on its own (cheaper than converting the RGB block at once)."""
-    scale = np.float32(255.0)
-    return [px[..., k].astype(np.float32) / scale for k in range(3)]
+_BYTE_SCALE = np.float32(255.0)
+
+
+def _byte_gray(px: np.ndarray) -> np.ndarray:
+    """Rec.709 luma of 8-bit pixels (..., 4): ``(r * L0 + g * L1) + b * L2`` with each channel k / 255 in float32,
+    the operations of ``gray_of`` on ``display_bytes``' RGB in the same order (so the same numbers), in place."""
+    gray = np.divide(px[..., 0], _BYTE_SCALE, dtype=np.float32)
+    gray *= LUMA[0]
+    part = np.divide(px[..., 1], _BYTE_SCALE, dtype=np.float32)
+    part *= LUMA[1]
+    gray += part
+    np.divide(px[..., 2], _BYTE_SCALE, out=part, dtype=np.float32)
+    part *= LUMA[2]
+    gray += part
+    return gray
+
+
+def display_values(px: np.ndarray, mode: str, threshold: float) -> np.ndarray:
+    """``display_bytes`` before its conversion to float32: BW stays a bool array (cheaper to move about)."""
+    if mode == 'RGB':
+        rgb = np.empty(px.shape[:-1] + (3,), np.float32)
+        for k in range(3):
+            np.divide(px[..., k], _BYTE_SCALE, out=rgb[..., k], dtype=np.float32)
+        return rgb
+    gray = _byte_gray(px)
+    if mode == 'GRAY':
+        return gray
+    return np.greater(gray, np.float32(threshold))
 
 
 def display_bytes(px: np.ndarray, mode: str, threshold: float) -> np.ndarray:
-    """``display_image`` of 8-bit pixels (..., h, w, 4), the same numbers, without a float RGB block."""
-    r, g, b = byte_channels(px)
-    if mode == 'RGB':
-        return np.stack([r, g, b], axis=-1)
-    gray = r * LUMA[0] + g * LUMA[1] + b * LUMA[2]
-    if mode == 'GRAY':
-        return gray
-    return (gray > np.float32(threshold)).astype(np.float32)
+    """``display_image`` of 8-bit pixels (..., h, w, 4), the same numbers (each channel k / 255 in float32, what
+    the Workbench path's BMP gives too), without a float RGB block for GRAY and BW."""
+    return display_values(px, mode, threshold).astype(np.float32, copy=False)
 
 
 def gray_of(rgb: np.ndarray) -> np.ndarray:
@@ -388,6 +406,7 @@ class _GpuPath:
         self._color_cache: dict[tuple[float, float, float], tuple[float, float, float, float]] = {}
         self.dirty = True
         self.builds = 0  # how many times the batches were built (an atlas lays its blocks out again after one)
+        self.layer = cam.view_layer.as_pointer()  # cameras of one view layer share its evaluation
 
     def share(self, atlas: CameraAtlas, index: int) -> None:
         """Draw as tile ``index`` of ``atlas`` from now on (its own one-tile atlas is freed)."""
@@ -576,38 +595,25 @@ class _Layout:
         where = np.array(places, np.intp).reshape(-1, 2)
         self.block_of, self.slot_of = where[:, 0], where[:, 1]
         self.entry_path = np.array(entry_path, np.intp)
-        self.matrices = ObjectArrays(objects) if objects else None
+        self.entries = len(objects)
+        # One read of every object the cameras watch: the drawn ones (matrices, colours) and the hidden ones.
+        # Drawn objects must stay visible and hidden ones hidden, or their camera builds again.
+        hidden = [(k, ob) for k, (_, p) in enumerate(live) for ob in p.hidden_objects]
+        watched = objects + [ob for _, ob in hidden]
+        self.reader = ObjectArrays(watched) if watched else None
+        self.flag_path = np.array(entry_path + [k for k, _ in hidden], np.intp)
+        self.flag_expected = np.array([False] * len(objects) + [True] * len(hidden), bool)
         # colours: the OBJECT-colour entries read at once; MATERIAL ones (slot colours) each on its own
-        by_object = [e for e, (path, _, _) in enumerate(entries) if path.cam.color_source == 'OBJECT']
-        self.object_entries = np.array(by_object, np.intp)
-        self.colors = ObjectArrays([objects[e] for e in by_object], "color", 4) if by_object else None
+        self.object_entries = np.array([e for e, (path, _, _) in enumerate(entries)
+                                        if path.cam.color_source == 'OBJECT'], np.intp)
         self.material_entries = [(e, path, ob, slot) for e, (path, ob, slot) in enumerate(entries)
                                  if path.cam.color_source != 'OBJECT']
         self._raw_colors: np.ndarray | None = None
-        # render flags: drawn objects must stay visible and hidden ones hidden, or the camera builds again
-        watched = [(k, ob, False) for k, (_, p) in enumerate(live) for ob in p.objects]
-        watched += [(k, ob, True) for k, (_, p) in enumerate(live) for ob in p.hidden_objects]
-        self.flag_path = np.array([k for k, _, _ in watched], np.intp)
-        self.flag_expected = np.array([h for _, _, h in watched], bool)
-        self.flags = ObjectArrays([ob for _, ob, _ in watched], "hide_render", 1, dtype=bool) if watched else None
 
     def fill(self, live: list[tuple[int, _GpuPath]]) -> None:
         """Every entry's ModelViewProjection matrix and display colour into the blocks (and the blocks to the
         gpu), from the objects as they are now. Raises ``ReferenceError`` after marking ``dirty`` the cameras
         whose objects were removed, hidden or shown since their batches were built."""
-        if self.flags is not None:
-            try:
-                flags = self.flags.read()[:, 0]
-            except ReferenceError:
-                for _, path in live:
-                    if not path.watched():
-                        path.dirty = True
-                raise
-            changed = flags != self.flag_expected
-            if changed.any():
-                for k in set(self.flag_path[changed].tolist()):
-                    live[k][1].dirty = True
-                raise ReferenceError("render visibility changed")
         views = np.empty((len(live), 4, 4), np.float32)
         projections = np.empty((len(live), 4, 4), np.float32)
         depsgraphs: dict[int, Any] = {}
@@ -615,10 +621,9 @@ class _Layout:
         for k, (_, path) in enumerate(live):
             cam = path.cam
             cam_ob = cam.camera
-            layer = cam.view_layer.as_pointer()
-            depsgraph = depsgraphs.get(layer)
+            depsgraph = depsgraphs.get(path.layer)
             if depsgraph is None:  # evaluates what changed: the matrices read below are up to date
-                depsgraph = depsgraphs[layer] = path._depsgraph()
+                depsgraph = depsgraphs[path.layer] = path._depsgraph()
             # the projection depends only on the camera data (and the size): copies share it
             key = (cam_ob.data.as_pointer(), cam.width, cam.height)
             projection = known.get(key)
@@ -626,12 +631,24 @@ class _Layout:
                 projection = known[key] = _stored(cam_ob.calc_matrix_camera(depsgraph, x=cam.width, y=cam.height))
             projections[k] = projection
             views[k] = _stored(cam_ob.matrix_world.inverted())
-        if self.matrices is not None:
-            models = self.matrices.read().reshape(-1, 4, 4)
-            at = self.entry_path
-            self.mvp[self.block_of, self.slot_of] = mul_m4(projections[at], mul_m4(views[at], models))
-        if self.colors is not None:
-            raw = self.colors.read()
+        if self.reader is None:
+            return
+        try:
+            models = self.reader.read()[:self.entries].reshape(-1, 4, 4)
+        except ReferenceError:  # an object was removed
+            for _, path in live:
+                if not path.watched():
+                    path.dirty = True
+            raise
+        changed = self.reader.read_also("hide_render", 1, bool)[:, 0] != self.flag_expected
+        if changed.any():
+            for k in set(self.flag_path[changed].tolist()):
+                live[k][1].dirty = True
+            raise ReferenceError("render visibility changed")
+        at = self.entry_path
+        self.mvp[self.block_of, self.slot_of] = mul_m4(projections[at], mul_m4(views[at], models))
+        if self.object_entries.size:
+            raw = self.reader.read_also("color", 4)[self.object_entries]
             if self._raw_colors is None or not np.array_equal(raw, self._raw_colors):
                 paths = [live[k][1] for k in self.entry_path[self.object_entries].tolist()]
                 rgba = np.array([p.display_color((c[0], c[1], c[2])) for p, c in zip(paths, raw.tolist())],
@@ -698,10 +715,9 @@ class CameraAtlas:
         for _ in range(8):
             signatures: dict[int, tuple[int, int]] = {}
             for _, path in live:
-                layer = path.cam.view_layer.as_pointer()
-                signature = signatures.get(layer)
+                signature = signatures.get(path.layer)
                 if signature is None:
-                    signature = signatures[layer] = path._scene_signature()
+                    signature = signatures[path.layer] = path._scene_signature()
                 if path.dirty or signature != path._signature:
                     path._build()
             layout = self._layout
@@ -761,12 +777,26 @@ class CameraAtlas:
         """The colour of the tiles ``indices`` (k, h, w, 4) uint8, top row first, drawn now (for every
         camera at once: ``SceneVectorEnv``'s batched read); those tiles count as read."""
         self.draw()
-        h, w = self.height, self.width
-        grid = self._color.reshape(self.rows, h, self.columns, w, 4).transpose(0, 2, 1, 3, 4)
-        out = grid.reshape(self.rows * self.columns, h, w, 4)[indices, ::-1]
-        for i in np.asarray(indices).tolist():
-            self._read[i] = True
+        return self._pick(self._color, indices)
+
+    def pictures(self, indices: np.ndarray, mode: str, threshold: float, out: np.ndarray | None = None) -> np.ndarray:
+        """``display_bytes(tiles(indices), mode, threshold)``, the same numbers, into ``out`` if given (any array
+        of k pictures' size): the whole picture converted at once, then cut into tiles."""
+        self.draw()
+        picked = self._pick(display_values(self._color, mode, threshold), indices)
+        if out is None:
+            return picked.astype(np.float32)
+        out[...] = picked.reshape(out.shape)  # picked is a new array: reshaped as a view, converted as written
         return out
+
+    def _pick(self, full: np.ndarray, indices: np.ndarray) -> np.ndarray:
+        """Tiles ``indices`` of a (rows h, columns w, ...) array, top row first; those tiles count as read."""
+        h, w = self.height, self.width
+        grid = full.reshape(self.rows, h, self.columns, w, *full.shape[2:]).swapaxes(1, 2)
+        at = np.asarray(indices, np.intp)
+        for i in at.tolist():
+            self._read[i] = True
+        return grid[at // self.columns, at % self.columns, ::-1]
 
 
 def _resolve(root: Any, path: str) -> tuple[Any, str]:
