@@ -377,9 +377,9 @@ def mul_m4(a: np.ndarray, b: np.ndarray) -> np.ndarray:
             + (b[..., :, 2:3] * a[..., None, 2, :] + b[..., :, 3:4] * a[..., None, 3, :]))
 
 
-def _stored(matrix: Any) -> np.ndarray:
-    """A mathutils 4x4 matrix as Blender stores it (``m[column][row]``), float32."""
-    return np.array(matrix, np.float32).T
+def _stored(matrices: list[Any]) -> np.ndarray:
+    """mathutils 4x4 matrices as Blender stores them (``m[column][row]``), (k, 4, 4) float32."""
+    return np.array(matrices, np.float32).transpose(0, 2, 1)
 
 
 class _GpuPath:
@@ -614,11 +614,10 @@ class _Layout:
         """Every entry's ModelViewProjection matrix and display colour into the blocks (and the blocks to the
         gpu), from the objects as they are now. Raises ``ReferenceError`` after marking ``dirty`` the cameras
         whose objects were removed, hidden or shown since their batches were built."""
-        views = np.empty((len(live), 4, 4), np.float32)
-        projections = np.empty((len(live), 4, 4), np.float32)
+        views, projections = [], []
         depsgraphs: dict[int, Any] = {}
-        known: dict[tuple[int, int, int], np.ndarray] = {}
-        for k, (_, path) in enumerate(live):
+        known: dict[tuple[int, int, int], Any] = {}
+        for _, path in live:
             cam = path.cam
             cam_ob = cam.camera
             depsgraph = depsgraphs.get(path.layer)
@@ -628,9 +627,9 @@ class _Layout:
             key = (cam_ob.data.as_pointer(), cam.width, cam.height)
             projection = known.get(key)
             if projection is None:
-                projection = known[key] = _stored(cam_ob.calc_matrix_camera(depsgraph, x=cam.width, y=cam.height))
-            projections[k] = projection
-            views[k] = _stored(cam_ob.matrix_world.inverted())
+                projection = known[key] = cam_ob.calc_matrix_camera(depsgraph, x=cam.width, y=cam.height)
+            projections.append(projection)
+            views.append(cam_ob.matrix_world.inverted())
         if self.reader is None:
             return
         try:
@@ -646,7 +645,8 @@ class _Layout:
                 live[k][1].dirty = True
             raise ReferenceError("render visibility changed")
         at = self.entry_path
-        self.mvp[self.block_of, self.slot_of] = mul_m4(projections[at], mul_m4(views[at], models))
+        view, projection = _stored(views), _stored(projections)
+        self.mvp[self.block_of, self.slot_of] = mul_m4(projection[at], mul_m4(view[at], models))
         if self.object_entries.size:
             raw = self.reader.read_also("color", 4)[self.object_entries]
             if self._raw_colors is None or not np.array_equal(raw, self._raw_colors):
@@ -656,8 +656,8 @@ class _Layout:
                 e = self.object_entries
                 self.rgba[self.block_of[e], self.slot_of[e]] = rgba
                 self._raw_colors = raw
-        for e, path, ob, slot in self.material_entries:
-            self.rgba[self.block_of[e], self.slot_of[e]] = path._color_of(ob, slot)
+        for i, path, ob, slot in self.material_entries:
+            self.rgba[self.block_of[i], self.slot_of[i]] = path._color_of(ob, slot)
         for block, row in zip(self.blocks, self.data):
             block.update(row)
 
