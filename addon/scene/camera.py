@@ -19,9 +19,13 @@ Both methods draw every object as one flat colour (no lighting), so their pictur
 
 - ``method='gpu'`` (default, about 0.2 ms at 64x64 on llvmpipe): the scene's meshes are drawn
   with the ``gpu`` module into a ``GPUOffScreen`` from the camera's view and projection
-  matrices. One batch per mesh (per material slot with ``color_source='MATERIAL'``) is built
-  once; object matrices and colours are read again on every ``read()``. Depth comes from the
-  depth buffer. Geometry is captured when the batches are built: rigid motion is seen at once,
+  matrices. The meshes (each material slot's part with ``color_source='MATERIAL'``) are merged
+  into one batch once, each vertex numbered by its object; every ``read()`` reads the object
+  matrices and colours again (one ``foreach_get`` for all), works out the ModelViewProjection
+  matrices in numpy with the ``gpu.matrix`` stack's float32 arithmetic (``mul_m4``) and draws
+  the batch with ONE draw call (``camera_shader``): the built-in ``UNIFORM_COLOR`` shader's
+  pixels, byte for byte, without its one call per object. Scene copies' cameras draw as tiles
+  of one shared picture (``CameraAtlas``). Depth comes from the depth buffer. Geometry is captured when the batches are built: rigid motion is seen at once,
   and added, removed or render-hidden (``hide_render``) objects are noticed automatically, but a
   mesh edited in place (modifiers, shape keys, edit mode) or a collection's render visibility
   toggled is only seen after ``invalidate()``. Collection
