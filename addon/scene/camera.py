@@ -25,11 +25,11 @@ Both methods draw every object as one flat colour (no lighting), so their pictur
   matrices in numpy with the ``gpu.matrix`` stack's float32 arithmetic (``mul_m4``) and draws
   the batch with ONE draw call (``camera_shader``): the built-in ``UNIFORM_COLOR`` shader's
   pixels, byte for byte, without its one call per object. Scene copies' cameras draw as tiles
-  of one shared picture (``CameraAtlas``). Depth comes from the depth buffer. Geometry is captured when the batches are built: rigid motion is seen at once,
-  and added, removed or render-hidden (``hide_render``) objects are noticed automatically, but a
-  mesh edited in place (modifiers, shape keys, edit mode) or a collection's render visibility
-  toggled is only seen after ``invalidate()``. Collection
-  instances and particles are not drawn.
+  of one shared picture (``CameraAtlas``). Depth comes from the depth buffer. Geometry is
+  captured when the batches are built: rigid motion is seen at once, and added, removed or
+  render-hidden (``hide_render``) objects are noticed automatically, but a mesh edited in place
+  (modifiers, shape keys, edit mode) or a collection's render visibility toggled is only seen
+  after ``invalidate()``. Collection instances and particles are not drawn.
 - ``method='workbench'`` (reference, about 2.3 ms at 64x64): a real Workbench render with
   FLAT lighting, anti-aliasing off, view transform Standard and dithering off, saved to
   ``/dev/shm`` and parsed. Every render setting it changes is changed only for the duration of
@@ -607,12 +607,13 @@ class _Layout:
         self.reader = ObjectArrays(watched) if watched else None
         self.flag_path = np.array(entry_path + [k for k, _ in hidden], np.intp)
         self.flag_expected = np.array([False] * len(objects) + [True] * len(hidden), bool)
+        self.flag_bytes = self.flag_expected.tobytes()
         # colours: the OBJECT-colour entries read at once; MATERIAL ones (slot colours) each on its own
         self.object_entries = np.array([e for e, (path, _, _) in enumerate(entries)
                                         if path.cam.color_source == 'OBJECT'], np.intp)
         self.material_entries = [(e, path, ob, slot) for e, (path, ob, slot) in enumerate(entries)
                                  if path.cam.color_source != 'OBJECT']
-        self._raw_colors: np.ndarray | None = None
+        self._raw_colors = b""  # the object colours the blocks hold, as read
 
     def fill(self, live: list[tuple[int, _GpuPath]]) -> None:
         """Every entry's ModelViewProjection matrix and display colour into the blocks (and the blocks to the
@@ -643,8 +644,9 @@ class _Layout:
                 if not path.watched():
                     path.dirty = True
             raise
-        changed = self.reader.read_also("hide_render", 1, bool)[:, 0] != self.flag_expected
-        if changed.any():
+        flags = self.reader.read_also("hide_render", 1, bool)[:, 0]
+        if flags.tobytes() != self.flag_bytes:
+            changed = flags != self.flag_expected
             for k in set(self.flag_path[changed].tolist()):
                 live[k][1].dirty = True
             raise ReferenceError("render visibility changed")
@@ -653,13 +655,13 @@ class _Layout:
         self.mvp[self.block_of, self.slot_of] = mul_m4(projection[at], mul_m4(view[at], models))
         if self.object_entries.size:
             raw = self.reader.read_also("color", 4)[self.object_entries]
-            if self._raw_colors is None or not np.array_equal(raw, self._raw_colors):
+            if raw.tobytes() != self._raw_colors:
                 paths = [live[k][1] for k in self.entry_path[self.object_entries].tolist()]
                 rgba = np.array([p.display_color((c[0], c[1], c[2])) for p, c in zip(paths, raw.tolist())],
                                 np.float32)
                 e = self.object_entries
                 self.rgba[self.block_of[e], self.slot_of[e]] = rgba
-                self._raw_colors = raw
+                self._raw_colors = raw.tobytes()
         for i, path, ob, slot in self.material_entries:
             self.rgba[self.block_of[i], self.slot_of[i]] = path._color_of(ob, slot)
         for block, row in zip(self.blocks, self.data):
