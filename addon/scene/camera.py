@@ -52,6 +52,7 @@ the renderer falls back to ``'workbench'`` and says why in ``fallback_reason`` (
 
 from __future__ import annotations
 
+import atexit
 import math
 import os
 import tempfile
@@ -368,7 +369,15 @@ def camera_shader() -> Any:
         )
         info.fragment_source("void main()\n{\n  fragColor = entry_color;\n}\n")
         _camera_shader = gpu.shader.create_from_info(info)
+        atexit.register(_free_camera_shader)
     return _camera_shader
+
+
+def _free_camera_shader() -> None:
+    """Let the shader go while Blender's GPU module still runs: freed at interpreter teardown, after
+    Blender's own exit, it crashes the process (exit status 139)."""
+    global _camera_shader
+    _camera_shader = None
 
 
 def mul_m4(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -396,7 +405,7 @@ class _GpuPath:
         ensure_gpu_context()
         self.cam = cam
         self.gpu = gpu
-        self.shader = camera_shader()
+        camera_shader()  # compiled now (a failure here falls back to Workbench); not kept: see _free_camera_shader
         self.atlas: tuple[CameraAtlas, int] | None = None  # the scene copies' shared picture, once shared
         self._own: CameraAtlas | None = CameraAtlas(cam.width, cam.height, 1, depth=cam.mode == 'DEPTH')
         self._own.attach(0, self)
@@ -475,7 +484,7 @@ class _GpuPath:
         for first in range(0, len(parts), BLOCK_ENTRIES):
             chunk = parts[first:first + BLOCK_ENTRIES]
             starts = np.cumsum([0] + [len(co) for co, _ in chunk])
-            batch = batch_for_shader(self.shader, 'TRIS', {
+            batch = batch_for_shader(camera_shader(), 'TRIS', {
                 "pos": np.concatenate([co for co, _ in chunk]),
                 "entry": np.concatenate([np.full(len(co), k, np.float32) for k, (co, _) in enumerate(chunk)]),
             }, indices=np.concatenate([tri + np.int32(s) for (_, tri), s in zip(chunk, starts)]))
@@ -693,7 +702,6 @@ class CameraAtlas:
         self.rows = math.ceil(self.count / self.columns)
         w, h = self.columns * self.width, self.rows * self.height
         self.offscreen = gpu.types.GPUOffScreen(w, h, format='RGBA8')
-        self.shader = camera_shader()
         self._color_buf = gpu.types.Buffer('UBYTE', w * h * 4)
         self._depth_buf = gpu.types.Buffer('FLOAT', w * h)
         self._color = np.asarray(self._color_buf).reshape(h, w, 4)
@@ -757,7 +765,7 @@ class CameraAtlas:
         self._read = [False] * self.count
 
     def _draw_tiles(self, live: list[tuple[int, _GpuPath]], layout: _Layout) -> None:
-        shader, viewport_set = self.shader, self.gpu.state.viewport_set
+        shader, viewport_set = camera_shader(), self.gpu.state.viewport_set
         shader.bind()
         bound = -1
         for (i, _), draws in zip(live, layout.draws):
