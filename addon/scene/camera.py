@@ -659,9 +659,11 @@ class _Layout:
             for k in set(self.flag_path[changed].tolist()):
                 live[k][1].dirty = True
             raise ReferenceError("render visibility changed")
-        at = self.entry_path
-        view, projection = _stored(views), _stored(projections)
-        self.mvp[self.block_of, self.slot_of] = mul_m4(projection[at], mul_m4(view[at], models))
+        stored = _stored(views + projections)
+        view, projection = stored[:len(live)], stored[len(live):]
+        if len(live) > 1:  # each entry its camera's matrices (one camera: broadcast)
+            view, projection = view[self.entry_path], projection[self.entry_path]
+        self.mvp[self.block_of, self.slot_of] = mul_m4(projection, mul_m4(view, models))
         if self.object_entries.size:
             raw = self.reader.read_also("color", 4)[self.object_entries]
             if raw.tobytes() != self._raw_colors:
