@@ -628,9 +628,9 @@ class _Layout:
         """Every entry's ModelViewProjection matrix and display colour into the blocks (and the blocks to the
         gpu), from the objects as they are now. Raises ``ReferenceError`` after marking ``dirty`` the cameras
         whose objects were removed, hidden or shown since their batches were built."""
-        views, projections = [], []
+        views, projections, which = [], [], []  # which: each camera's projection, by number
         depsgraphs: dict[int, Any] = {}
-        known: dict[tuple[int, int, int], Any] = {}
+        known: dict[tuple[int, int, int], int] = {}
         for _, path in live:
             cam = path.cam
             cam_ob = cam.camera
@@ -639,10 +639,11 @@ class _Layout:
                 depsgraph = depsgraphs[path.layer] = path._depsgraph()
             # the projection depends only on the camera data (and the size): copies share it
             key = (cam_ob.data.as_pointer(), cam.width, cam.height)
-            projection = known.get(key)
-            if projection is None:
-                projection = known[key] = cam_ob.calc_matrix_camera(depsgraph, x=cam.width, y=cam.height)
-            projections.append(projection)
+            number = known.get(key)
+            if number is None:
+                number = known[key] = len(projections)
+                projections.append(cam_ob.calc_matrix_camera(depsgraph, x=cam.width, y=cam.height))
+            which.append(number)
             views.append(cam_ob.matrix_world.inverted())
         if self.reader is None:
             return
@@ -662,7 +663,7 @@ class _Layout:
         stored = _stored(views + projections)
         view, projection = stored[:len(live)], stored[len(live):]
         if len(live) > 1:  # each entry its camera's matrices (one camera: broadcast)
-            view, projection = view[self.entry_path], projection[self.entry_path]
+            view, projection = view[self.entry_path], projection[np.array(which, np.intp)[self.entry_path]]
         self.mvp[self.block_of, self.slot_of] = mul_m4(projection, mul_m4(view, models))
         if self.object_entries.size:
             raw = self.reader.read_also("color", 4)[self.object_entries]
