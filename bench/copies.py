@@ -16,7 +16,7 @@ Prints ONE JSON line:
 Every step is one batched greedy action choice (``DQNAgent.act_batch``, one network call for all
 copies) plus ``SceneVectorEnv.step`` (one frame advance for all copies); copies reset on their own.
 Targets: transform >= 200,000 steps/s at 64 copies, camera >= 10,000 at 16.
-Run: ``.venv/bin/python bench/copies.py [--steps N] [--train] [--seeds 0,1,2,3,4]``.
+Run: ``.venv/bin/python bench/copies.py [--steps N] [--only transform|camera] [--train] [--seeds 0,1,2,3,4]``.
 """
 
 from __future__ import annotations
