@@ -16,7 +16,7 @@ Prints ONE JSON line:
 Every step is one batched greedy action choice (``DQNAgent.act_batch``, one network call for all
 copies) plus ``SceneVectorEnv.step`` (one frame advance for all copies); copies reset on their own.
 Targets: transform >= 200,000 steps/s at 64 copies, camera >= 10,000 at 16.
-Run: ``.venv/bin/python bench/copies.py [--steps N] [--train] [--seeds 0,1,2,3,4]``.
+Run: ``.venv/bin/python bench/copies.py [--steps N] [--only transform|camera] [--train] [--seeds 0,1,2,3,4]``.
 """
 
 from __future__ import annotations
@@ -182,19 +182,23 @@ def main() -> None:
     parser.add_argument("--all", action="store_true", help="also the camera at 64 copies")
     parser.add_argument("--train", action="store_true", help="also train the tank with 16 copies and with one")
     parser.add_argument("--seeds", default="0,1,2,3,4")
+    parser.add_argument("--only", choices=("transform", "camera"), help="measure only this part (and --train)")
     parser.add_argument("--max-train-steps", type=int, default=120_000)
     args = parser.parse_args()
     register_extension()
     from drla_ext.addon.tree import compiler
 
-    bpy.ops.wm.read_homefile(use_empty=True)
-    scene = bpy.context.scene
-    tree = transform_tree(scene)
-    compiled = compiler.compile_tree(tree, scene)
-    result: dict = {"transform_steps_per_s": measure(compiled, scene, (1, 4, 16, 64), args.steps)}
-    compiled, scene = tank_compiled()
-    result["camera_steps_per_s"] = measure(compiled, scene, (1, 4, 16, 64) if args.all else (1, 4, 16),
-                                           max(400, args.steps // 4))
+    result: dict = {}
+    if args.only in (None, "transform"):
+        bpy.ops.wm.read_homefile(use_empty=True)
+        scene = bpy.context.scene
+        tree = transform_tree(scene)
+        compiled = compiler.compile_tree(tree, scene)
+        result["transform_steps_per_s"] = measure(compiled, scene, (1, 4, 16, 64), args.steps)
+    if args.only in (None, "camera"):
+        compiled, scene = tank_compiled()
+        result["camera_steps_per_s"] = measure(compiled, scene, (1, 4, 16, 64) if args.all else (1, 4, 16),
+                                               max(400, args.steps // 4))
     if args.train:
         for copies in (16, 1):
             walls, rates, probes = [], [], []

@@ -13,7 +13,7 @@ import numpy as np
 from mathutils import Quaternion, Vector
 
 from .batch import distance, distances, relative_location, relative_locations
-from .camera import CameraAtlas, CameraRenderer, display_bytes
+from .camera import CameraAtlas, CameraRenderer
 from .probes import AXIS_VECTORS, top_parent, cast_ray, property_probe
 
 # --------------------------------------------------------------------------- sensor readers
@@ -302,8 +302,7 @@ class CameraBatch:
             for i, reader in enumerate(self.readers):
                 reader.read(out[i])
             return
-        pictures = display_bytes(self.atlas.tiles(self.indices), self.mode, self.threshold)
-        out[:] = pictures.reshape(len(self.readers), -1)
+        self.atlas.pictures(self.indices, self.mode, self.threshold, out=out)
 
 
 class ClockReader:

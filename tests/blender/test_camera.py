@@ -248,3 +248,145 @@ def test_gpu_reads_reuse_their_batches(camera_mod, stand_in, monkeypatch):
         r.read()
         r.read()
         assert builds == [1, 1]
+
+
+def _builtin_picture(camera_mod, sc, cam, width, height, color_source):
+    """The reference: every object drawn on its own with the built-in UNIFORM_COLOR shader under the
+    ``gpu.matrix`` stack (one draw call per object and material slot, what the gpu path did before it drew each
+    camera with one call). Colour (h, w, 4) uint8 and depth (h, w), bottom row first."""
+    import gpu
+    from gpu_extras.batch import batch_for_shader
+
+    shader = gpu.shader.from_builtin('UNIFORM_COLOR')
+    dg = bpy.context.evaluated_depsgraph_get()
+    draws = []
+    for ob in bpy.context.view_layer.objects:
+        if ob.type != 'MESH' or ob.hide_render:
+            continue
+        mesh = ob.evaluated_get(dg).to_mesh()
+        mesh.calc_loop_triangles()
+        co = np.empty(len(mesh.vertices) * 3, np.float32)
+        mesh.vertices.foreach_get("co", co)
+        tri = np.empty(len(mesh.loop_triangles) * 3, np.int32)
+        mesh.loop_triangles.foreach_get("vertices", tri)
+        mat_idx = np.empty(len(mesh.loop_triangles), np.int32)
+        mesh.loop_triangles.foreach_get("material_index", mat_idx)
+        ob.evaluated_get(dg).to_mesh_clear()
+        tri = tri.reshape(-1, 3)
+        for slot in (np.unique(mat_idx) if color_source == 'MATERIAL' else [0]):
+            t = tri[mat_idx == slot] if color_source == 'MATERIAL' else tri
+            if color_source == 'OBJECT':
+                c = ob.color
+            else:
+                mat = ob.material_slots[slot].material if slot < len(ob.material_slots) else None
+                c = mat.diffuse_color if mat is not None else (0.8, 0.8, 0.8, 1.0)
+            color = camera_mod._display_rgba(c)
+            draws.append((ob.matrix_world, color, batch_for_shader(shader, 'TRIS', {"pos": co.reshape(-1, 3)},
+                                                                  indices=t)))
+    off = gpu.types.GPUOffScreen(width, height, format='RGBA8')
+    color_buf = gpu.types.Buffer('UBYTE', width * height * 4)
+    depth_buf = gpu.types.Buffer('FLOAT', width * height)
+    try:
+        with off.bind():
+            fb = gpu.state.active_framebuffer_get()
+            fb.clear(color=camera_mod._display_rgba(sc.world.color), depth=1.0)
+            gpu.state.depth_test_set('LESS_EQUAL')
+            gpu.state.depth_mask_set(True)
+            with gpu.matrix.push_pop(), gpu.matrix.push_pop_projection():
+                gpu.matrix.load_matrix(cam.matrix_world.inverted())
+                gpu.matrix.load_projection_matrix(cam.calc_matrix_camera(dg, x=width, y=height))
+                shader.bind()
+                for mw, color, batch in draws:
+                    with gpu.matrix.push_pop():
+                        gpu.matrix.multiply_matrix(mw)
+                        shader.uniform_float("color", color)
+                        batch.draw(shader)
+            fb.read_color(0, 0, width, height, 4, 0, 'UBYTE', data=color_buf)
+            fb.read_depth(0, 0, width, height, data=depth_buf)
+            gpu.state.depth_test_set('NONE')
+    finally:
+        off.free()
+    return (np.array(color_buf, np.uint8).reshape(height, width, 4), np.array(depth_buf, np.float32).reshape(height,
+                                                                                                           width))
+
+
+def _crowd(sc, count):
+    """``count`` small boxes in front of the stand-in (more entries than one uniform block holds), and a
+    cylinder whose faces alternate between two materials."""
+    rng = np.random.default_rng(3)
+    for i in range(count):
+        box = _add_box(sc, f"Crowd{i}", tuple(rng.uniform((-3, -3, 0), (3, 3, 2))), tuple(rng.uniform(0.1, 0.5, 3)),
+                       (*rng.uniform(0, 1, 3), 1.0))
+        box.rotation_euler = tuple(rng.uniform(-3, 3, 3))
+    bpy.ops.mesh.primitive_cylinder_add(location=(1.0, 2.0, 1.0))
+    cyl = bpy.context.active_object
+    for k, col in enumerate([(1.0, 0.0, 0.0, 1.0), (0.0, 0.3, 1.0, 1.0)]):
+        mat = bpy.data.materials.new(f"Cyl{k}")
+        mat.diffuse_color = col
+        cyl.data.materials.append(mat)
+    for i, poly in enumerate(cyl.data.polygons):
+        poly.material_index = i % 2
+    bpy.context.view_layer.update()
+
+
+def _aim(cam, rng):
+    """Put ``cam`` somewhere around the stand-in, looking at a point near its middle."""
+    from mathutils import Vector
+
+    cam.location = (rng.uniform(-9, 9), rng.uniform(-9, 9), rng.uniform(2, 9))
+    target = Vector(tuple(rng.uniform((-1, -1, 0), (1, 1, 1))))
+    cam.rotation_euler = (target - cam.location).to_track_quat('-Z', 'Y').to_euler()
+    cam.data.lens = rng.uniform(25, 70)
+    bpy.context.view_layer.update()
+
+
+@pytest.mark.parametrize("color_source", ['OBJECT', 'MATERIAL'])
+def test_one_draw_per_camera_draws_what_the_builtin_shader_draws(camera_mod, stand_in, color_source):
+    """The gpu path draws each camera's objects with one call (their MVPs worked out in numpy): its colour
+    and depth buffers are the built-in shader's, byte for byte, from many poses (with more objects than one
+    uniform block holds, so several batches and blocks)."""
+    sc, cam = stand_in
+    _crowd(sc, camera_mod.BLOCK_ENTRIES + 20)
+    rng = np.random.default_rng(0)
+    with camera_mod.CameraRenderer(sc, cam, 61, 47, 'DEPTH', color_source=color_source) as r:
+        assert r.method == 'gpu'
+        for _ in range(6):
+            _aim(cam, rng)
+            color, depth = r._impl._pixels()
+            ref_color, ref_depth = _builtin_picture(camera_mod, sc, cam, 61, 47, color_source)
+            seen = len(np.unique(ref_color.reshape(-1, 4), axis=0))  # many objects (or slots) in view
+            assert seen > (10 if color_source == 'OBJECT' else 2)
+            np.testing.assert_array_equal(color, ref_color)
+            np.testing.assert_array_equal(depth, ref_depth)
+        assert len(r._impl.groups) == 2
+
+
+def test_atlas_tiles_are_each_cameras_own_picture(camera_mod, stand_in):
+    """Three cameras as tiles of one atlas (their entries spread over several uniform blocks): each tile is
+    what that camera draws alone, and what the built-in shader draws."""
+    sc, cam = stand_in
+    _crowd(sc, 60)
+    rng = np.random.default_rng(1)
+    cams = [cam]
+    for i in range(2):
+        other = bpy.data.objects.new(f"Cam{i}", bpy.data.cameras.new(f"Cam{i}"))
+        sc.collection.objects.link(other)
+        cams.append(other)
+    for c in cams:
+        _aim(c, rng)
+    atlas = camera_mod.CameraAtlas(40, 40, 3)
+    tiles = [camera_mod.CameraRenderer(sc, c, 40, 40, 'RGB', atlas=(atlas, i)) for i, c in enumerate(cams)]
+    try:
+        for _ in range(3):
+            pictures = [t.read() for t in tiles]  # the first read draws all three
+            assert len(atlas._layout.blocks) == 2
+            for c, picture in zip(cams, pictures):
+                with camera_mod.CameraRenderer(sc, c, 40, 40, 'RGB') as alone:
+                    np.testing.assert_array_equal(picture, alone.read())
+                ref = _builtin_picture(camera_mod, sc, c, 40, 40, 'OBJECT')[0]
+                np.testing.assert_array_equal(picture, camera_mod.display_bytes(ref[::-1], 'RGB', 0.5))
+            for c in cams:
+                _aim(c, rng)
+    finally:
+        for t in tiles:
+            t.close()
