@@ -586,9 +586,11 @@ class Evaluation:
 
     def _run_batch(self, deadline: float | None) -> bool:
         """``run`` on the batched environment: every task is a row; ended rows are dropped. Each row's return
-        is summed in ``_acc`` (in step order, as the pool path sums it) and stored when its episode ends."""
+        is summed in ``_acc`` (in step order, as the pool path sums it) and stored when its episode ends; when
+        every reward is 1.0 (the batch's ``unit_rewards``) the return is the number of steps, summed by nobody."""
         batch, act, policy, returns = self._batch, self._act_array, self.policy, self._batch_returns
         assert act is not None
+        unit = bool(getattr(batch, "unit_rewards", False))
         if self._x is None:  # start every task
             total = self.n * self.episodes
             self._tasks = np.arange(total, dtype=np.int64)
@@ -596,13 +598,15 @@ class Evaluation:
             self._acc = np.zeros(total, dtype=np.float64)
             self._x = batch.reset([self.seeds[t % self.episodes] for t in range(total)])
         tasks, rows, x, acc = self._tasks, self._rows, self._x, self._acc
+        count_nonzero = np.count_nonzero
         while not self.done:
             x, rewards, terminated, truncated = batch.step(act(policy(rows, x)))
-            np.add(acc, rewards, out=acc)
+            if not unit:
+                np.add(acc, rewards, acc)
             self.env_steps += len(tasks)
-            if truncated or np.count_nonzero(terminated):  # (count_nonzero: a fifth of any()'s overhead)
+            if truncated or count_nonzero(terminated):  # (count_nonzero: a fifth of any()'s overhead)
                 ended = np.ones(len(tasks), dtype=bool) if truncated else terminated
-                returns[tasks[ended]] = acc[ended]
+                returns[tasks[ended]] = float(batch.elapsed_steps) if unit else acc[ended]
                 for task, obs in zip(tasks[ended].tolist(), x[ended]):
                     self.behaviors[task] = self.behavior(obs, {})
                 if truncated or ended.all():
