@@ -412,6 +412,10 @@ def default_behavior(obs: Any, info: Mapping[str, Any]) -> np.ndarray:
     return np.asarray(obs if b is None else b, dtype=np.float64).reshape(-1)
 
 
+#: How many individuals at a time play the champion check alongside their generation (``Evaluation``).
+CHECK_ALONGSIDE = 2
+
+
 class Evaluation:
     """Every (individual, episode) task run on a pool of environments; one batched forward per step.
 
@@ -424,6 +428,17 @@ class Evaluation:
     discrete, every task runs at once on it: one batched forward and one batched environment step per step,
     no Python per environment. The results are the same as on the pool.
 
+    On that batched path, ``check_seeds`` and ``check_target`` run a generation's champion check alongside it
+    (``EvolutionJob``'s greedy check of the generation's best, when it reaches the target) as more rows of the
+    same batch (``batch.add``), for a guess at the best: the ``CHECK_ALONGSIDE`` lowest-numbered individuals
+    that may still be it (the best is the first of the highest fitness, and an episode capped at its step
+    limit often ties: then it is the lowest-numbered of them). An individual starts the check's episodes when
+    it enters that guess, and its check rows are dropped once its fitness is known to be below the target or
+    once the generation's best is known and it is another. ``check_result(i)`` then gives individual ``i``'s
+    check (returns, steps, and the observations and actions of its check episodes, step by step), or None when
+    it did not play it to the end. Those rows count in no ``env_steps`` (the job counts the check it uses).
+    The job runs the check on its own when the guess was wrong: the results are the same either way.
+
     When the first environment is a vector of copies that can restart some of them with seeds of their own
     (``num_envs`` and ``restart(copies, seeds) -> first observations``, like a Blender scene's copies), each
     copy is a slot of the pool but all copies step together: one forward for the running slots and one
@@ -432,7 +447,8 @@ class Evaluation:
 
     def __init__(self, policy: Callable[[np.ndarray, np.ndarray], np.ndarray], n_individuals: int,
                  seeds: Sequence[int], envs: Sequence[Env], act: Callable[[np.ndarray], list[Any]],
-                 behavior: Callable[[Any, Mapping[str, Any]], np.ndarray] = default_behavior) -> None:
+                 behavior: Callable[[Any, Mapping[str, Any]], np.ndarray] = default_behavior,
+                 check_seeds: Sequence[int] = (), check_target: float | None = None) -> None:
         self.policy, self.envs, self.act, self.behavior = policy, list(envs), act, behavior
         self.seeds = [int(s) for s in seeds]
         self.n, self.episodes = int(n_individuals), len(self.seeds)
@@ -450,8 +466,28 @@ class Evaluation:
         self._batch: Any = None
         self._act_array = getattr(act, "array", None)
         batch = getattr(self.envs[0], "batch", None) if self.envs else None
+        self._check_seeds = [int(s) for s in check_seeds] if check_target is not None else []
+        self._check_target = check_target
+        n_check = len(self._check_seeds)
         if callable(batch) and self._act_array is not None and not self.done:
-            self._batch = batch(self.n * self.episodes)
+            if n_check:
+                self._batch = batch(self.n * self.episodes, capacity=self.n * self.episodes +
+                                    min(self.n, CHECK_ALONGSIDE) * n_check)
+                if not callable(getattr(self._batch, "add", None)):  # a batch that cannot start rows later
+                    self._batch, self._check_seeds = batch(self.n * self.episodes), []
+            else:
+                self._batch = batch(self.n * self.episodes)
+        # the champion check alongside (batched path): who started it, whether it goes on
+        self._check_started: set[int] = set()
+        self._check_guess: set[int] = set()
+        self._checking = self._batch is not None and bool(self._check_seeds)
+        self._check_wanted = self._checking  # the guess has to be (re)made
+        self._main_alive_before = 0  # (the generation's rows before an episode-end step's changes)
+        self._check_returns = np.full(self.n * n_check, np.nan)
+        self._check_steps = np.zeros(self.n * n_check, dtype=np.int64)
+        self._check_record: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._main_left = np.full(self.n, self.episodes, dtype=np.int64)  # main episodes still playing
+        self._main_alive = self.n * self.episodes
         # the vector path: the copies of one vector environment are the pool's slots
         first: Any = self.envs[0] if self.envs else None
         self._vector: Any = first if callable(getattr(first, "restart", None)) and \
@@ -587,7 +623,8 @@ class Evaluation:
     def _run_batch(self, deadline: float | None) -> bool:
         """``run`` on the batched environment: every task is a row; ended rows are dropped. Each row's return
         is summed in ``_acc`` (in step order, as the pool path sums it) and stored when its episode ends; when
-        every reward is 1.0 (the batch's ``unit_rewards``) the return is the number of steps, summed by nobody."""
+        every reward is 1.0 (the batch's ``unit_rewards``) the return is the number of steps, summed by nobody.
+        The check's rows (tasks ``n * episodes`` on) come after the generation's."""
         batch, act, policy, returns = self._batch, self._act_array, self.policy, self._batch_returns
         assert act is not None
         unit = bool(getattr(batch, "unit_rewards", False))
@@ -597,28 +634,116 @@ class Evaluation:
             self._rows = self._tasks // self.episodes
             self._acc = np.zeros(total, dtype=np.float64)
             self._x = batch.reset([self.seeds[t % self.episodes] for t in range(total)])
+            if self._checking:
+                self._tasks, self._rows, self._x, self._acc = self._start_checks(
+                    self._tasks, self._rows, self._x, self._acc)
         tasks, rows, x, acc = self._tasks, self._rows, self._x, self._acc
         count_nonzero = np.count_nonzero
+        record = self._check_record
         while not self.done:
-            x, rewards, terminated, truncated = batch.step(act(policy(rows, x)))
+            actions = act(policy(rows, x))
+            main = self._main_alive
+            if len(tasks) > main:  # the check rows' observations and actions, for check_result
+                record.append((tasks[main:], x[main:].copy(), actions[main:]))
+            x, rewards, terminated, truncated = batch.step(actions)
             if not unit:
                 np.add(acc, rewards, acc)
-            self.env_steps += len(tasks)
-            if truncated or count_nonzero(terminated):  # (count_nonzero: a fifth of any()'s overhead)
-                ended = np.ones(len(tasks), dtype=bool) if truncated else terminated
-                returns[tasks[ended]] = float(batch.elapsed_steps) if unit else acc[ended]
-                for task, obs in zip(tasks[ended].tolist(), x[ended]):
+            self.env_steps += main
+            if truncated is not False or count_nonzero(terminated):  # (count_nonzero: a fifth of any()'s cost)
+                if truncated is True:
+                    ended = np.ones(len(tasks), dtype=bool)
+                else:
+                    ended = terminated if truncated is False else terminated | truncated
+                done = tasks[ended]
+                got = batch.steps_run(ended).astype(np.float64) if unit else acc[ended]
+                is_main = done < self.n * self.episodes
+                returns[done[is_main]] = got[is_main]
+                for task, obs in zip(done[is_main].tolist(), x[ended][is_main]):
                     self.behaviors[task] = self.behavior(obs, {})
-                if truncated or ended.all():
+                keep = ~ended
+                if not is_main.all():
+                    check = done[~is_main] - self.n * self.episodes
+                    self._check_returns[check] = got[~is_main]
+                    self._check_steps[check] = batch.steps_run(ended)[~is_main]
+                if is_main.any():
+                    self._main_alive_before = main
+                    self._main_ended(done[is_main], tasks, keep)
+                if not keep.any():
                     self.done = True
                     break
-                keep = ~ended
                 batch.keep(keep)
                 tasks, rows, x, acc = tasks[keep], rows[keep], x[keep], acc[keep]
+                if self._checking and self._check_wanted:
+                    tasks, rows, x, acc = self._start_checks(tasks, rows, x, acc)
             if deadline is not None and time.perf_counter() >= deadline:
                 break
         self._tasks, self._rows, self._x, self._acc = tasks, rows, x, acc
         return self.done
+
+    def _start_checks(self, tasks: np.ndarray, rows: np.ndarray, x: np.ndarray,
+                      acc: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The individuals that enter the guess at the generation's best start the check's episodes, as rows
+        after the others."""
+        self._check_wanted = False
+        e = self.episodes
+        fitness = self._batch_returns.reshape(self.n, e).mean(axis=1)
+        in_play = np.flatnonzero((self._main_left > 0) | (fitness >= self._check_target))  # type: ignore[operator]
+        self._check_guess = {int(i) for i in in_play[:CHECK_ALONGSIDE]}
+        new = sorted(self._check_guess - self._check_started)
+        if not new:
+            return tasks, rows, x, acc
+        self._check_started.update(new)
+        c = len(self._check_seeds)
+        who = np.array(new, dtype=np.int64)
+        added = (self.n * e + who[:, None] * c + np.arange(c)[None, :]).reshape(-1)
+        x = self._batch.add(self._check_seeds * len(new))
+        return (np.concatenate([tasks, added]), np.concatenate([rows, np.repeat(who, c)]), x,
+                np.concatenate([acc, np.zeros(len(added))]))
+
+    def _main_ended(self, done: np.ndarray, tasks: np.ndarray, keep: np.ndarray) -> None:
+        """Generation episodes ``done`` ended: drop (in ``keep``) the check rows of every individual now known
+        not to be the generation's best, or known to score below the target."""
+        e, target = self.episodes, self._check_target
+        self._main_alive -= len(done)
+        owners = done // e
+        if e == 1:
+            self._main_left[owners] = 0
+        else:
+            self._main_left -= np.bincount(owners, minlength=self.n)
+        if not self._checking:
+            return
+        n_main = self.n * e
+        if self._main_alive == 0:  # every fitness known: only the best's check matters (none below the target)
+            fitness = self.fitness()
+            best = int(np.argmax(fitness))
+            keep[self._main_alive_before:] &= (tasks[self._main_alive_before:] - n_main) // \
+                len(self._check_seeds) == best
+            if fitness[best] < target:  # type: ignore[operator]
+                keep[self._main_alive_before:] = False
+            self._checking = False  # no more starts
+            return
+        returns = self._batch_returns
+        lost = [i for i in {int(o) for o in owners.tolist()} & self._check_guess
+                if self._main_left[i] == 0 and returns[i * e:(i + 1) * e].mean() < target]  # type: ignore[operator]
+        if lost:  # a guessed individual scored below the target: its rows go, the next one comes in
+            self._check_wanted = True
+            owner = (tasks[self._main_alive_before:] - n_main) // len(self._check_seeds)
+            keep[self._main_alive_before:] &= ~np.isin(owner, lost)
+
+    def check_result(self, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """Individual ``i``'s check played alongside the generation: ``(returns, steps)`` per check episode and
+        ``(observations, actions)``, every step of its check episodes; None unless it played them all."""
+        c = len(self._check_seeds)
+        if not c or not self._check_record:
+            return None
+        got = self._check_returns[i * c:(i + 1) * c]
+        if np.isnan(got).any():
+            return None
+        tasks = np.concatenate([t for t, _, _ in self._check_record])
+        mine = (tasks - self.n * self.episodes) // c == i
+        obs = np.concatenate([o for _, o, _ in self._check_record])[mine]
+        actions = np.concatenate([a for _, _, a in self._check_record])[mine]
+        return got.copy(), self._check_steps[i * c:(i + 1) * c].copy(), obs, actions
 
     def fitness(self) -> np.ndarray:
         """Mean return over the episodes, per individual."""
@@ -829,8 +954,10 @@ class EvolutionJob:
         if self._eval is None:
             n = len(self.method)
             seeds = self._episode_seeds()
+            target = self.config.target_return
             self._eval = Evaluation(self.method.policy(), n, seeds, self._pool(n * len(seeds)), self._act,
-                                    self.behavior)
+                                    self.behavior, check_seeds=self._check_seeds() if target is not None else (),
+                                    check_target=target)
         ev = self._eval
         steps_before = ev.env_steps
         finished = ev.run(deadline)
@@ -862,6 +989,9 @@ class EvolutionJob:
             # so the next generation is the same either way; a solved run does not breed one it won't use)
             self._candidate = (candidate, float(fitness[best]))
             self._pending_scores = scores
+            greedy = self._check_alongside(ev, best, candidate)
+            if greedy is not None:
+                return self._end_check(greedy)
             self._solve_eval = self._champion_evaluation(candidate)
             return self._finish_solve_check(None)  # to the end: a checkpoint never falls inside it
         self.method.tell(scores)
@@ -877,13 +1007,31 @@ class EvolutionJob:
             return False
         return bool(self.method.genome_to_data(a) == self.method.genome_to_data(b))
 
+    def _check_seeds(self) -> list[int]:
+        c = self.config
+        return [c.solve_seed + i for i in range(c.solve_episodes)]
+
     def _champion_evaluation(self, genome: Any) -> Evaluation:
         """The greedy check of a candidate champion: ``solve_episodes`` fixed episodes, not used for training."""
         network = self.method.genome_network(genome)
-        c = self.config
-        seeds = [c.solve_seed + i for i in range(c.solve_episodes)]
+        seeds = self._check_seeds()
         return Evaluation(lambda idx, obs: network.forward(obs), 1, seeds, self._pool(len(seeds)), self._act,
                           self.behavior)
+
+    def _check_alongside(self, ev: Evaluation, best: int, genome: Any) -> float | None:
+        """The candidate's greedy mean from the check its generation played alongside (``Evaluation``), when it
+        played it whole and the exported network (``genome_network``, what ``to_model`` saves) chooses every one
+        of its actions there: then that network, playing the check itself, would see the same observations
+        and score the same. None otherwise (the check then runs on its own, as ``_champion_evaluation``)."""
+        got = ev.check_result(best)
+        act = getattr(self._act, "array", None)
+        if got is None or act is None:
+            return None
+        returns, steps, obs, actions = got
+        if not np.array_equal(act(self.method.genome_network(genome).forward(obs)), actions):
+            return None
+        self.env_steps += int(steps.sum())
+        return float(returns.reshape(1, -1).mean(axis=1)[0])  # (as Evaluation.fitness averages the check)
 
     def _finish_solve_check(self, deadline: float | None) -> bool:
         ev = self._solve_eval
@@ -894,7 +1042,10 @@ class EvolutionJob:
         if not finished:
             return False
         self._solve_eval = None
-        greedy = float(ev.fitness()[0])
+        return self._end_check(float(ev.fitness()[0]))
+
+    def _end_check(self, greedy: float) -> bool:
+        """The candidate's check scored ``greedy``: a new champion, solved, or the next generation bred."""
         genome, fitness = self._candidate
         if self.champion_eval is None or greedy > self.champion_eval:  # a checked champion beats an unchecked one
             self._set_champion(genome, fitness, greedy)

@@ -121,12 +121,12 @@ class CartPole(Env):
         truncated = self.elapsed_steps >= self.max_episode_steps
         return np.array(self.state, dtype=np.float32), 1.0, terminated, truncated, {}
 
-    def batch(self, n: int) -> CartPoleBatch | None:
-        """``n`` copies of this CartPole stepped together in numpy (``CartPoleBatch``), or None when a subclass
-        changes ``step`` or ``reset`` (its dynamics are then not these)."""
+    def batch(self, n: int, capacity: int = 0) -> CartPoleBatch | None:
+        """``n`` copies of this CartPole stepped together in numpy (``CartPoleBatch``, room for ``capacity`` rows
+        in all), or None when a subclass changes ``step`` or ``reset`` (its dynamics are then not these)."""
         if type(self).step is not CartPole.step or type(self).reset is not CartPole.reset:
             return None
-        return CartPoleBatch(n, self)
+        return CartPoleBatch(n, self, capacity)
 
 
 def _libm_functions() -> tuple[Any, Any, Any]:
@@ -173,47 +173,56 @@ class CartPoleBatch:
     float64 arrays, so every row follows the trajectory the scalar env follows from the same seed and actions
     bit for bit (a test checks it). What ``evolution.Evaluation`` runs when its env is a CartPole.
 
-    All rows start together (``reset(seeds)``) and so share one step count (truncation at
-    ``max_episode_steps``); ``keep(mask)`` drops ended rows. Actions: an int array of 0 and 1. ``step`` works
-    in preallocated arrays (about 20 numpy calls whatever ``n``, every operand a row of the work array: no
-    broadcasting, which costs a numpy call more than a row): the observations and flags it returns are
-    overwritten by the next ``step``. Every step's reward is 1.0 (``unit_rewards``), so a row's return is the
+    The rows of ``reset(seeds)`` start together and share one step count (truncation at ``max_episode_steps``);
+    ``add(seeds)`` starts more rows later (up to ``capacity`` in all), each group truncated at its own
+    ``max_episode_steps``; ``keep(mask)`` drops ended rows. Actions: an int array of 0 and 1. ``step`` works
+    in preallocated arrays (about 20 numpy calls whatever ``n``, every operand a flat run of rows of one
+    contiguous work array: no broadcasting, no 2-d operand, each of which costs numpy more than a call): the
+    observations and flags it returns are overwritten by the next ``step``. Every step's reward is 1.0
+    (``unit_rewards``), so a row's return is the
     number of steps it ran.
     """
 
     # rows of the work array: the state (x, theta, x_dot, theta_dot), so that rows 2-5 are the state's rates
     # (x_dot, theta_dot, xacc, thetaacc); row 4 holds cos(theta) until xacc overwrites it, so that one pow call
     # squares rows 3-4 (theta_dot, cos) into 6-7, next to sin (8): one multiply by the constant rows 19-21
-    # makes rows 9-11 (polemass_length * theta_dot**2, masspole * cos**2, gravity * sin). Row 22 holds the pole
-    # length, so that one multiply makes both length * (4/3 - ...) (into row 23) and cos * temp (row 12):
-    # rows (22, 4) times rows (10, 9). Rows 24-25: the termination limits (x, theta).
+    # makes rows 9-11 (polemass_length * theta_dot**2, masspole * cos**2, gravity * sin). Row 22: the pole length;
+    # row 23: the denominator; rows 24-25: the termination limits (x, theta). Operands of several rows are flat
+    # views of those rows (the block is contiguous): numpy takes a 1-d array faster than a 2-d one.
     _ROWS = 26
     unit_rewards = True
 
-    def __init__(self, n: int, env: CartPole | None = None) -> None:
+    def __init__(self, n: int, env: CartPole | None = None, capacity: int = 0) -> None:
         env = env or CartPole()
-        self.n = int(n)
+        self.n = max(int(n), int(capacity))
         self.max_episode_steps = env.max_episode_steps
         self.elapsed_steps = 0
+        self._start: np.ndarray | None = None  # each row's first step, once rows were added after reset
+        self._ends: set[int] = set()  # the steps at which a group of rows reaches max_episode_steps
         f64 = np.float64
         self._force = np.array([-env.force_mag, env.force_mag], dtype=f64)
         self._k = {name: np.array(v, dtype=f64) for name, v in (
             ("total_mass", env.total_mass), ("pml", env.polemass_length), ("tau", env.tau),
             ("four_thirds", 4.0 / 3.0))}
-        self._work = np.zeros((self._ROWS, self.n), dtype=f64)
+        self.capacity = self.n
+        # the work array for n rows is the first 26 * n values of _flat, so that it is one contiguous block
+        # whatever n (a view of some columns of a wider array costs numpy several times more per call)
+        self._flat = np.zeros(self._ROWS * self.n, dtype=f64)
+        self._constants = np.zeros((self._ROWS - 19, self.n), dtype=f64)  # rows 19-25
         for row, value in ((19, env.polemass_length), (20, env.masspole), (21, env.gravity), (22, env.length),
                            (24, env.x_threshold), (25, env.theta_threshold_radians)):
-            self._work[row] = value
-        self._two = np.full((2, self.n), 2.0, dtype=f64)
-        self._flags = np.zeros((2, self.n), dtype=bool)
+            self._constants[row - 19] = value
+        self._two = np.full(2 * self.n, 2.0, dtype=f64)
+        self._flags = np.zeros(2 * self.n, dtype=bool)
         self._obs = np.zeros((self.n, 4), dtype=np.float32)
         self._views(self.n)
 
     def _views(self, n: int) -> None:
         """The arrays ``step`` works in, as views of the first ``n`` columns (made once per size change)."""
         self.n = n
-        w = self._work[:, :n]
-        self._state, self._flags_n = w[0:4], self._flags[:, :n]
+        w = self._work = self._flat[:self._ROWS * n].reshape(self._ROWS, n)
+        w[19:] = self._constants[:, :n]
+        self._state, self._flags_n = w[0:4], self._flags[:2 * n].reshape(2, n)
         obs = self._obs[:n]
         self._obs_n = obs
         # obs[:, 2 * i + j] = state[2 * j + i]: (x, x_dot, theta, theta_dot) from (x, theta, x_dot, theta_dot)
@@ -221,47 +230,91 @@ class CartPoleBatch:
         self._rewards = np.ones(n, dtype=np.float64)
         self._terminated = np.zeros(n, dtype=bool)
         self._none_terminated = np.zeros(n, dtype=bool)
-        self._v = (w[1], w[3:5], self._two[:, :n], w[4], w[8], w[6:9], w[19:22], w[9:12], w[9], w[9:11], w[10],
-                   w[22:3:-18], w[10:8:-1], w[23:11:-11], w[11], w[12], w[23], w[5], w[4], w[2:6], w[13:17],
-                   w[0:2], w[17:19], w[24:26], self._flags_n, self._flags_n[0], self._flags_n[1])
+        f = self._flat[:self._ROWS * n]
+
+        def rows(a: int, b: int) -> np.ndarray:  # rows a..b-1 as one flat view (a 1-d call is the cheapest)
+            return f[a * n:b * n]
+
+        flags = self._flags[:2 * n]
+        self._v = (w[1], rows(3, 5), self._two[:2 * n], w[4], w[8], rows(6, 9), rows(19, 22), rows(9, 12), w[9],
+                   rows(9, 11), w[10], w[22], w[23], w[11], w[12], w[5], w[4], rows(2, 6), rows(13, 17),
+                   rows(0, 4), rows(0, 2), rows(17, 19), rows(24, 26), flags, flags[:n], flags[n:])
 
     def reset(self, seeds: Sequence[int]) -> np.ndarray:
         """Row ``i`` starts as ``CartPole().reset(seed=seeds[i])`` does; returns the observations ``(n, 4)``."""
-        if len(seeds) != self._work.shape[1]:
-            raise ValueError(f"CartPoleBatch.reset: {len(seeds)} seeds for {self._work.shape[1]} rows")
-        starts: dict[int, np.ndarray] = {}
-        for s in seeds:  # every individual of a generation shares its episode seeds: one generator per seed
-            if s not in starts:
-                starts[s] = np.random.default_rng(int(s)).uniform(-0.05, 0.05, size=(4,))
+        if not 0 < len(seeds) <= self.capacity:
+            raise ValueError(f"CartPoleBatch.reset: {len(seeds)} seeds for {self.capacity} rows")
         self._views(len(seeds))
-        self._state[...] = np.array([starts[s] for s in seeds], dtype=np.float64)[:, [0, 2, 1, 3]].T
+        self._state[...] = self._starts(seeds)
         self.elapsed_steps = 0
+        self._start, self._ends = None, set()
         np.copyto(*self._obs_copy, casting="same_kind")
         return self._obs_n
+
+    _start_cache: dict[int, np.ndarray] = {}  # seed -> start state (a champion check's seeds come back)
+
+    @classmethod
+    def _starts(cls, seeds: Sequence[int]) -> np.ndarray:
+        """The start states of ``CartPole().reset(seed=s)``, as columns (x, theta, x_dot, theta_dot)."""
+        cache = cls._start_cache
+        for s in seeds:  # every individual of a generation shares its episode seeds: one generator per seed
+            if s not in cache:
+                if len(cache) >= 4096:
+                    cache.clear()
+                cache[s] = np.random.default_rng(int(s)).uniform(-0.05, 0.05, size=(4,))
+        return np.array([cache[s] for s in seeds], dtype=np.float64)[:, [0, 2, 1, 3]].T
+
+    def add(self, seeds: Sequence[int]) -> np.ndarray:
+        """Start ``len(seeds)`` more rows now (after the others), row ``j`` as ``CartPole().reset(seed=seeds[j])``;
+        returns all the observations ``(n, 4)`` (the new rows last). Each row is truncated after its own
+        ``max_episode_steps``."""
+        n0, k = self.n, len(seeds)
+        if n0 + k > self.capacity:
+            raise ValueError(f"CartPoleBatch.add: {n0} + {k} rows, room for {self.capacity}")
+        start = self._start if self._start is not None else np.zeros(n0, dtype=np.int64)
+        self._start = np.concatenate([start, np.full(k, self.elapsed_steps, dtype=np.int64)])
+        self._ends |= {self.elapsed_steps + self.max_episode_steps, self.max_episode_steps}
+        old = self._state.copy()
+        self._views(n0 + k)
+        self._state[:, :n0] = old
+        self._state[:, n0:] = self._starts(seeds)
+        np.copyto(*self._obs_copy, casting="same_kind")
+        return self._obs_n
+
+    def steps_run(self, mask: np.ndarray) -> np.ndarray:
+        """The steps each row where ``mask`` is True has run since it started."""
+        if self._start is None:
+            return np.full(np.count_nonzero(mask), self.elapsed_steps, dtype=np.int64)
+        return self.elapsed_steps - self._start[mask]
 
     def keep(self, mask: np.ndarray) -> None:
         """Keep only the rows where ``mask`` is True (the others' episodes ended)."""
         kept = self._state[:, mask]
         self._views(kept.shape[1])
         self._state[...] = kept
+        if self._start is not None:
+            self._start = self._start[mask]
 
-    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
-        """One step of every row: ``(obs (n, 4) float32, rewards (n,), terminated (n,) bool, truncated)``."""
-        (theta, pow_in, two, costheta, sintheta, mul_in, mul_k, mul_out, temp, temp_and_c2, c2, length_cos,
-         c2_temp, denominator_b, num, b, denominator, thetaacc, xacc, rates, scaled, positions, magnitudes,
-         limits, flags, flag_x, flag_theta) = self._v
+    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool | np.ndarray]:
+        """One step of every row: ``(obs (n, 4) float32, rewards (n,), terminated (n,) bool, truncated)``;
+        ``truncated`` is one bool for every row, or once rows were added, a bool array on a step that
+        truncates some (False on the others)."""
+        (theta, pow_in, two, costheta, sintheta, mul_in, mul_k, mul_out, temp, temp_and_c2, c2, length,
+         denominator, num, b, thetaacc, xacc, rates, scaled, state, positions, magnitudes, limits, flags, flag_x,
+         flag_theta) = self._v
         k = self._k
         multiply, divide, subtract = np.multiply, np.divide, np.subtract  # (out positional: a little faster)
         force = self._force[actions]
         _COS(theta, costheta)
         _SIN(theta, sintheta)
-        _SQUARE(pow_in, two, mul_in[:2])  # theta_dot**2, costheta**2
+        _SQUARE(pow_in, two, mul_in[:len(pow_in)])  # theta_dot**2, costheta**2
         multiply(mul_in, mul_k, mul_out)  # polemass_length * theta_dot**2, masspole * costheta**2, gravity * sin
         multiply(temp, sintheta, temp)
         np.add(force, temp, temp)
         divide(temp_and_c2, k["total_mass"], temp_and_c2)  # temp; masspole * costheta**2 / total_mass
         subtract(k["four_thirds"], c2, c2)
-        multiply(length_cos, c2_temp, denominator_b)  # length * (4/3 - ...); costheta * temp
+        multiply(length, c2, denominator)  # length * (4/3 - masspole * costheta**2 / total_mass)
+        multiply(costheta, temp, b)
         subtract(num, b, num)  # gravity * sintheta - costheta * temp
         divide(num, denominator, thetaacc)
         multiply(k["pml"], thetaacc, b)
@@ -269,7 +322,7 @@ class CartPoleBatch:
         divide(b, k["total_mass"], b)
         subtract(temp, b, xacc)  # (cos(theta) is not needed any more: xacc takes its row)
         multiply(k["tau"], rates, scaled)
-        self._state += scaled  # x + tau * x_dot, theta + tau * theta_dot, x_dot + tau * xacc, ...
+        np.add(state, scaled, state)  # x + tau * x_dot, theta + tau * theta_dot, x_dot + tau * xacc, ...
         self.elapsed_steps += 1
         np.abs(positions, magnitudes)
         np.greater(magnitudes, limits, flags)
@@ -277,4 +330,9 @@ class CartPoleBatch:
         if np.count_nonzero(flags):  # (most steps end no episode: no per-row flags to combine)
             terminated = np.logical_or(flag_x, flag_theta, self._terminated)
         np.copyto(*self._obs_copy, casting="same_kind")
-        return self._obs_n, self._rewards, terminated, self.elapsed_steps >= self.max_episode_steps
+        if self._start is None:
+            return self._obs_n, self._rewards, terminated, self.elapsed_steps >= self.max_episode_steps
+        truncated: bool | np.ndarray = False
+        if self.elapsed_steps in self._ends:
+            truncated = self.elapsed_steps - self._start >= self.max_episode_steps
+        return self._obs_n, self._rewards, terminated, truncated
