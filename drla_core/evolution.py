@@ -471,8 +471,11 @@ class Evaluation:
         n_check = len(self._check_seeds)
         if callable(batch) and self._act_array is not None and not self.done:
             if n_check:
-                self._batch = batch(self.n * self.episodes, capacity=self.n * self.episodes +
-                                    min(self.n, CHECK_ALONGSIDE) * n_check)
+                try:
+                    self._batch = batch(self.n * self.episodes, capacity=self.n * self.episodes +
+                                        min(self.n, CHECK_ALONGSIDE) * n_check)
+                except TypeError:  # a batch(n) without room for more rows
+                    self._batch = None
                 if not callable(getattr(self._batch, "add", None)):  # a batch that cannot start rows later
                     self._batch, self._check_seeds = batch(self.n * self.episodes), []
             else:
