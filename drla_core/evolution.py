@@ -628,7 +628,7 @@ class Evaluation:
         is summed in ``_acc`` (in step order, as the pool path sums it) and stored when its episode ends; when
         every reward is 1.0 (the batch's ``unit_rewards``) the return is the number of steps, summed by nobody.
         The check's rows (tasks ``n * episodes`` on) come after the generation's."""
-        batch, act, policy, returns = self._batch, self._act_array, self.policy, self._batch_returns
+        batch, act, policy = self._batch, self._act_array, self.policy
         assert act is not None
         unit = bool(getattr(batch, "unit_rewards", False))
         if self._x is None:  # start every task
@@ -657,31 +657,51 @@ class Evaluation:
                     ended = np.ones(len(tasks), dtype=bool)
                 else:
                     ended = terminated if truncated is False else terminated | truncated
-                done = tasks[ended]
-                got = batch.steps_run(ended).astype(np.float64) if unit else acc[ended]
-                is_main = done < self.n * self.episodes
-                returns[done[is_main]] = got[is_main]
-                for task, obs in zip(done[is_main].tolist(), x[ended][is_main]):
-                    self.behaviors[task] = self.behavior(obs, {})
-                keep = ~ended
-                if not is_main.all():
-                    check = done[~is_main] - self.n * self.episodes
-                    self._check_returns[check] = got[~is_main]
-                    self._check_steps[check] = batch.steps_run(ended)[~is_main]
-                if is_main.any():
-                    self._main_alive_before = main
-                    self._main_ended(done[is_main], tasks, keep)
-                if not keep.any():
-                    self.done = True
+                tasks, rows, x, acc = self._episodes_ended(ended, tasks, rows, x, acc, main, unit)
+                if self.done:
                     break
-                batch.keep(keep)
-                tasks, rows, x, acc = tasks[keep], rows[keep], x[keep], acc[keep]
-                if self._checking and self._check_wanted:
-                    tasks, rows, x, acc = self._start_checks(tasks, rows, x, acc)
             if deadline is not None and time.perf_counter() >= deadline:
                 break
         self._tasks, self._rows, self._x, self._acc = tasks, rows, x, acc
         return self.done
+
+    def _episodes_ended(self, ended: np.ndarray, tasks: np.ndarray, rows: np.ndarray, x: np.ndarray,
+                        acc: np.ndarray, main: int,
+                        unit: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The rows ``ended`` ended their episodes (``main``: how many of the rows are the generation's): store
+        their returns and behaviours, drop them (and check rows that are no use any more) from the batch."""
+        batch, returns = self._batch, self._batch_returns
+        done = tasks[ended]
+        got = batch.steps_run(ended).astype(np.float64) if unit else acc[ended]
+        final = x[ended]
+        keep = ~ended
+        if len(tasks) > main:  # check rows among them
+            is_main = done < self.n * self.episodes
+            if not is_main.all():
+                check = done[~is_main] - self.n * self.episodes
+                self._check_returns[check] = got[~is_main]
+                self._check_steps[check] = batch.steps_run(ended)[~is_main]
+                done, got, final = done[is_main], got[is_main], final[is_main]
+        returns[done] = got
+        if self.behavior is default_behavior:  # (the final observations, without a call for each)
+            for task, obs in zip(done.tolist(), final.astype(np.float64)):
+                self.behaviors[task] = obs
+        else:
+            for task, obs in zip(done.tolist(), final):
+                self.behaviors[task] = self.behavior(obs, {})
+        if len(done):
+            self._main_alive_before = main
+            self._main_ended(done, tasks, keep)
+        if not keep.any():
+            self.done = True
+            return tasks, rows, x, acc
+        batch.keep(keep)
+        tasks, rows, x = tasks[keep], rows[keep], x[keep]
+        if not unit:
+            acc = acc[keep]
+        if self._checking and self._check_wanted:
+            tasks, rows, x, acc = self._start_checks(tasks, rows, x, acc)
+        return tasks, rows, x, acc
 
     def _start_checks(self, tasks: np.ndarray, rows: np.ndarray, x: np.ndarray,
                       acc: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

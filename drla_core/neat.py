@@ -217,10 +217,11 @@ class NEAT:
         c, rng = self.config, self.rng
         nodes = {self.n_in + j: [0.0, self.output_activation] for j in range(self.n_out)}
         conns = {}
-        for s in range(self.n_in):
+        weights = iter(rng.normal(0.0, c.initial_weight_sigma, size=self.n_in * self.n_out).tolist())  # (the same
+        for s in range(self.n_in):  # draws as one call each, in this order)
             for j in range(self.n_out):
                 t = self.n_in + j
-                conns[self.tracker.connection(s, t)] = [s, t, float(rng.normal(0.0, c.initial_weight_sigma)), True]
+                conns[self.tracker.connection(s, t)] = [s, t, next(weights), True]
         return Genome(nodes, conns)
 
     def _mutate(self, g: Genome) -> None:
@@ -356,6 +357,8 @@ class NEAT:
         elif len(out_acts) == 1 and len(hidden_acts) == 1:
             parts = ((out_acts.pop(), slice(n_in, n_io)), (hidden_acts.pop(), slice(n_io, n)))
             slices = [(a, cols) for a, cols in parts if a != "linear"]
+        elif len(out_acts) == 1 and not hidden_acts:  # no hidden node in any genome (a first generation)
+            slices = [] if out_acts == {"linear"} else [(out_acts.pop(), slice(n_in, n_io))]
         cache: list[Any] = [None]
 
         def gather(idx: np.ndarray) -> tuple[Any, ...]:

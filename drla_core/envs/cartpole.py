@@ -213,32 +213,34 @@ class CartPoleBatch:
                            (24, env.x_threshold), (25, env.theta_threshold_radians)):
             self._constants[row - 19] = value
         self._two = np.full(2 * self.n, 2.0, dtype=f64)
-        self._flags = np.zeros(2 * self.n, dtype=bool)
+        self._ones = np.ones(self.n, dtype=f64)  # every reward
+        self._zeros = np.zeros(self.n, dtype=bool)
+        self._flags = np.zeros(3 * self.n, dtype=bool)  # (x, theta) beyond their limits; then terminated
         self._obs = np.zeros((self.n, 4), dtype=np.float32)
         self._views(self.n)
+
+    # step's operands: runs of rows [a, b) of the work block (flat, 1-d views), in the order step unpacks them
+    _OPERANDS = ((1, 2), (3, 5), None, (4, 5), (8, 9), (6, 9), (19, 22), (9, 12), (9, 10), (9, 11), (10, 11),
+                 (22, 23), (23, 24), (11, 12), (12, 13), (5, 6), (4, 5), (2, 6), (13, 17), (0, 4), (0, 2), (17, 19),
+                 (24, 26))
 
     def _views(self, n: int) -> None:
         """The arrays ``step`` works in, as views of the first ``n`` columns (made once per size change)."""
         self.n = n
-        w = self._work = self._flat[:self._ROWS * n].reshape(self._ROWS, n)
+        f = self._flat[:self._ROWS * n]
+        w = self._work = f.reshape(self._ROWS, n)
         w[19:] = self._constants[:, :n]
-        self._state, self._flags_n = w[0:4], self._flags[:2 * n].reshape(2, n)
-        obs = self._obs[:n]
-        self._obs_n = obs
+        self._state = w[0:4]
+        obs = self._obs_n = self._obs[:n]
         # obs[:, 2 * i + j] = state[2 * j + i]: (x, x_dot, theta, theta_dot) from (x, theta, x_dot, theta_dot)
         self._obs_copy = (obs.reshape(n, 2, 2), w[0:4].reshape(2, 2, n).transpose(2, 1, 0))
-        self._rewards = np.ones(n, dtype=np.float64)
-        self._terminated = np.zeros(n, dtype=bool)
-        self._none_terminated = np.zeros(n, dtype=bool)
-        f = self._flat[:self._ROWS * n]
-
-        def rows(a: int, b: int) -> np.ndarray:  # rows a..b-1 as one flat view (a 1-d call is the cheapest)
-            return f[a * n:b * n]
-
+        self._rewards = self._ones[:n]
+        self._terminated = self._flags[2 * self.capacity:2 * self.capacity + n]
+        self._none_terminated = self._zeros[:n]  # (never written)
         flags = self._flags[:2 * n]
-        self._v = (w[1], rows(3, 5), self._two[:2 * n], w[4], w[8], rows(6, 9), rows(19, 22), rows(9, 12), w[9],
-                   rows(9, 11), w[10], w[22], w[23], w[11], w[12], w[5], w[4], rows(2, 6), rows(13, 17),
-                   rows(0, 4), rows(0, 2), rows(17, 19), rows(24, 26), flags, flags[:n], flags[n:])
+        two = self._two[:2 * n]
+        self._v = (*[two if r is None else f[r[0] * n:r[1] * n] for r in self._OPERANDS], flags, flags[:n],
+                   flags[n:])
 
     def reset(self, seeds: Sequence[int]) -> np.ndarray:
         """Row ``i`` starts as ``CartPole().reset(seed=seeds[i])`` does; returns the observations ``(n, 4)``."""
