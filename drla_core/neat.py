@@ -359,6 +359,8 @@ class NEAT:
             slices = [(a, cols) for a, cols in parts if a != "linear"]
         elif len(out_acts) == 1 and not hidden_acts:  # no hidden node in any genome (a first generation)
             slices = [] if out_acts == {"linear"} else [(out_acts.pop(), slice(n_in, n_io))]
+        # after the last level only the outputs are read: no activation of the hidden nodes there
+        last = [(a, slice(n_in, n_io)) for a, cols in slices or [] if cols.start < n_io]
         cache: list[Any] = [None]
 
         def gather(idx: np.ndarray) -> tuple[Any, ...]:
@@ -383,7 +385,7 @@ class NEAT:
                 z = dst[:, 0, :]
                 z += b
                 if slices is not None:
-                    for a, cols in slices:
+                    for a, cols in (slices if level < depth - 1 else last):
                         _activate(a, z[:, cols])
                 else:
                     for a, mask in masks:
