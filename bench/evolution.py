@@ -336,6 +336,11 @@ def main() -> None:
     if out.get("neat_cartpole_solve_s") and isinstance(out.get("neat_python_cartpole_solve_s"), float):
         out["neat_speedup_vs_neat_python"] = round(out["neat_python_cartpole_solve_s"] / out["neat_cartpole_solve_s"],
                                                    2)
+        ratios = [p / d for (d, _), (p, _) in zip(runs["neat_cartpole"], runs["neat_python_cartpole"])
+                  if d is not None and p is not None]  # seed by seed: the same seed, measured side by side
+        if ratios:
+            out["neat_speedup_worst_seed"] = round(min(ratios), 2)
+            print("neat speed-up over neat-python by seed: " + ", ".join(f"{r:.2f}x" for r in ratios), file=sys.stderr)
     for method, means in FRESH.items():
         if means:
             out[f"{method}_champion_100_fresh_episodes_median"] = round(statistics.median(means), 1)
