@@ -488,7 +488,9 @@ class Evaluation:
         self._main_alive_before = 0  # (the generation's rows before an episode-end step's changes)
         self._check_returns = np.full(self.n * n_check, np.nan)
         self._check_steps = np.zeros(self.n * n_check, dtype=np.int64)
-        self._check_record: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        # every step's check rows (their tasks, observations and actions), one after the other
+        self._record: list[np.ndarray] = []  # tasks, observations, actions: grown by doubling
+        self._recorded = 0
         self._main_left = np.full(self.n, self.episodes, dtype=np.int64)  # main episodes still playing
         self._main_alive = self.n * self.episodes
         # the vector path: the copies of one vector environment are the pool's slots
@@ -642,12 +644,18 @@ class Evaluation:
                     self._tasks, self._rows, self._x, self._acc)
         tasks, rows, x, acc = self._tasks, self._rows, self._x, self._acc
         count_nonzero = np.count_nonzero
-        record = self._check_record
         while not self.done:
             actions = act(policy(rows, x))
             main = self._main_alive
             if len(tasks) > main:  # the check rows' observations and actions, for check_result
-                record.append((tasks[main:], x[main:].copy(), actions[main:]))
+                at, k = self._recorded, len(tasks) - main
+                if not self._record or at + k > len(self._record[0]):
+                    self._grow_record(at + k, x, actions)
+                record_tasks, record_obs, record_actions = self._record
+                record_tasks[at:at + k] = tasks[main:]
+                record_obs[at:at + k] = x[main:]
+                record_actions[at:at + k] = actions[main:]
+                self._recorded = at + k
             x, rewards, terminated, truncated = batch.step(actions)
             if not unit:
                 np.add(acc, rewards, acc)
@@ -757,16 +765,23 @@ class Evaluation:
         """Individual ``i``'s check played alongside the generation: ``(returns, steps)`` per check episode and
         ``(observations, actions)``, every step of its check episodes; None unless it played them all."""
         c = len(self._check_seeds)
-        if not c or not self._check_record:
+        if not c or not self._recorded:
             return None
         got = self._check_returns[i * c:(i + 1) * c]
         if np.isnan(got).any():
             return None
-        tasks = np.concatenate([t for t, _, _ in self._check_record])
-        mine = (tasks - self.n * self.episodes) // c == i
-        obs = np.concatenate([o for _, o, _ in self._check_record])[mine]
-        actions = np.concatenate([a for _, _, a in self._check_record])[mine]
-        return got.copy(), self._check_steps[i * c:(i + 1) * c].copy(), obs, actions
+        tasks, obs, actions = (a[:self._recorded] for a in self._record)
+        first = self.n * self.episodes + i * c
+        mine = (tasks >= first) & (tasks < first + c)
+        return got.copy(), self._check_steps[i * c:(i + 1) * c].copy(), obs[mine], actions[mine]
+
+    def _grow_record(self, need: int, x: np.ndarray, actions: np.ndarray) -> None:
+        size = max(need, 2 * len(self._record[0]) if self._record else 512 * need)
+        grown = [np.empty(size, dtype=np.int64), np.empty((size, *x.shape[1:]), dtype=x.dtype),
+                 np.empty((size, *actions.shape[1:]), dtype=actions.dtype)]
+        for new, old in zip(grown, self._record):
+            new[:self._recorded] = old[:self._recorded]
+        self._record = grown
 
     def fitness(self) -> np.ndarray:
         """Mean return over the episodes, per individual."""
