@@ -9,16 +9,17 @@ import pytest
 from drla_core import evolution
 from drla_core.envs import make
 from drla_core.envs.cartpole import CartPole, CartPoleBatch
-from drla_core.evolution import EvolutionConfig, EvolutionJob
+from drla_core.evolution import EvolutionConfig, EvolutionJob, GAConfig
 from drla_core.model_io import load_model, save_model
 from drla_core.neat import NEATConfig
 
 CHECK_SEEDS = [10_000 + i for i in range(20)]
 
 
-def neat_job(seed, population=100, generations=10, episodes=1):
-    cfg = EvolutionConfig(method="neat", generations=generations, target_return=475.0, episodes=episodes,
-                          solve_episodes=20, solve_seed=CHECK_SEEDS[0], neat=NEATConfig(population_size=population))
+def neat_job(seed, population=100, generations=10, episodes=1, method="neat"):
+    cfg = EvolutionConfig(method=method, generations=generations, target_return=475.0, episodes=episodes,
+                          solve_episodes=20, solve_seed=CHECK_SEEDS[0], neat=NEATConfig(population_size=population),
+                          ga=GAConfig(population_size=64))
     return EvolutionJob(lambda: make("cartpole"), cfg, seed=seed)
 
 
@@ -50,11 +51,11 @@ def run(job, monkeypatch, alongside=True, paused=False):
     return used
 
 
-@pytest.mark.parametrize("seed", [0, 5])
-def test_the_check_alongside_gives_what_the_check_on_its_own_gives(monkeypatch, seed):
-    # seed 0: solved in generation 1 by a check played alongside; seed 5: generation 1's best fails its
-    # check (357 of 475), generation 3 solves
-    together, alone, paused = neat_job(seed), neat_job(seed), neat_job(seed)
+@pytest.mark.parametrize("method, seed", [("neat", 0), ("neat", 5), ("ga", 3)])
+def test_the_check_alongside_gives_what_the_check_on_its_own_gives(monkeypatch, method, seed):
+    # NEAT seed 0: solved in generation 1 by a check played alongside; NEAT seed 5: generation 1's best fails
+    # its check (357 of 475), generation 3 solves; GA seed 3: 458 in generation 1, solved in generation 3
+    together, alone, paused = (neat_job(seed, method=method) for _ in range(3))
     used = run(together, monkeypatch)
     assert run(alone, monkeypatch, alongside=False) == [False] * len(used)
     assert any(used) and together.solved
