@@ -16,7 +16,7 @@ neat-python evaluates genome by genome with its ``FeedForwardNetwork.activate`` 
 CartPole; DRLA evaluates every genome's episode in one batched forward per step on ``CartPoleBatch`` (the
 same dynamics in numpy, bit for bit the same trajectories: tests/test_evolution.py checks it), and plays the
 20 greedy episodes alongside the generation, as more rows of the same batch, for its guess at the generation's
-best (the two lowest-numbered genomes that may still be it); the check counts only for the genome the protocol
+best (the three lowest-numbered genomes that may still be it); the check counts only for the genome the protocol
 checks, played whole, when the exported champion network chooses every action it took (else it runs on its own
 after the generation: the same result either way, tests/test_evolution_check.py). The two evolve differently,
 so a seed may take DRLA more generations than neat-python or fewer (``*_generations_median``, and the per-seed

@@ -413,7 +413,7 @@ def default_behavior(obs: Any, info: Mapping[str, Any]) -> np.ndarray:
 
 
 #: How many individuals at a time play the champion check alongside their generation (``Evaluation``).
-CHECK_ALONGSIDE = 2
+CHECK_ALONGSIDE = 3
 
 
 class Evaluation:
