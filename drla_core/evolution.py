@@ -412,6 +412,10 @@ def default_behavior(obs: Any, info: Mapping[str, Any]) -> np.ndarray:
     return np.asarray(obs if b is None else b, dtype=np.float64).reshape(-1)
 
 
+#: How many individuals at a time play the champion check alongside their generation (``Evaluation``).
+CHECK_ALONGSIDE = 3
+
+
 class Evaluation:
     """Every (individual, episode) task run on a pool of environments; one batched forward per step.
 
@@ -424,6 +428,17 @@ class Evaluation:
     discrete, every task runs at once on it: one batched forward and one batched environment step per step,
     no Python per environment. The results are the same as on the pool.
 
+    On that batched path, ``check_seeds`` and ``check_target`` run a generation's champion check alongside it
+    (``EvolutionJob``'s greedy check of the generation's best, when it reaches the target) as more rows of the
+    same batch (``batch.add``), for a guess at the best: the ``CHECK_ALONGSIDE`` lowest-numbered individuals
+    that may still be it (the best is the first of the highest fitness, and an episode capped at its step
+    limit often ties: then it is the lowest-numbered of them). An individual starts the check's episodes when
+    it enters that guess, and its check rows are dropped once its fitness is known to be below the target or
+    once the generation's best is known and it is another. ``check_result(i)`` then gives individual ``i``'s
+    check (returns, steps, and the observations and actions of its check episodes, step by step), or None when
+    it did not play it to the end. Those rows count in no ``env_steps`` (the job counts the check it uses).
+    The job runs the check on its own when the guess was wrong: the results are the same either way.
+
     When the first environment is a vector of copies that can restart some of them with seeds of their own
     (``num_envs`` and ``restart(copies, seeds) -> first observations``, like a Blender scene's copies), each
     copy is a slot of the pool but all copies step together: one forward for the running slots and one
@@ -434,7 +449,8 @@ class Evaluation:
 
     def __init__(self, policy: Callable[[np.ndarray, np.ndarray], np.ndarray], n_individuals: int,
                  seeds: Sequence[int], envs: Sequence[Env], act: Callable[[np.ndarray], list[Any]],
-                 behavior: Callable[[Any, Mapping[str, Any]], np.ndarray] = default_behavior) -> None:
+                 behavior: Callable[[Any, Mapping[str, Any]], np.ndarray] = default_behavior,
+                 check_seeds: Sequence[int] = (), check_target: float | None = None) -> None:
         self.policy, self.envs, self.act, self.behavior = policy, list(envs), act, behavior
         self.seeds = [int(s) for s in seeds]
         self.n, self.episodes = int(n_individuals), len(self.seeds)
@@ -452,8 +468,33 @@ class Evaluation:
         self._batch: Any = None
         self._act_array = getattr(act, "array", None)
         batch = getattr(self.envs[0], "batch", None) if self.envs else None
+        self._check_seeds = [int(s) for s in check_seeds] if check_target is not None else []
+        self._check_target = check_target
+        n_check = len(self._check_seeds)
         if callable(batch) and self._act_array is not None and not self.done:
-            self._batch = batch(self.n * self.episodes)
+            if n_check:
+                try:
+                    self._batch = batch(self.n * self.episodes, capacity=self.n * self.episodes +
+                                        min(self.n, CHECK_ALONGSIDE) * n_check)
+                except TypeError:  # a batch(n) without room for more rows
+                    self._batch = None
+                if not callable(getattr(self._batch, "add", None)):  # a batch that cannot start rows later
+                    self._batch, self._check_seeds = batch(self.n * self.episodes), []
+            else:
+                self._batch = batch(self.n * self.episodes)
+        # the champion check alongside (batched path): who started it, whether it goes on
+        self._check_started: set[int] = set()
+        self._check_guess: set[int] = set()
+        self._checking = self._batch is not None and bool(self._check_seeds)
+        self._check_wanted = self._checking  # the guess has to be (re)made
+        self._main_alive_before = 0  # (the generation's rows before an episode-end step's changes)
+        self._check_returns = np.full(self.n * n_check, np.nan)
+        self._check_steps = np.zeros(self.n * n_check, dtype=np.int64)
+        # every step's check rows (their tasks, observations and actions), one after the other
+        self._record: list[np.ndarray] = []  # tasks, observations, actions: grown by doubling
+        self._recorded = 0
+        self._main_left = np.full(self.n, self.episodes, dtype=np.int64)  # main episodes still playing
+        self._main_alive = self.n * self.episodes
         # the vector path: the copies of one vector environment are the pool's slots
         first: Any = self.envs[0] if self.envs else None
         self._vector: Any = first if callable(getattr(first, "restart", None)) and \
@@ -592,35 +633,161 @@ class Evaluation:
 
     def _run_batch(self, deadline: float | None) -> bool:
         """``run`` on the batched environment: every task is a row; ended rows are dropped. Each row's return
-        is summed in ``_acc`` (in step order, as the pool path sums it) and stored when its episode ends."""
-        batch, act, policy, returns = self._batch, self._act_array, self.policy, self._batch_returns
+        is summed in ``_acc`` (in step order, as the pool path sums it) and stored when its episode ends; when
+        every reward is 1.0 (the batch's ``unit_rewards``) the return is the number of steps, summed by nobody.
+        The check's rows (tasks ``n * episodes`` on) come after the generation's."""
+        batch, act, policy = self._batch, self._act_array, self.policy
         assert act is not None
+        unit = bool(getattr(batch, "unit_rewards", False))
         if self._x is None:  # start every task
             total = self.n * self.episodes
             self._tasks = np.arange(total, dtype=np.int64)
             self._rows = self._tasks // self.episodes
             self._acc = np.zeros(total, dtype=np.float64)
             self._x = batch.reset([self.seeds[t % self.episodes] for t in range(total)])
+            if self._checking:
+                self._tasks, self._rows, self._x, self._acc = self._start_checks(
+                    self._tasks, self._rows, self._x, self._acc)
         tasks, rows, x, acc = self._tasks, self._rows, self._x, self._acc
+        count_nonzero = np.count_nonzero
         while not self.done:
-            x, rewards, terminated, truncated = batch.step(act(policy(rows, x)))
-            np.add(acc, rewards, out=acc)
-            self.env_steps += len(tasks)
-            if truncated or np.count_nonzero(terminated):  # (count_nonzero: a fifth of any()'s overhead)
-                ended = np.ones(len(tasks), dtype=bool) if truncated else terminated
-                returns[tasks[ended]] = acc[ended]
-                for task, obs in zip(tasks[ended].tolist(), x[ended]):
-                    self.behaviors[task] = self.behavior(obs, {})
-                if truncated or ended.all():
-                    self.done = True
+            actions = act(policy(rows, x))
+            main = self._main_alive
+            if len(tasks) > main:  # the check rows' observations and actions, for check_result
+                at, k = self._recorded, len(tasks) - main
+                if not self._record or at + k > len(self._record[0]):
+                    self._grow_record(at + k, x, actions)
+                record_tasks, record_obs, record_actions = self._record
+                record_tasks[at:at + k] = tasks[main:]
+                record_obs[at:at + k] = x[main:]
+                record_actions[at:at + k] = actions[main:]
+                self._recorded = at + k
+            x, rewards, terminated, truncated = batch.step(actions)
+            if not unit:
+                np.add(acc, rewards, acc)
+            self.env_steps += main
+            if truncated is not False or count_nonzero(terminated):  # (count_nonzero: a fifth of any()'s cost)
+                if truncated is True:
+                    ended = np.ones(len(tasks), dtype=bool)
+                else:
+                    ended = terminated if truncated is False else terminated | truncated
+                tasks, rows, x, acc = self._episodes_ended(ended, tasks, rows, x, acc, main, unit)
+                if self.done:
                     break
-                keep = ~ended
-                batch.keep(keep)
-                tasks, rows, x, acc = tasks[keep], rows[keep], x[keep], acc[keep]
             if deadline is not None and time.perf_counter() >= deadline:
                 break
         self._tasks, self._rows, self._x, self._acc = tasks, rows, x, acc
         return self.done
+
+    def _episodes_ended(self, ended: np.ndarray, tasks: np.ndarray, rows: np.ndarray, x: np.ndarray,
+                        acc: np.ndarray, main: int,
+                        unit: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The rows ``ended`` ended their episodes (``main``: how many of the rows are the generation's): store
+        their returns and behaviours, drop them (and check rows that are no use any more) from the batch."""
+        batch, returns = self._batch, self._batch_returns
+        done = tasks[ended]
+        got = batch.steps_run(ended).astype(np.float64) if unit else acc[ended]
+        final = x[ended]
+        keep = ~ended
+        if len(tasks) > main:  # check rows among them
+            is_main = done < self.n * self.episodes
+            if not is_main.all():
+                check = done[~is_main] - self.n * self.episodes
+                self._check_returns[check] = got[~is_main]
+                self._check_steps[check] = batch.steps_run(ended)[~is_main]
+                done, got, final = done[is_main], got[is_main], final[is_main]
+        returns[done] = got
+        if self.behavior is default_behavior:  # (the final observations, without a call for each)
+            for task, obs in zip(done.tolist(), final.astype(np.float64)):
+                self.behaviors[task] = obs
+        else:
+            for task, obs in zip(done.tolist(), final):
+                self.behaviors[task] = self.behavior(obs, {})
+        if len(done):
+            self._main_alive_before = main
+            self._main_ended(done, tasks, keep)
+        if not keep.any():
+            self.done = True
+            return tasks, rows, x, acc
+        batch.keep(keep)
+        tasks, rows, x = tasks[keep], rows[keep], x[keep]
+        if not unit:
+            acc = acc[keep]
+        if self._checking and self._check_wanted:
+            tasks, rows, x, acc = self._start_checks(tasks, rows, x, acc)
+        return tasks, rows, x, acc
+
+    def _start_checks(self, tasks: np.ndarray, rows: np.ndarray, x: np.ndarray,
+                      acc: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The individuals that enter the guess at the generation's best start the check's episodes, as rows
+        after the others."""
+        self._check_wanted = False
+        e = self.episodes
+        fitness = self._batch_returns.reshape(self.n, e).mean(axis=1)
+        in_play = np.flatnonzero((self._main_left > 0) | (fitness >= self._check_target))  # type: ignore[operator]
+        self._check_guess = {int(i) for i in in_play[:CHECK_ALONGSIDE]}
+        new = sorted(self._check_guess - self._check_started)
+        if not new:
+            return tasks, rows, x, acc
+        self._check_started.update(new)
+        c = len(self._check_seeds)
+        who = np.array(new, dtype=np.int64)
+        added = (self.n * e + who[:, None] * c + np.arange(c)[None, :]).reshape(-1)
+        x = self._batch.add(self._check_seeds * len(new))
+        return (np.concatenate([tasks, added]), np.concatenate([rows, np.repeat(who, c)]), x,
+                np.concatenate([acc, np.zeros(len(added))]))
+
+    def _main_ended(self, done: np.ndarray, tasks: np.ndarray, keep: np.ndarray) -> None:
+        """Generation episodes ``done`` ended: drop (in ``keep``) the check rows of every individual now known
+        not to be the generation's best, or known to score below the target."""
+        e, target = self.episodes, self._check_target
+        self._main_alive -= len(done)
+        owners = done // e
+        if e == 1:
+            self._main_left[owners] = 0
+        else:
+            self._main_left -= np.bincount(owners, minlength=self.n)
+        if not self._checking:
+            return
+        n_main = self.n * e
+        if self._main_alive == 0:  # every fitness known: only the best's check matters (none below the target)
+            fitness = self.fitness()
+            best = int(np.argmax(fitness))
+            keep[self._main_alive_before:] &= (tasks[self._main_alive_before:] - n_main) // \
+                len(self._check_seeds) == best
+            if fitness[best] < target:  # type: ignore[operator]
+                keep[self._main_alive_before:] = False
+            self._checking = False  # no more starts
+            return
+        returns = self._batch_returns
+        lost = [i for i in {int(o) for o in owners.tolist()} & self._check_guess
+                if self._main_left[i] == 0 and returns[i * e:(i + 1) * e].mean() < target]  # type: ignore[operator]
+        if lost:  # a guessed individual scored below the target: its rows go, the next one comes in
+            self._check_wanted = True
+            owner = (tasks[self._main_alive_before:] - n_main) // len(self._check_seeds)
+            keep[self._main_alive_before:] &= ~np.isin(owner, lost)
+
+    def check_result(self, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """Individual ``i``'s check played alongside the generation: ``(returns, steps)`` per check episode and
+        ``(observations, actions)``, every step of its check episodes; None unless it played them all."""
+        c = len(self._check_seeds)
+        if not c or not self._recorded:
+            return None
+        got = self._check_returns[i * c:(i + 1) * c]
+        if np.isnan(got).any():
+            return None
+        tasks, obs, actions = (a[:self._recorded] for a in self._record)
+        first = self.n * self.episodes + i * c
+        mine = (tasks >= first) & (tasks < first + c)
+        return got.copy(), self._check_steps[i * c:(i + 1) * c].copy(), obs[mine], actions[mine]
+
+    def _grow_record(self, need: int, x: np.ndarray, actions: np.ndarray) -> None:
+        size = max(need, 2 * len(self._record[0]) if self._record else 512 * need)
+        grown = [np.empty(size, dtype=np.int64), np.empty((size, *x.shape[1:]), dtype=x.dtype),
+                 np.empty((size, *actions.shape[1:]), dtype=actions.dtype)]
+        for new, old in zip(grown, self._record):
+            new[:self._recorded] = old[:self._recorded]
+        self._record = grown
 
     def fitness(self) -> np.ndarray:
         """Mean return over the episodes, per individual."""
@@ -831,8 +998,10 @@ class EvolutionJob:
         if self._eval is None:
             n = len(self.method)
             seeds = self._episode_seeds()
+            target = self.config.target_return
             self._eval = Evaluation(self.method.policy(), n, seeds, self._pool(n * len(seeds)), self._act,
-                                    self.behavior)
+                                    self.behavior, check_seeds=self._check_seeds() if target is not None else (),
+                                    check_target=target)
         ev = self._eval
         steps_before = ev.env_steps
         finished = ev.run(deadline)
@@ -864,6 +1033,9 @@ class EvolutionJob:
             # so the next generation is the same either way; a solved run does not breed one it won't use)
             self._candidate = (candidate, float(fitness[best]))
             self._pending_scores = scores
+            greedy = self._check_alongside(ev, best, candidate)
+            if greedy is not None:
+                return self._end_check(greedy)
             self._solve_eval = self._champion_evaluation(candidate)
             return self._finish_solve_check(None)  # to the end: a checkpoint never falls inside it
         self.method.tell(scores)
@@ -879,13 +1051,31 @@ class EvolutionJob:
             return False
         return bool(self.method.genome_to_data(a) == self.method.genome_to_data(b))
 
+    def _check_seeds(self) -> list[int]:
+        c = self.config
+        return [c.solve_seed + i for i in range(c.solve_episodes)]
+
     def _champion_evaluation(self, genome: Any) -> Evaluation:
         """The greedy check of a candidate champion: ``solve_episodes`` fixed episodes, not used for training."""
         network = self.method.genome_network(genome)
-        c = self.config
-        seeds = [c.solve_seed + i for i in range(c.solve_episodes)]
+        seeds = self._check_seeds()
         return Evaluation(lambda idx, obs: network.forward(obs), 1, seeds, self._pool(len(seeds)), self._act,
                           self.behavior)
+
+    def _check_alongside(self, ev: Evaluation, best: int, genome: Any) -> float | None:
+        """The candidate's greedy mean from the check its generation played alongside (``Evaluation``), when it
+        played it whole and the exported network (``genome_network``, what ``to_model`` saves) chooses every one
+        of its actions there: then that network, playing the check itself, would see the same observations
+        and score the same. None otherwise (the check then runs on its own, as ``_champion_evaluation``)."""
+        got = ev.check_result(best)
+        act = getattr(self._act, "array", None)
+        if got is None or act is None:
+            return None
+        returns, steps, obs, actions = got
+        if not np.array_equal(act(self.method.genome_network(genome).forward(obs)), actions):
+            return None
+        self.env_steps += int(steps.sum())
+        return float(returns.reshape(1, -1).mean(axis=1)[0])  # (as Evaluation.fitness averages the check)
 
     def _finish_solve_check(self, deadline: float | None) -> bool:
         ev = self._solve_eval
@@ -896,7 +1086,10 @@ class EvolutionJob:
         if not finished:
             return False
         self._solve_eval = None
-        greedy = float(ev.fitness()[0])
+        return self._end_check(float(ev.fitness()[0]))
+
+    def _end_check(self, greedy: float) -> bool:
+        """The candidate's check scored ``greedy``: a new champion, solved, or the next generation bred."""
         genome, fitness = self._candidate
         if self.champion_eval is None or greedy > self.champion_eval:  # a checked champion beats an unchecked one
             self._set_champion(genome, fitness, greedy)

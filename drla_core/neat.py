@@ -217,10 +217,11 @@ class NEAT:
         c, rng = self.config, self.rng
         nodes = {self.n_in + j: [0.0, self.output_activation] for j in range(self.n_out)}
         conns = {}
-        for s in range(self.n_in):
+        weights = iter(rng.normal(0.0, c.initial_weight_sigma, size=self.n_in * self.n_out).tolist())  # (the same
+        for s in range(self.n_in):  # draws as one call each, in this order)
             for j in range(self.n_out):
                 t = self.n_in + j
-                conns[self.tracker.connection(s, t)] = [s, t, float(rng.normal(0.0, c.initial_weight_sigma)), True]
+                conns[self.tracker.connection(s, t)] = [s, t, next(weights), True]
         return Genome(nodes, conns)
 
     def _mutate(self, g: Genome) -> None:
@@ -331,8 +332,9 @@ class NEAT:
         """``policy(genomes, obs)``: every listed genome's outputs for its observation, batched.
 
         Genomes are padded to the largest node count; ``levels`` iterations of ``v = act(v @ W + b)``
-        (inputs held) compute a DAG exactly, where ``levels`` is the deepest genome's depth (after ``k``
-        iterations every node of level ``k`` or less holds its value, whatever the others held).
+        (inputs held: each input feeds itself with weight 1) compute a DAG exactly, where ``levels`` is the
+        deepest genome's depth (after ``k`` iterations every node of level ``k`` or less holds its value,
+        whatever the others held).
 
         The genomes' weights, biases and work arrays are gathered once per ``genomes`` array and reused while
         the caller passes that same array object (as ``evolution.Evaluation`` does from step to step): do not
@@ -341,6 +343,8 @@ class NEAT:
         n_in, n_out, n_io = self.n_in, self.n_out, self.n_in + self.n_out
         weights, biases, node_act, act_names, depth = self._pack()
         n = weights.shape[1]
+        if depth > 1:  # each input node feeds itself with weight 1: every level carries the inputs on, exactly
+            weights[:, np.arange(n_in), np.arange(n_in)] = 1.0  # (x * 1 + 0 * ...), no copy back per level
         single = act_names[0] if len(act_names) == 1 else None
         nonlinear = [(a, i) for i, a in enumerate(act_names) if a != "linear"]
         # NEAT's usual case: every output one activation, every hidden node another. Outputs are columns
@@ -348,9 +352,15 @@ class NEAT:
         out_acts = {a for g in self.genomes for node, (_, a) in g.nodes.items() if node < n_io}
         hidden_acts = {a for g in self.genomes for node, (_, a) in g.nodes.items() if node >= n_io}
         slices: list[tuple[str, slice]] | None = None
-        if single is None and len(out_acts) == 1 and len(hidden_acts) == 1:
+        if single is not None:
+            slices = [] if single == "linear" else [(single, slice(n_in, n))]
+        elif len(out_acts) == 1 and len(hidden_acts) == 1:
             parts = ((out_acts.pop(), slice(n_in, n_io)), (hidden_acts.pop(), slice(n_io, n)))
             slices = [(a, cols) for a, cols in parts if a != "linear"]
+        elif len(out_acts) == 1 and not hidden_acts:  # no hidden node in any genome (a first generation)
+            slices = [] if out_acts == {"linear"} else [(out_acts.pop(), slice(n_in, n_io))]
+        # after the last level only the outputs are read: no activation of the hidden nodes there
+        last = [(a, slice(n_in, n_io)) for a, cols in slices or [] if cols.start < n_io]
         cache: list[Any] = [None]
 
         def gather(idx: np.ndarray) -> tuple[Any, ...]:
@@ -364,27 +374,24 @@ class NEAT:
             if got is None or got[0] is not idx:
                 got = cache[0] = gather(idx)
             _, w, b, masks, values, work = got
-            x = np.asarray(obs, dtype=np.float32).reshape(len(idx), n_in)
+            rows = len(idx)
+            x = obs if type(obs) is np.ndarray and obs.shape == (rows, n_in) else \
+                np.asarray(obs, dtype=np.float32).reshape(rows, n_in)
             src = values[0]
-            src[:, 0, :n_in] = x
+            src[:, 0, :n_in] = x  # (float32 either way: a float64 obs is rounded here)
             for level in range(depth):
                 dst = values[(level + 1) % 2]
-                np.matmul(src, w, out=dst)
+                np.matmul(src, w, dst)
                 z = dst[:, 0, :]
                 z += b
-                if single is not None:
-                    if single != "linear":
-                        _activate(single, z)
-                elif slices is not None:
-                    for a, cols in slices:
+                if slices is not None:
+                    for a, cols in (slices if level < depth - 1 else last):
                         _activate(a, z[:, cols])
                 else:
                     for a, mask in masks:
                         np.copyto(work, z)
                         _activate(a, work)
                         np.copyto(z, work, where=mask)
-                if level < depth - 1:
-                    z[:, :n_in] = x
                 src = dst
             return src[:, 0, n_in:n_in + n_out].copy()
         return forward

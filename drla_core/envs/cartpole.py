@@ -121,12 +121,12 @@ class CartPole(Env):
         truncated = self.elapsed_steps >= self.max_episode_steps
         return np.array(self.state, dtype=np.float32), 1.0, terminated, truncated, {}
 
-    def batch(self, n: int) -> CartPoleBatch | None:
-        """``n`` copies of this CartPole stepped together in numpy (``CartPoleBatch``), or None when a subclass
-        changes ``step`` or ``reset`` (its dynamics are then not these)."""
+    def batch(self, n: int, capacity: int = 0) -> CartPoleBatch | None:
+        """``n`` copies of this CartPole stepped together in numpy (``CartPoleBatch``, room for ``capacity`` rows
+        in all), or None when a subclass changes ``step`` or ``reset`` (its dynamics are then not these)."""
         if type(self).step is not CartPole.step or type(self).reset is not CartPole.reset:
             return None
-        return CartPoleBatch(n, self)
+        return CartPoleBatch(n, self, capacity)
 
 
 def _libm_functions() -> tuple[Any, Any, Any]:
@@ -143,10 +143,7 @@ def _libm_functions() -> tuple[Any, Any, Any]:
     angles = probe.uniform(-0.5, 0.5, 512)
     values = np.concatenate([angles, probe.normal(0.0, 3.0, 512)])
 
-    def np_square(v: np.ndarray, two: np.ndarray, out: np.ndarray) -> np.ndarray:
-        return np.power(v, two, out=out)
-
-    def py_cos(v: np.ndarray, out: np.ndarray) -> np.ndarray:
+    def py_cos(v: np.ndarray, out: np.ndarray) -> np.ndarray:  # (called with out positional, like a ufunc)
         out[...] = [math.cos(t) for t in v.tolist()]
         return out
 
@@ -164,7 +161,7 @@ def _libm_functions() -> tuple[Any, Any, Any]:
     cos = np.cos if same(np.cos, py_cos, angles) else py_cos
     sin = np.sin if same(np.sin, py_sin, angles) else py_sin
     grid = values.reshape(2, -1)
-    square = np_square if same(np_square, py_square, grid, np.full_like(grid, 2.0)) else py_square
+    square = np.power if same(np.power, py_square, grid, np.full_like(grid, 2.0)) else py_square
     return cos, sin, square
 
 
@@ -176,97 +173,168 @@ class CartPoleBatch:
     float64 arrays, so every row follows the trajectory the scalar env follows from the same seed and actions
     bit for bit (a test checks it). What ``evolution.Evaluation`` runs when its env is a CartPole.
 
-    All rows start together (``reset(seeds)``) and so share one step count (truncation at
-    ``max_episode_steps``); ``keep(mask)`` drops ended rows. Actions: an int array of 0 and 1. ``step`` works
-    in preallocated arrays (about 25 numpy calls whatever ``n``): the observations and flags it returns are
-    overwritten by the next ``step``.
+    The rows of ``reset(seeds)`` start together and share one step count (truncation at ``max_episode_steps``);
+    ``add(seeds)`` starts more rows later (up to ``capacity`` in all), each group truncated at its own
+    ``max_episode_steps``; ``keep(mask)`` drops ended rows. Actions: an int array of 0 and 1. ``step`` works
+    in preallocated arrays (about 20 numpy calls whatever ``n``, every operand a flat run of rows of one
+    contiguous work array: no broadcasting, no 2-d operand, each of which costs numpy more than a call): the
+    observations and flags it returns are overwritten by the next ``step``. Every step's reward is 1.0
+    (``unit_rewards``), so a row's return is the
+    number of steps it ran.
     """
 
     # rows of the work array: the state (x, theta, x_dot, theta_dot), so that rows 2-5 are the state's rates
     # (x_dot, theta_dot, xacc, thetaacc); row 4 holds cos(theta) until xacc overwrites it, so that one pow call
-    # squares rows 3-4 (theta_dot, cos) into 6-7, next to sin (8): one multiply makes rows 9-11
-    # (polemass_length * theta_dot**2, masspole * cos**2, gravity * sin)
-    _ROWS = 19
+    # squares rows 3-4 (theta_dot, cos) into 6-7, next to sin (8): one multiply by the constant rows 19-21
+    # makes rows 9-11 (polemass_length * theta_dot**2, masspole * cos**2, gravity * sin). Row 22: the pole length;
+    # row 23: the denominator; rows 24-25: the termination limits (x, theta). Operands of several rows are flat
+    # views of those rows (the block is contiguous): numpy takes a 1-d array faster than a 2-d one.
+    _ROWS = 26
+    unit_rewards = True
 
-    def __init__(self, n: int, env: CartPole | None = None) -> None:
+    def __init__(self, n: int, env: CartPole | None = None, capacity: int = 0) -> None:
         env = env or CartPole()
-        self.n = int(n)
+        self.n = max(int(n), int(capacity))
         self.max_episode_steps = env.max_episode_steps
         self.elapsed_steps = 0
+        self._start: np.ndarray | None = None  # each row's first step, once rows were added after reset
+        self._ends: set[int] = set()  # the steps at which a group of rows reaches max_episode_steps
         f64 = np.float64
         self._force = np.array([-env.force_mag, env.force_mag], dtype=f64)
         self._k = {name: np.array(v, dtype=f64) for name, v in (
-            ("total_mass", env.total_mass), ("length", env.length), ("pml", env.polemass_length),
-            ("tau", env.tau), ("four_thirds", 4.0 / 3.0))}
-        self._mul_k = np.array([[env.polemass_length], [env.masspole], [env.gravity]], dtype=f64)
-        self._limits = np.array([[env.x_threshold], [env.theta_threshold_radians]], dtype=f64)
-        self._work = np.zeros((self._ROWS, self.n), dtype=f64)
-        self._two = np.full((2, self.n), 2.0, dtype=f64)
-        self._flags = np.zeros((2, self.n), dtype=bool)
+            ("total_mass", env.total_mass), ("pml", env.polemass_length), ("tau", env.tau),
+            ("four_thirds", 4.0 / 3.0))}
+        self.capacity = self.n
+        # the work array for n rows is the first 26 * n values of _flat, so that it is one contiguous block
+        # whatever n (a view of some columns of a wider array costs numpy several times more per call)
+        self._flat = np.zeros(self._ROWS * self.n, dtype=f64)
+        self._constants = np.zeros((self._ROWS - 19, self.n), dtype=f64)  # rows 19-25
+        for row, value in ((19, env.polemass_length), (20, env.masspole), (21, env.gravity), (22, env.length),
+                           (24, env.x_threshold), (25, env.theta_threshold_radians)):
+            self._constants[row - 19] = value
+        self._two = np.full(2 * self.n, 2.0, dtype=f64)
+        self._ones = np.ones(self.n, dtype=f64)  # every reward
+        self._zeros = np.zeros(self.n, dtype=bool)
+        self._flags = np.zeros(3 * self.n, dtype=bool)  # (x, theta) beyond their limits; then terminated
         self._obs = np.zeros((self.n, 4), dtype=np.float32)
         self._views(self.n)
+
+    # step's operands: runs of rows [a, b) of the work block (flat, 1-d views), in the order step unpacks them
+    _OPERANDS = ((1, 2), (3, 5), None, (4, 5), (8, 9), (6, 9), (19, 22), (9, 12), (9, 10), (9, 11), (10, 11),
+                 (22, 23), (23, 24), (11, 12), (12, 13), (5, 6), (4, 5), (2, 6), (13, 17), (0, 4), (0, 2), (17, 19),
+                 (24, 26))
 
     def _views(self, n: int) -> None:
         """The arrays ``step`` works in, as views of the first ``n`` columns (made once per size change)."""
         self.n = n
-        w = self._work[:, :n]
-        self._state, self._flags_n = w[0:4], self._flags[:, :n]
-        obs = self._obs[:n]
-        self._obs_n = obs
+        f = self._flat[:self._ROWS * n]
+        w = self._work = f.reshape(self._ROWS, n)
+        w[19:] = self._constants[:, :n]
+        self._state = w[0:4]
+        obs = self._obs_n = self._obs[:n]
         # obs[:, 2 * i + j] = state[2 * j + i]: (x, x_dot, theta, theta_dot) from (x, theta, x_dot, theta_dot)
         self._obs_copy = (obs.reshape(n, 2, 2), w[0:4].reshape(2, 2, n).transpose(2, 1, 0))
-        self._rewards = np.ones(n, dtype=np.float64)
-        self._terminated = np.zeros(n, dtype=bool)
-        self._v = (w[1], w[3:5], self._two[:, :n], w[4], w[8], w[6:9], w[9:12], w[9], w[9:11], w[10], w[11],
-                   w[12], w[5], w[4], w[2:6], w[13:17], w[0:2], w[17:19], self._flags_n[0], self._flags_n[1])
+        self._rewards = self._ones[:n]
+        self._terminated = self._flags[2 * self.capacity:2 * self.capacity + n]
+        self._none_terminated = self._zeros[:n]  # (never written)
+        flags = self._flags[:2 * n]
+        two = self._two[:2 * n]
+        self._v = (*[two if r is None else f[r[0] * n:r[1] * n] for r in self._OPERANDS], flags, flags[:n],
+                   flags[n:])
 
     def reset(self, seeds: Sequence[int]) -> np.ndarray:
         """Row ``i`` starts as ``CartPole().reset(seed=seeds[i])`` does; returns the observations ``(n, 4)``."""
-        if len(seeds) != self._work.shape[1]:
-            raise ValueError(f"CartPoleBatch.reset: {len(seeds)} seeds for {self._work.shape[1]} rows")
-        starts: dict[int, np.ndarray] = {}
-        for s in seeds:  # every individual of a generation shares its episode seeds: one generator per seed
-            if s not in starts:
-                starts[s] = np.random.default_rng(int(s)).uniform(-0.05, 0.05, size=(4,))
+        if not 0 < len(seeds) <= self.capacity:
+            raise ValueError(f"CartPoleBatch.reset: {len(seeds)} seeds for {self.capacity} rows")
         self._views(len(seeds))
-        self._state[...] = np.array([starts[s] for s in seeds], dtype=np.float64)[:, [0, 2, 1, 3]].T
+        self._state[...] = self._starts(seeds)
         self.elapsed_steps = 0
+        self._start, self._ends = None, set()
         np.copyto(*self._obs_copy, casting="same_kind")
         return self._obs_n
+
+    _start_cache: dict[int, np.ndarray] = {}  # seed -> start state (a champion check's seeds come back)
+
+    @classmethod
+    def _starts(cls, seeds: Sequence[int]) -> np.ndarray:
+        """The start states of ``CartPole().reset(seed=s)``, as columns (x, theta, x_dot, theta_dot)."""
+        cache = cls._start_cache
+        for s in seeds:  # every individual of a generation shares its episode seeds: one generator per seed
+            if s not in cache:
+                if len(cache) >= 4096:
+                    cache.clear()
+                cache[s] = np.random.default_rng(int(s)).uniform(-0.05, 0.05, size=(4,))
+        return np.array([cache[s] for s in seeds], dtype=np.float64)[:, [0, 2, 1, 3]].T
+
+    def add(self, seeds: Sequence[int]) -> np.ndarray:
+        """Start ``len(seeds)`` more rows now (after the others), row ``j`` as ``CartPole().reset(seed=seeds[j])``;
+        returns all the observations ``(n, 4)`` (the new rows last). Each row is truncated after its own
+        ``max_episode_steps``."""
+        n0, k = self.n, len(seeds)
+        if n0 + k > self.capacity:
+            raise ValueError(f"CartPoleBatch.add: {n0} + {k} rows, room for {self.capacity}")
+        start = self._start if self._start is not None else np.zeros(n0, dtype=np.int64)
+        self._start = np.concatenate([start, np.full(k, self.elapsed_steps, dtype=np.int64)])
+        self._ends |= {self.elapsed_steps + self.max_episode_steps, self.max_episode_steps}
+        old = self._state.copy()
+        self._views(n0 + k)
+        self._state[:, :n0] = old
+        self._state[:, n0:] = self._starts(seeds)
+        np.copyto(*self._obs_copy, casting="same_kind")
+        return self._obs_n
+
+    def steps_run(self, mask: np.ndarray) -> np.ndarray:
+        """The steps each row where ``mask`` is True has run since it started."""
+        if self._start is None:
+            return np.full(np.count_nonzero(mask), self.elapsed_steps, dtype=np.int64)
+        return self.elapsed_steps - self._start[mask]
 
     def keep(self, mask: np.ndarray) -> None:
         """Keep only the rows where ``mask`` is True (the others' episodes ended)."""
         kept = self._state[:, mask]
         self._views(kept.shape[1])
         self._state[...] = kept
+        if self._start is not None:
+            self._start = self._start[mask]
 
-    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
-        """One step of every row: ``(obs (n, 4) float32, rewards (n,), terminated (n,) bool, truncated)``."""
-        (theta, pow_in, two, costheta, sintheta, mul_in, mul_out, temp, temp_and_c2, denominator, num, b,
-         thetaacc, xacc, rates, scaled, positions, magnitudes, flag_x, flag_theta) = self._v
+    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool | np.ndarray]:
+        """One step of every row: ``(obs (n, 4) float32, rewards (n,), terminated (n,) bool, truncated)``;
+        ``truncated`` is one bool for every row, or once rows were added, a bool array on a step that
+        truncates some (False on the others)."""
+        (theta, pow_in, two, costheta, sintheta, mul_in, mul_k, mul_out, temp, temp_and_c2, c2, length,
+         denominator, num, b, thetaacc, xacc, rates, scaled, state, positions, magnitudes, limits, flags, flag_x,
+         flag_theta) = self._v
         k = self._k
+        multiply, divide, subtract = np.multiply, np.divide, np.subtract  # (out positional: a little faster)
         force = self._force[actions]
-        _COS(theta, out=costheta)
-        _SIN(theta, out=sintheta)
-        _SQUARE(pow_in, two, out=mul_in[:2])  # theta_dot**2, costheta**2
-        np.multiply(mul_in, self._mul_k, out=mul_out)  # polemass_length * theta_dot**2, masspole * c**2, g * sin
-        np.multiply(temp, sintheta, out=temp)
-        np.add(force, temp, out=temp)
-        np.divide(temp_and_c2, k["total_mass"], out=temp_and_c2)  # temp; masspole * costheta**2 / total_mass
-        np.subtract(k["four_thirds"], denominator, out=denominator)
-        np.multiply(k["length"], denominator, out=denominator)
-        np.multiply(costheta, temp, out=b)
-        np.subtract(num, b, out=num)  # gravity * sintheta - costheta * temp
-        np.divide(num, denominator, out=thetaacc)
-        np.multiply(k["pml"], thetaacc, out=b)
-        np.multiply(b, costheta, out=b)
-        np.divide(b, k["total_mass"], out=b)
-        np.subtract(temp, b, out=xacc)  # (cos(theta) is not needed any more: xacc takes its row)
-        np.multiply(k["tau"], rates, out=scaled)
-        self._state += scaled  # x + tau * x_dot, theta + tau * theta_dot, x_dot + tau * xacc, ...
+        _COS(theta, costheta)
+        _SIN(theta, sintheta)
+        _SQUARE(pow_in, two, mul_in[:len(pow_in)])  # theta_dot**2, costheta**2
+        multiply(mul_in, mul_k, mul_out)  # polemass_length * theta_dot**2, masspole * costheta**2, gravity * sin
+        multiply(temp, sintheta, temp)
+        np.add(force, temp, temp)
+        divide(temp_and_c2, k["total_mass"], temp_and_c2)  # temp; masspole * costheta**2 / total_mass
+        subtract(k["four_thirds"], c2, c2)
+        multiply(length, c2, denominator)  # length * (4/3 - masspole * costheta**2 / total_mass)
+        multiply(costheta, temp, b)
+        subtract(num, b, num)  # gravity * sintheta - costheta * temp
+        divide(num, denominator, thetaacc)
+        multiply(k["pml"], thetaacc, b)
+        multiply(b, costheta, b)
+        divide(b, k["total_mass"], b)
+        subtract(temp, b, xacc)  # (cos(theta) is not needed any more: xacc takes its row)
+        multiply(k["tau"], rates, scaled)
+        np.add(state, scaled, state)  # x + tau * x_dot, theta + tau * theta_dot, x_dot + tau * xacc, ...
         self.elapsed_steps += 1
-        np.abs(positions, out=magnitudes)
-        np.greater(magnitudes, self._limits, out=self._flags_n)
-        np.logical_or(flag_x, flag_theta, out=self._terminated)
+        np.abs(positions, magnitudes)
+        np.greater(magnitudes, limits, flags)
+        terminated = self._none_terminated
+        if np.count_nonzero(flags):  # (most steps end no episode: no per-row flags to combine)
+            terminated = np.logical_or(flag_x, flag_theta, self._terminated)
         np.copyto(*self._obs_copy, casting="same_kind")
-        return self._obs_n, self._rewards, self._terminated, self.elapsed_steps >= self.max_episode_steps
+        if self._start is None:
+            return self._obs_n, self._rewards, terminated, self.elapsed_steps >= self.max_episode_steps
+        truncated: bool | np.ndarray = False
+        if self.elapsed_steps in self._ends:
+            truncated = self.elapsed_steps - self._start >= self.max_episode_steps
+        return self._obs_n, self._rewards, terminated, truncated
