@@ -320,11 +320,7 @@ class CoevolutionJob:
         if isinstance(checkpoint, (str, os.PathLike)):
             checkpoint = json.loads(Path(checkpoint).read_text(encoding="utf-8"))
         data = getattr(checkpoint, "data", checkpoint)
-        if not isinstance(data, Mapping) or data.get("format") != COEVOLUTION_FORMAT:
-            raise ValueError(f"not a DRLA co-evolution checkpoint (format must be {COEVOLUTION_FORMAT!r})")
-        if data.get("version") != COEVOLUTION_VERSION:
-            raise ValueError(f"unsupported co-evolution checkpoint version {data.get('version')!r}: "
-                             f"this DRLA reads version {COEVOLUTION_VERSION}")
+        _check_format(data)
         try:
             sides = sorted(data["sides"])
             if sides != sorted(self.names):
@@ -364,11 +360,7 @@ class CoevolutionJob:
 
     @classmethod
     def from_checkpoint(cls, data: Mapping[str, Any], env: Callable[[], ParallelEnv]) -> CoevolutionJob:
-        if not isinstance(data, Mapping) or data.get("format") != COEVOLUTION_FORMAT:
-            raise ValueError(f"not a DRLA co-evolution checkpoint (format must be {COEVOLUTION_FORMAT!r})")
-        if data.get("version") != COEVOLUTION_VERSION:
-            raise ValueError(f"unsupported co-evolution checkpoint version {data.get('version')!r}: "
-                             f"this DRLA reads version {COEVOLUTION_VERSION}")
+        _check_format(data)
         try:
             configs = {n: EvolutionConfig.from_dict(s["config"]) for n, s in data["sides"].items()}
             job = cls(env, configs, seed=int(data["seed"]), progress_episodes=int(data["progress_episodes"]))
@@ -411,3 +403,12 @@ def save_coevolution_report(path: str | os.PathLike[str], history: Mapping[str, 
     panels = coevolution_panels(history, names)
     panels.append(Panel("Summary", text_lines=list(summary) or ["no data yet"]))
     return write_png(path, render_panels(panels, title, width))
+
+
+def _check_format(data: Any) -> None:
+    """``ValueError`` unless ``data`` is a co-evolution checkpoint of the version this DRLA reads."""
+    if not isinstance(data, Mapping) or data.get("format") != COEVOLUTION_FORMAT:
+        raise ValueError(f"not a DRLA co-evolution checkpoint (format must be {COEVOLUTION_FORMAT!r})")
+    if data.get("version") != COEVOLUTION_VERSION:
+        raise ValueError(f"unsupported co-evolution checkpoint version {data.get('version')!r}: "
+                         f"this DRLA reads version {COEVOLUTION_VERSION}")

@@ -8,7 +8,9 @@ each kind is built.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -59,6 +61,19 @@ def build_env(compiled: CompiledTree, scene, copies: int | None = None):
         evolves = compiled.agent is not None and compiled.agent.kind == "evolution"
         return SceneVectorEnv(compiled.env, scene, n, eval_copy=evaluates, physics_ok=evolves)
     return SceneEnv(compiled.env, scene)
+
+
+@contextlib.contextmanager
+def one_scene_env(compiled: CompiledTree, scene) -> Iterator[SceneEnv]:
+    """The tree's environment as one scene whatever its Copies (recording, checking and playing experts need one
+    episode at a time), closed afterwards, the scene restored."""
+    compiled.env.copies = 1
+    with restored_scene(scene):
+        env = build_env(compiled, scene)
+        try:
+            yield env
+        finally:
+            env.close()
 
 
 def total_steps_of(compiled: CompiledTree, requested: int = 0) -> int:
@@ -212,13 +227,18 @@ def build_ik_job(compiled: CompiledTree, env=None, *, seed: int, total_steps: in
         what = "is a DQN setting" if len(overrides) == 1 else "are DQN settings"
         raise BuildError(f"{names} {what}, but tree '{compiled.tree}' trains a Learned IK Agent "
                          "(its settings are on the Learned IK Agent node)")
-    unknown = set(options) - set(_RUN_OPTIONS)
-    if unknown:
-        raise TypeError(f"build_ik_job: unknown options {sorted(unknown)}")
+    _only_run_options("build_ik_job", options)
     cfg = compiled.agent.config
     return IKTrainingJob(ik.new_solver(compiled, seed), method=cfg.get("method", "SELF_SUPERVISED"),
                          total_steps=total_steps,
                          max_seconds=cfg.get("train_seconds") or None, refine_iters=cfg.get("refine_iters", 3))
+
+
+def _only_run_options(builder: str, options: dict[str, Any]) -> None:
+    """A builder that takes only the run options (checkpoints, evaluations) refuses any other keyword."""
+    unknown = set(options) - set(_RUN_OPTIONS)
+    if unknown:
+        raise TypeError(f"{builder}: unknown options {sorted(unknown)}")
 
 
 # --------------------------------------------------------------------------- several named agents
@@ -229,9 +249,7 @@ def build_team_job(compiled: CompiledTree, env, *, seed: int, total_steps: int,
     if overrides:
         raise BuildError("DQN settings from the command line apply to one agent; a multi-agent tree sets each "
                          "agent's on its DQN Agent node")
-    unknown = set(options) - set(_RUN_OPTIONS)
-    if unknown:
-        raise TypeError(f"build_team_job: unknown options {sorted(unknown)}")
+    _only_run_options("build_team_job", options)
     agents: dict[str, Any] = {}
     modes: dict[str, str] = {}
     for i, member in enumerate(compiled.team):
@@ -337,9 +355,7 @@ def build_evolution_job(compiled: CompiledTree, env, *, seed: int, total_steps: 
     if overrides:
         raise BuildError("DQN settings from the command line do not apply to an Evolution Agent "
                          "(its settings are on the Evolution Agent node)")
-    unknown = set(options) - set(_RUN_OPTIONS)
-    if unknown:
-        raise TypeError(f"build_evolution_job: unknown options {sorted(unknown)}")
+    _only_run_options("build_evolution_job", options)
     try:
         config = evolution_config(compiled, total_steps)
         behavior = behavior_of(compiled)
@@ -387,9 +403,7 @@ def build_coevolution_job(compiled: CompiledTree, env, *, seed: int, total_steps
     if overrides:
         raise BuildError("DQN settings from the command line do not apply to a co-evolution "
                          "(each side's settings are on its Evolution Agent node)")
-    unknown = set(options) - set(_RUN_OPTIONS)
-    if unknown:
-        raise TypeError(f"build_coevolution_job: unknown options {sorted(unknown)}")
+    _only_run_options("build_coevolution_job", options)
     configs = {m.name: evolution_config_of(m.agent, total_steps) for m in compiled.team}
     if any(c.novelty is not None for c in configs.values()):
         raise BuildError("a co-evolution scores each side against the other: unlink the Novelty node")

@@ -16,7 +16,6 @@ from ...drla_core.envs import ENV_NAMES, make
 from ...drla_core.merge import MergeError, average, check_average, distill, record_states
 from ...drla_core.model_io import Model, ModelFormatError, check_fits, load_model, save_model
 from ..preferences import resolve_output_path
-from ..scene.snapshot import restored_scene
 from ..tree.compiler import compile_tree
 from ..tree.node_tree import TREE_ID
 from ..specs import CompileError
@@ -70,17 +69,13 @@ def record_teacher_states(model: Model, name: str, fallback_tree, scene, n_state
         raise MergeFailure(f"recording {name}'s states in tree '{tree.name}': {exc}") from exc
     if compiled.env is None:
         raise MergeFailure(f"tree '{tree.name}' has no environment to record {name}'s states in")
-    compiled.env.copies = 1
-    with restored_scene(scene):
-        env = build.build_env(compiled, scene)
+    with build.one_scene_env(compiled, scene) as env:
         try:
             check_fits(model, env.observation_space, env.action_space)
             states = record_states(model, env, n_states, seed=seed)
         except ModelFormatError as exc:
             raise MergeFailure(f"{name} does not fit tree '{tree.name}' (its states are recorded there): "
                                f"{exc}") from exc
-        finally:
-            env.close()
     return states, f"tree '{tree.name}'"
 
 

@@ -17,8 +17,8 @@ from ...drla_core.expert_library import ExpertLibrary, LibraryError
 from ...drla_core.experts import ExpertError, ExpertSwitcher, ThresholdRule, check_experts, train_selector
 from ...drla_core.model_io import Model, ModelFormatError, check_fits, load_model, save_model
 from ...drla_core.spaces import Discrete
+from ...drla_core.train import evaluate, metric_text
 from ..preferences import resolve_output_path
-from ..scene.snapshot import restored_scene
 from ..tree.compiler import compile_tree
 from . import build
 
@@ -177,13 +177,8 @@ def check(node, scene, tree) -> str:
         compiled = compile_tree(tree, scene)
         if compiled.env is None:
             raise SwitcherError(f"tree '{tree.name}' has no environment for the experts to act in")
-        compiled.env.copies = 1
-        with restored_scene(scene):
-            env = build.build_env(compiled, scene)
-            try:
-                check_fits_env(switcher, env, tree.name)
-            finally:
-                env.close()
+        with build.one_scene_env(compiled, scene) as env:
+            check_fits_env(switcher, env, tree.name)
     except Exception as exc:
         node.drla_error = str(exc)
         node.result = ""
@@ -202,24 +197,19 @@ def train_selector_for(node, scene, tree, seed: int = 0) -> str:
     compiled = compile_tree(tree, scene)
     if compiled.env is None:
         raise SwitcherError(f"tree '{tree.name}' has no environment to train a selector in")
-    compiled.env.copies = 1
     path = resolve_output_path(node.selector_path)
     if not path.lower().endswith(".json"):
         raise SwitcherError("the Selector file must end in .json")
-    with restored_scene(scene):
-        env = build.build_env(compiled, scene)
-        try:
-            for name, model in zip(names, models):
-                try:
-                    check_fits(model, env.observation_space, env.action_space)
-                except ModelFormatError as exc:
-                    raise SwitcherError(f"expert {name} does not fit tree '{tree.name}': {exc}") from exc
+    with build.one_scene_env(compiled, scene) as env:
+        for name, model in zip(names, models):
             try:
-                switcher, run = train_selector(env, models, int(node.selector_steps), seed=seed, names=names)
-            except ExpertError as exc:
-                raise SwitcherError(str(exc)) from exc
-        finally:
-            env.close()
+                check_fits(model, env.observation_space, env.action_space)
+            except ModelFormatError as exc:
+                raise SwitcherError(f"expert {name} does not fit tree '{tree.name}': {exc}") from exc
+        try:
+            switcher, run = train_selector(env, models, int(node.selector_steps), seed=seed, names=names)
+        except ExpertError as exc:
+            raise SwitcherError(str(exc)) from exc
     model = switcher.selector.to_model({"tree": tree.name, "selector_for": names, "steps": int(run.steps)})
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     save_model(path, model)
@@ -251,20 +241,13 @@ def find_node(tree, name: str = "") -> Any:
 def evaluate_switcher(scene, tree, node, episodes: int, seed: int) -> str:
     """Play ``episodes`` episodes of the switcher in ``tree``'s scene (restored afterwards); the result in words,
     with the steps each expert acted (the CLI's ``drla play --switcher``)."""
-    from ...drla_core.train import evaluate, metric_text
-
     sw = make_switcher(node, scene)
     compiled = compile_tree(tree, scene)
     if compiled.env is None:
         raise SwitcherError(f"tree '{tree.name}' has no environment for the experts to act in")
-    compiled.env.copies = 1
-    with restored_scene(scene):
-        env = build.build_env(compiled, scene)
-        try:
-            check_fits_env(sw, env, tree.name)
-            result = evaluate(env, sw, episodes, seed)
-        finally:
-            env.close()
+    with build.one_scene_env(compiled, scene) as env:
+        check_fits_env(sw, env, tree.name)
+        result = evaluate(env, sw, episodes, seed)
     text = f"{tree.name} with '{node.name}': mean return {result.mean_return:.2f} over {episodes} episode(s)"
     if env.task_metric:
         text += f"; {metric_text(env.task_metric, result.metric_sum, result.metric_count, len(result.returns))}"

@@ -161,21 +161,11 @@ class SceneVectorEnv(VectorEnv):
                 add_info(infos, {"hit": int(events[i]["hit"])}, i, self.num_envs)
         ended = np.flatnonzero(done)
         if ended.size:
-            infos["final_obs"] = np.where(done[:, None], obs, 0).astype(obs.dtype)
-            infos["_final_obs"] = done
             final: dict[str, Any] = {}
             for i in ended:
                 if events[i]["fired"]:
                     add_info(final, {"hit": int(events[i]["hit"])}, i, self.num_envs)
-            infos["final_info"], infos["_final_info"] = final, done.copy()
-            if self.restarts_together:  # ended copies wait for ``restart``
-                return obs, rewards, terminated, truncated, infos
-            for i in ended:
-                self.envs[i].restart_objects()
-            self._view_layer.update()
-            for i in ended:
-                obs[i] = self.envs[i].begin_episode()
-            batched.begin(ended.tolist())
+            self._autoreset(obs, done, ended, infos, final)
         return obs, rewards, terminated, truncated, infos
 
     def _step_each(self, actions):
@@ -195,18 +185,28 @@ class SceneVectorEnv(VectorEnv):
                 add_info(infos, r[4], i, self.num_envs)
         ended = np.flatnonzero(done)
         if ended.size:
-            infos["final_obs"] = np.where(done[:, None], obs, 0).astype(obs.dtype)
-            infos["_final_obs"] = done
             final: dict[str, Any] = {}
             for i in ended:
                 add_info(final, results[i][4], i, self.num_envs)
-            infos["final_info"], infos["_final_info"] = final, done.copy()
-            for i in ended:
-                self.envs[i].restart_objects()
-            self._view_layer.update()
-            for i in ended:
-                obs[i] = self.envs[i].begin_episode()
+            self._autoreset(obs, done, ended, infos, final)
         return obs, rewards, terminated, truncated, infos
+
+    def _autoreset(self, obs: np.ndarray, done: np.ndarray, ended: np.ndarray, infos: dict[str, Any],
+                   final: dict[str, Any]) -> None:
+        """The ``ended`` copies' last observations and ``final`` infos into ``infos``; then, unless the copies
+        restart together (they wait for ``restart``), each restarts at once, its first observation in ``obs``."""
+        infos["final_obs"] = np.where(done[:, None], obs, 0).astype(obs.dtype)
+        infos["_final_obs"] = done
+        infos["final_info"], infos["_final_info"] = final, done.copy()
+        if self.restarts_together:
+            return
+        for i in ended:
+            self.envs[i].restart_objects()
+        self._view_layer.update()
+        for i in ended:
+            obs[i] = self.envs[i].begin_episode()
+        if self._batched is not None:
+            self._batched.begin(ended.tolist())
 
     def close(self) -> None:
         try:

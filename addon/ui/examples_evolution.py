@@ -39,11 +39,17 @@ def build_cartpole_rb_tree(scene, name: str = "CartPole") -> Any:
                   box_max=(10.0, 10.0, 10.0)), env, "Done")
     b.link(b.node("DRLA_OutOfBoundsNode", object=obs["Cart"], bounds='BOX', box_min=(-2.4, -10.0, -10.0),
                   box_max=(2.4, 10.0, 10.0)), env, "Done")
-    layer = b.node("DRLA_HiddenLayerNode", size=8, activation='TANH')
+    return _ga_trainer(b, env, hidden=8, sigma=0.3)
+
+
+def _ga_trainer(b, env, hidden: int, sigma: float):
+    """The physics examples' learner: a GA Evolution Agent (24 individuals, 10 generations) over a tanh network
+    with one hidden layer of ``hidden``, in a Trainer with ``env``; the finished tree."""
+    layer = b.node("DRLA_HiddenLayerNode", size=hidden, activation='TANH')
     net = b.node("DRLA_NetworkNode", output_activation='TANH')
     b.link(layer, net, "Layers")
     agent = b.node("DRLA_EvolutionAgentNode", method='GA', population_size=24, generations=10, episodes=1,
-                   mutation_rate=0.2, mutation_sigma=0.3, elites=2)
+                   mutation_rate=0.2, mutation_sigma=sigma, elites=2)
     b.link(net, agent, "Network")
     trainer = b.node("DRLA_TrainerNode", seed=0)
     b.link(env, trainer, "Environment")
@@ -88,16 +94,7 @@ def build_walker_tree(scene, name: str = "Walker") -> Any:
            env, "Rewards")
     b.link(b.node("DRLA_OutOfBoundsNode", object=torso, bounds='BOX', box_min=(-50.0, -50.0, 0.15),
                   box_max=(150.0, 50.0, 50.0)), env, "Done")
-    layer = b.node("DRLA_HiddenLayerNode", size=16, activation='TANH')
-    net = b.node("DRLA_NetworkNode", output_activation='TANH')
-    b.link(layer, net, "Layers")
-    agent = b.node("DRLA_EvolutionAgentNode", method='GA', population_size=24, generations=10, episodes=1,
-                   mutation_rate=0.2, mutation_sigma=0.5, elites=2)
-    b.link(net, agent, "Network")
-    trainer = b.node("DRLA_TrainerNode", seed=0)
-    b.link(env, trainer, "Environment")
-    b.link(agent, trainer, "Agent")
-    return b.done()
+    return _ga_trainer(b, env, hidden=16, sigma=0.5)
 
 
 # --------------------------------------------------------------------------- pac-man (co-evolution)
