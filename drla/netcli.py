@@ -16,6 +16,7 @@ from drla_core.merge import MergeError, average, check_average, distill, record_
 from drla_core.model_io import check_fits, save_model
 
 
+from . import scene as blend
 from .common import CLIError, load_model_file, shown_path
 from .experts import ExpertLibrary, LibraryError
 
@@ -111,8 +112,6 @@ def _distill(args: argparse.Namespace, models: list[Any], names: list[str]) -> A
 def _distill_in_scene(args: argparse.Namespace, models: list[Any], names: list[str]) -> Any:
     """Distillation over states recorded in a .blend: each teacher in the tree its file names (``meta.tree``), else
     in ``--tree`` (the Merge node's way, ``runs.merge``); the scene file is never written."""
-    from . import scene as blend
-
     bpy, ext, tree, scene = blend.open_scene(args.scene, args.tree)
     merge_run = blend.addon_module("runs.merge")
     states, places = [], []

@@ -17,6 +17,7 @@ import numpy as np
 from mathutils import Euler, Quaternion, Vector
 
 from . import probes
+from .batch import ObjectArrays
 
 NO_EVENT: dict[str, bool] = {"fired": False, "hit": False}
 
@@ -210,8 +211,6 @@ class MoveBatch:
     ``actuators``: the copies' ``DiscreteActuator`` s; ``batched[a]`` says whether action ``a`` is done here."""
 
     def __init__(self, actuators: list[DiscreteActuator]) -> None:
-        from .batch import ObjectArrays
-
         n_actions = len(actuators[0].items)
         self.batched = [batch_moves([act.items[a] for act in actuators]) for a in range(n_actions)]
         objects: list = []
