@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -33,8 +34,9 @@ from drla_core.neat import NEATConfig
 
 from .common import CLIError, CtrlC, out_paths
 
-#: Seconds per ``advance`` slice: how often the progress line and Ctrl-C are looked at.
-SLICE_S = 0.25
+#: Seconds per ``advance`` slice: how often the progress line and Ctrl-C are looked at. Nothing a run saves or
+#: measures depends on it (tests/test_slices.py sets it to 0 and to an hour).
+SLICE_S = float(os.environ.get("DRLA_SLICE_S", "0.25"))
 
 
 @dataclass
@@ -196,9 +198,10 @@ def train(args: argparse.Namespace) -> int:
     with CtrlC().installed() as ctrl_c:
         ctrl_c.stop = stop
         while not job.done and not stopped:
-            job.advance(max_seconds=SLICE_S)
+            # a slice never runs past the next checkpoint: it is saved at its generation, however fast the machine
+            job.advance(max_steps=interval - job.steps % interval if interval else None, max_seconds=SLICE_S)
             if job.steps != last_print:
-                if interval and job.steps // interval > max(last_print, 0) // interval and not job.done:
+                if interval and job.steps % interval == 0 and not job.done:
                     save_state()  # every N generations, for --resume
                 last_print = job.steps
                 if not args.quiet:

@@ -37,6 +37,9 @@ from .progress import ProgressBar
 ROOT = Path(__file__).resolve().parent.parent
 TANK_SCENE = ROOT / "scenes" / "tank" / "tank.blend"
 TREE_IDNAME = "DRLA_NodeTree"
+#: Seconds per ``advance`` slice of ``drla train SCENE``: how often the progress bar and Ctrl-C are looked at.
+#: Nothing a run saves or measures depends on it (tests/blender/test_slices.py sets it to 0 and to an hour).
+SLICE_S = float(os.environ.get("DRLA_SLICE_S", "0.1"))
 
 
 #: What Mesa's EGL prints (three times) when Blender makes its offscreen GPU context without a window.
@@ -206,7 +209,9 @@ def train_scene(args: argparse.Namespace) -> int:
                         raise CLIError(f"--copies: {exc}") from exc
             try:
                 if workers:
-                    job = _workers_run(args, build, compiled, env, tree, steps, seed, workers)
+                    job = _workers_run(args, build, compiled, env, tree, steps, seed, workers,
+                                       checkpoint_interval=options["checkpoint_interval"] or 0,
+                                       checkpoint_path=options["checkpoint_path"])
                 else:
                     job = build.build_job(compiled, env, seed=seed, total_steps=steps, **options)
             except build.BuildError as exc:
@@ -286,7 +291,7 @@ def _run_to_end(job: Any, bar: ProgressBar | None) -> float:
     if bar is not None:
         bar.on_start(job)
     while not job.done:
-        job.advance(max_seconds=0.1)
+        job.advance(max_seconds=SLICE_S)
         if bar is not None:
             bar.on_step(job)
     if bar is not None:
@@ -295,9 +300,10 @@ def _run_to_end(job: Any, bar: ProgressBar | None) -> float:
 
 
 def _workers_run(args: argparse.Namespace, build: Any, compiled: Any, env: Any, tree: Any, steps: int, seed: int,
-                 workers: int) -> Any:
+                 workers: int, **saving: Any) -> Any:
     """The DQN learner here, its experience from ``workers`` spawned Blender processes (``drla.workers``);
-    ``env`` (this process's own view of the scene) only tells the agent its spaces."""
+    ``env`` (this process's own view of the scene) only tells the agent its spaces; ``saving``: the
+    checkpoint interval and path, as a run in this process takes them."""
     from .workers import workers_run  # Ray's machinery, only when asked for
 
     config = build.config_with(compiled, steps, config_overrides(args))
@@ -305,7 +311,7 @@ def _workers_run(args: argparse.Namespace, build: Any, compiled: Any, env: Any, 
     try:
         return workers_run(agent, str(Path(args.target).resolve()), tree.name, steps, workers=workers,
                            copies=compiled.env.copies, seed=seed, task_metric=env.task_metric,
-                           ray=getattr(args, "ray", None))
+                           ray=getattr(args, "ray", None), env=env, **saving)
     except RuntimeError as exc:  # no ray package
         raise CLIError(str(exc)) from exc
 

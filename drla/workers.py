@@ -98,11 +98,13 @@ class RayPool:
 
 
 def workers_run(agent: Any, blend: str, tree_name: str, total_steps: int, *, workers: int, copies: int, seed: int,
-                task_metric: str | None, ray: str | None = None) -> Any:
-    """A ``WorkersRun`` over worker processes, or over Ray actors with ``ray`` ("local" or an address)."""
+                task_metric: str | None, ray: str | None = None, **run_kw: Any) -> Any:
+    """A ``WorkersRun`` over worker processes, or over Ray actors with ``ray`` ("local" or an address);
+    ``run_kw``: the run's other options (the learner's env, checkpoints)."""
     from drla_ext.addon.runs import workers as addon_workers
 
     args = (str(blend), tree_name, int(copies))
     pool = addon_workers.ProcessPool(*args) if ray is None else RayPool(args, None if ray == "local" else ray,
                                                                         num_cpus=int(workers))
-    return addon_workers.WorkersRun(agent, pool, total_steps, workers=workers, seed=seed, task_metric=task_metric)
+    return addon_workers.WorkersRun(agent, pool, total_steps, workers=workers, seed=seed, task_metric=task_metric,
+                                      **run_kw)

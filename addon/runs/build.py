@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -281,11 +282,22 @@ class _GenerationCheckpoints:
         self.save_fn = None
 
     def advance(self, max_steps=None, max_seconds=None) -> int:
-        before = self.steps
-        finished = super().advance(max_steps, max_seconds)
+        """The job's ``advance``, one generation at a time when it checkpoints, so that every multiple of
+        ``checkpoint_interval`` is saved as it is reached, however many generations fit into the slice."""
         k = self.checkpoint_interval
-        if k > 0 and self.save_fn is not None and self.steps // k > before // k:
-            self.save_fn(self, self.checkpoint_path.format(step=self.steps))
+        if k <= 0 or self.save_fn is None:
+            return super().advance(max_steps, max_seconds)
+        deadline = None if max_seconds is None else time.perf_counter() + max_seconds
+        finished = 0
+        while not self.done and (max_steps is None or finished < max_steps):
+            before = self.steps
+            left = None if deadline is None else max(0.0, deadline - time.perf_counter())
+            got = super().advance(1, left)
+            finished += got
+            if self.steps // k > before // k:
+                self.save_fn(self, self.checkpoint_path.format(step=self.steps))
+            if got == 0 or (deadline is not None and time.perf_counter() >= deadline):
+                break
         return finished
 
     def load_checkpoint(self, checkpoint):

@@ -71,11 +71,11 @@ class TrainSession(Session):
             blend = workers.save_worker_copy(self.tree_name, self.output_dir)
             copies, compiled.env.copies = compiled.env.copies, 1
         self._open_scene()
+        folder = checkpoint_dir(override=self.output_dir, create=False)
         if n_workers:
             self.job = workers.build_job(compiled, self.env, blend, workers=n_workers, copies=copies,
-                                         seed=self.seed, total_steps=self.total_steps)
+                                         seed=self.seed, total_steps=self.total_steps, checkpoint_dir=folder)
         else:
-            folder = checkpoint_dir(override=self.output_dir, create=False)
             self.job = build.build_job(compiled, self.env, seed=self.seed, total_steps=self.total_steps,
                                        checkpoint_dir=folder)
         if self.agent_kind.curve:
@@ -88,12 +88,14 @@ class TrainSession(Session):
     def history(self) -> Any:
         return self.job.history if self.job is not None else None
 
-    def tick(self, budget_s: float = TICK_BUDGET_S) -> bool:
-        """Advance training for at most ``budget_s`` seconds; False once the run is over."""
+    def tick(self, budget_s: float | None = TICK_BUDGET_S, max_steps: int | None = None) -> bool:
+        """Advance training for at most ``budget_s`` seconds (None: no limit) and ``max_steps`` steps (None: no
+        limit; a script or test that needs the run at a given step drives it by steps, whatever the machine's
+        speed); False once the run is over."""
         if self.state != RUNNING:
             return False
         t0 = time.perf_counter()
-        self._guard(self.job.advance, max_seconds=budget_s)
+        self._guard(self.job.advance, max_steps=max_steps, max_seconds=budget_s)
         self.train_seconds += time.perf_counter() - t0
         if self.job.done or self.steps >= self.total_steps:
             self._guard(self._finish)

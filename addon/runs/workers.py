@@ -15,6 +15,7 @@ A process talks to the learner over a socket pair handed to it at start (Linux a
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import subprocess
@@ -27,6 +28,8 @@ from typing import Any
 import bpy
 import numpy as np
 
+from ...drla_core.checkpoint import read_checkpoint, restore_run, save_checkpoint
+from ...drla_core.model_io import save_model
 from ...drla_core.plot import save_report
 from ...drla_core.train import History, history_metric_text
 from ...drla_core.vector_env import real_next_obs, vector_info_values
@@ -34,7 +37,7 @@ from ..scene.snapshot import restored_scene
 from ..tree.compiler import compile_tree
 from ..tree.node_tree import TREE_ID
 from ..preferences import checkpoint_dir
-from . import build
+from . import build, outputs
 from .outputs import safe_name
 
 #: Vector steps a worker collects between two weight updates.
@@ -92,12 +95,12 @@ class Collector:
 
     def collect(self, params: np.ndarray, epsilon: float, steps: int) -> tuple[dict[str, np.ndarray], list]:
         """``steps`` steps of every copy with these weights: the transitions, and the episodes that ended
-        as ``(return, hits, shots)``."""
+        as ``(return, hits, shots, row)`` (``row``: the step of the chunk it ended on)."""
         self.agent.q_network.params[:] = params
         self.agent.epsilon = epsilon
         batch: dict[str, list[Any]] = {k: [] for k in ("obs", "actions", "rewards", "next_obs", "terminated",
                                                       "truncated")}
-        episodes: list[tuple[float, float, int]] = []
+        episodes: list[tuple[float, float, int, int]] = []
         for _ in range(steps):
             actions = self.agent.act_batch(self.obs, explore=True)
             nxt, stored, rewards, term, trunc, hits, has = self._step(actions)
@@ -107,8 +110,9 @@ class Collector:
             self.returns += rewards
             self.sums += np.where(has, hits, 0.0)
             self.counts += has
+            row = len(batch["obs"]) - 1  # the row each episode ended on: the learner records it there
             for i in np.flatnonzero(term | trunc):
-                episodes.append((float(self.returns[i]), float(self.sums[i]), int(self.counts[i])))
+                episodes.append((float(self.returns[i]), float(self.sums[i]), int(self.counts[i]), row))
                 self.returns[i] = self.sums[i] = self.counts[i] = 0
             self.obs = nxt
         return {k: np.stack(v) for k, v in batch.items()}, episodes
@@ -167,6 +171,11 @@ def worker_command() -> list[str]:
 
 
 # ---- the learner side -------------------------------------------------------------------------------------
+
+
+def _save_model(run: Any, path: str) -> None:
+    """A checkpoint without a caller's ``save_fn`` (the panel's): the model so far."""
+    save_model(path, run.to_model({"steps": run.steps}))
 
 
 class _Worker:
@@ -246,12 +255,32 @@ class ProcessPool:
 
 
 class WorkersRun:
-    """DQN trained from the experience of ``workers`` processes of a pool (a ``TrainingJob``)."""
+    """DQN trained from the experience of ``workers`` processes of a pool (a ``TrainingJob``).
+
+    Every ``checkpoint_interval`` steps (0: never) ``save_fn(run, checkpoint_path with {step})`` runs, at the
+    first row of experience that reaches the multiple, however the chunks and the slices fall. The learner's
+    state is a ``drla_core.checkpoint`` of one environment (``save_checkpoint``; ``env`` is this process's view of
+    the scene, never stepped): ``--resume`` continues it with workers or without.
+    """
 
     def __init__(self, agent: Any, pool: Any, total_steps: int, *, workers: int = 2, seed: int = 0,
-                 task_metric: str | None = None, log: Any = None) -> None:
+                 task_metric: str | None = None, log: Any = None, env: Any = None, checkpoint_interval: int = 0,
+                 checkpoint_path: str | None = None, save_fn: Any = None) -> None:
+        if checkpoint_interval and not checkpoint_path:
+            raise ValueError("checkpoint_interval needs a checkpoint_path")
         self.agent, self.pool, self.total_steps, self.seed = agent, pool, int(total_steps), int(seed)
         self.history = History(task_metric=task_metric)
+        self.env = env
+        self.checkpoint_interval, self.checkpoint_path = int(checkpoint_interval or 0), checkpoint_path
+        self.save_fn = save_fn or _save_model
+        self._next_checkpoint = self.checkpoint_interval if self.checkpoint_interval > 0 else math.inf
+        # what a checkpoint of a TrainingRun also holds: a learner never evaluates and has no episode of its own
+        self.eval_env, self.eval_interval, self.eval_episodes, self._next_eval = None, 0, 10, math.inf
+        self.eval_seconds = self.cpu_seconds = self.eval_cpu_seconds = 0.0
+        self._obs, self._episode_return, self._episode_length, self._metric_sum, self._metric_count = \
+            None, 0.0, 0, 0.0, 0
+        self.callbacks: tuple = ()
+        self._started = self._continuing = False
         self.steps = 0
         self.episodes = 0
         self.done = False
@@ -302,45 +331,78 @@ class WorkersRun:
         if not self.done:
             self._send_work(worker)
 
-    def _learn(self, batch: dict[str, np.ndarray], episodes: list[tuple[float, float, int]]) -> None:
+    def _learn(self, batch: dict[str, np.ndarray], episodes: list[tuple[float, float, int, int]]) -> None:
+        """A chunk, row by row: each row's transitions, the episodes that ended on it, then a checkpoint when the
+        row reached one (the checkpoint holds exactly the experience up to its step)."""
         t0 = time.perf_counter()
         if self.first_step_s is None:
             self.first_step_s = t0 - self.started_at
+        h = self.history
+        ended: dict[int, list[tuple[float, float, int]]] = {}
+        for ret, hits, shots, at in episodes:
+            ended.setdefault(int(at), []).append((ret, hits, shots))
         for row in range(len(batch["rewards"])):
             if self.steps >= self.total_steps:
                 break
             out = self.agent.observe_batch(batch["obs"][row], batch["actions"][row], batch["rewards"][row],
                                            batch["next_obs"][row], batch["terminated"][row], batch["truncated"][row])
             self.steps += len(batch["rewards"][row])
+            h.steps = self.steps
             if out and "loss" in out:
-                self.history.losses.append(float(out["loss"]))
-                self.history.loss_steps.append(self.steps)
-        h = self.history
-        for ret, hits, shots in episodes:
-            self.episodes += 1
-            h.episode_returns.append(ret)
-            h.episode_lengths.append(0)
-            h.episode_end_steps.append(self.steps)
-            h.epsilons.append(float(self.agent.epsilon))
-            if h.task_metric is not None:
-                h.episode_metrics.append(hits / shots if shots else None)
-                h.episode_metric_sums.append(hits)
-                h.episode_metric_counts.append(shots)
-        h.steps = self.steps
+                h.losses.append(float(out["loss"]))
+                h.loss_steps.append(self.steps)
+            for ret, hits, shots in ended.get(row, ()):
+                self._record_episode(ret, hits, shots)
+            if self.steps >= self._next_checkpoint:
+                self.train_seconds += time.perf_counter() - t0
+                self._checkpoint()
+                t0 = time.perf_counter()
         self.train_seconds += time.perf_counter() - t0
         if self.steps >= self.total_steps:
             self._finish()
+
+    def _record_episode(self, ret: float, hits: float, shots: int) -> None:
+        h = self.history
+        self.episodes += 1
+        h.episode_returns.append(ret)
+        h.episode_lengths.append(0)
+        h.episode_end_steps.append(self.steps)
+        h.epsilons.append(float(self.agent.epsilon))
+        if h.task_metric is not None:
+            h.episode_metrics.append(hits / shots if shots else None)
+            h.episode_metric_sums.append(hits)
+            h.episode_metric_counts.append(shots)
+
+    def _checkpoint(self) -> None:
+        while self._next_checkpoint <= self.steps:
+            self._next_checkpoint += self.checkpoint_interval
+        self.save_fn(self, str(self.checkpoint_path).replace("{step}", str(self.steps)))
+
+    # ---- checkpoints (drla_core.checkpoint: the learner as a run of one environment) ------------------------
+    def save_checkpoint(self, path: Any, **kwargs: Any) -> Any:
+        """The learner's full state (networks, optimiser, replay memory, schedules, curves) to ``path`` (.npz)."""
+        return save_checkpoint(path, self, **kwargs)
+
+    def load_checkpoint(self, checkpoint: Any) -> list[tuple[str, Any, Any]]:
+        """Continue from ``checkpoint`` (a path or a ``Checkpoint``) before the first slice; the changed settings."""
+        if not hasattr(checkpoint, "meta"):
+            checkpoint = read_checkpoint(checkpoint)
+        changes = restore_run(self, checkpoint)
+        self._continuing = False  # nothing to start: the workers restart their own episodes
+        return changes
 
     # ---- as a TrainingJob ---------------------------------------------------------------------------------
     def advance(self, max_steps: int | None = None, max_seconds: float | None = None) -> int:
         start = self.steps
         deadline = time.perf_counter() + (max_seconds if max_seconds is not None else 3600.0)
-        while not self.done and time.perf_counter() < deadline:
+        while not self.done:  # news is looked at once at least, so that even an empty time box moves on
             if max_steps is not None and self.steps - start >= max_steps:
                 break
             for worker, msg in self.pool.wait(self.workers, max(0.0, min(1.0, deadline - time.perf_counter()))):
                 if not self.done:
                     self._handle(worker, msg)
+            if time.perf_counter() >= deadline:
+                break
         return self.steps - start
 
     def _close(self) -> None:
@@ -413,10 +475,17 @@ def save_worker_copy(tree_name: str, output_dir: str = "") -> str:
 
 
 def build_job(compiled: Any, env: Any, blend: str, *, workers: int, copies: int, seed: int,
-              total_steps: int) -> WorkersRun:
+              total_steps: int, checkpoint_dir: str = "") -> WorkersRun:
     """A DQN ``WorkersRun``: the learner here (its agent from the tree, sized by ``env``), ``workers`` processes
-    on ``blend`` with ``copies`` each."""
+    on ``blend`` with ``copies`` each; the Trainer's Checkpoint Every saves the model so far as a run in this
+    process does (into its Output folder, else ``checkpoint_dir``)."""
     agent = build.build_agent(compiled, env, seed=seed, total_steps=total_steps)
     pool = ProcessPool(blend, compiled.tree, copies)
+    saving: dict[str, Any] = {}
+    trainer = compiled.trainer
+    folder = (trainer.output_path or checkpoint_dir) if trainer is not None else ""
+    if trainer is not None and trainer.checkpoint_interval and folder:
+        saving = {"checkpoint_interval": trainer.checkpoint_interval,
+                  "checkpoint_path": outputs.checkpoint_path(folder, compiled.tree)}
     return WorkersRun(agent, pool, total_steps, workers=workers, seed=seed, task_metric=env.task_metric,
-                      log=lambda text: None)
+                      log=lambda text: None, env=env, **saving)

@@ -252,8 +252,8 @@ def test_panel_stop_and_resume_an_evolution_run(cartpole, tmp_path):
     next(n for n in tree.nodes if n.bl_idname == "DRLA_EvolutionAgentNode").generations = 3
     scene.drla.tree = tree
     sess = TrainSession(scene, tree, output_dir=str(tmp_path)).start()
-    while sess.steps < 1:
-        sess.tick(0.05)
+    while sess.steps < 1:  # one generation, by steps: all 3 may fit into one tick of a fast machine
+        sess.tick(None, max_steps=1)
     sess.stop()
     stopped_at, best = sess.steps, list(sess.job.history["best"])
     population = sess.job.method.population.copy()

@@ -18,10 +18,11 @@ def test_resume_continues_after_the_file_is_reopened(ext, tmp_path):
     scene.drla.tree = tree
     scene.drla.output_dir = str(tmp_path / "runs")
     sess = TrainSession(scene, tree, output_dir=scene.drla.output_dir).start()
-    while sess.steps < 300:
-        sess.tick(0.05)
+    while sess.steps < 300:  # by steps: the whole run may fit into one tick of a fast machine
+        sess.tick(None, max_steps=300 - sess.steps)
     sess.stop()
     stopped_at, episodes = sess.steps, list(sess.job.history.episode_returns)
+    assert stopped_at == 300 and sess.state == "STOPPED"
     weights = sess.job.agent.q_network.params.copy()
     assert tree.drla_last_checkpoint.endswith("Reach_resume.npz")
     blend = tmp_path / "reach.blend"
