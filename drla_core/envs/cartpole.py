@@ -129,43 +129,76 @@ class CartPole(Env):
         return CartPoleBatch(n, self, capacity)
 
 
-def _libm_functions() -> tuple[Any, Any, Any]:
-    """``cos``, ``sin`` and ``pow(x, 2)`` on float64 arrays (with ``out``) that give what ``math.cos``,
-    ``math.sin`` and Python's ``x**2`` (C ``pow``) give, so a batch follows the scalar CartPole (and Gymnasium)
-    bit for bit.
+EXACT_MATH_VARIABLE = "DRLA_EXACT_MATH"
+EXACT_MATH_PATHS = ("auto", "numpy", "python")
 
-    numpy's float64 ``cos``/``sin``, and ``power`` with an array exponent, call the C library on most CPUs;
-    where a numpy build uses its own SIMD versions instead (AVX-512 SVML), a probe finds a difference and the
-    batch calls ``math`` per element (slower, still exact). (``x * x`` is not Python's ``x**2``: C ``pow``
-    rounds differently about once in a thousand squares.)
-    """
+
+def _py_cos(v: np.ndarray, out: np.ndarray) -> np.ndarray:  # (called with out positional, like a ufunc)
+    out[...] = np.reshape([math.cos(t) for t in v.ravel().tolist()], v.shape)
+    return out
+
+
+def _py_sin(v: np.ndarray, out: np.ndarray) -> np.ndarray:
+    out[...] = np.reshape([math.sin(t) for t in v.ravel().tolist()], v.shape)
+    return out
+
+
+def _py_square(v: np.ndarray, two: np.ndarray, out: np.ndarray) -> np.ndarray:
+    out[...] = np.reshape([t**2 for t in v.ravel().tolist()], v.shape)
+    return out
+
+
+def _probe_numpy_is_exact() -> dict[str, bool]:
+    """Whether numpy's ``cos``, ``sin`` and ``power(x, 2)`` give, on this CPU, what ``math.cos``,
+    ``math.sin`` and Python's ``x**2`` (C ``pow``) give, on 1024 values of the ranges CartPole meets."""
     probe = np.random.default_rng(12345)
     angles = probe.uniform(-0.5, 0.5, 512)
     values = np.concatenate([angles, probe.normal(0.0, 3.0, 512)])
 
-    def py_cos(v: np.ndarray, out: np.ndarray) -> np.ndarray:  # (called with out positional, like a ufunc)
-        out[...] = [math.cos(t) for t in v.tolist()]
-        return out
-
-    def py_sin(v: np.ndarray, out: np.ndarray) -> np.ndarray:
-        out[...] = [math.sin(t) for t in v.tolist()]
-        return out
-
-    def py_square(v: np.ndarray, two: np.ndarray, out: np.ndarray) -> np.ndarray:
-        out[...] = [[t**2 for t in row] for row in v.tolist()]
-        return out
-
     def same(fn: Any, ref: Any, v: np.ndarray, *args: np.ndarray) -> bool:
-        return np.array_equal(fn(v, *args, out=np.empty_like(v)), ref(v, *args, out=np.empty_like(v)))
+        return np.array_equal(fn(v, *args, np.empty_like(v)), ref(v, *args, np.empty_like(v)))
 
-    cos = np.cos if same(np.cos, py_cos, angles) else py_cos
-    sin = np.sin if same(np.sin, py_sin, angles) else py_sin
-    grid = values.reshape(2, -1)
-    square = np.power if same(np.power, py_square, grid, np.full_like(grid, 2.0)) else py_square
-    return cos, sin, square
+    return {"cos": same(np.cos, _py_cos, angles), "sin": same(np.sin, _py_sin, angles),
+            "square": same(np.power, _py_square, values, np.full_like(values, 2.0))}
 
 
-_COS, _SIN, _SQUARE = _libm_functions()
+def exact_math(path: str | None = None) -> tuple[Any, Any, Any, dict[str, str]]:
+    """``cos``, ``sin`` and ``pow(x, 2)`` on float64 arrays of any shape (called ``f(x, [two,] out)``) that give
+    what ``math.cos``, ``math.sin`` and Python's ``x**2`` (C ``pow``) give, so a batch follows the scalar
+    CartPole (and Gymnasium) bit for bit; and which path each took.
+
+    numpy's float64 ``cos``/``sin``, and ``power`` with an array exponent, call the C library on most CPUs;
+    where a numpy build uses its own SIMD versions instead (AVX-512 SVML), they can differ in the last bit
+    and the batch calls ``math`` per element (slower, still exact). ``path``: ``"auto"`` (probe the CPU, the
+    default), ``"python"`` (always the per-element fallback) or ``"numpy"`` (always numpy: exact only where
+    the probe agrees); None reads ``DRLA_EXACT_MATH``, so the test suite runs every path on every machine.
+    (``x * x`` is not Python's ``x**2``: C ``pow`` rounds differently about once in a thousand squares.)
+    """
+    import os
+
+    path = path if path is not None else (os.environ.get(EXACT_MATH_VARIABLE) or "auto")
+    if path not in EXACT_MATH_PATHS:
+        raise ValueError(f"{EXACT_MATH_VARIABLE}={path!r}: expected one of {', '.join(EXACT_MATH_PATHS)}")
+    numpy_ok = _probe_numpy_is_exact() if path == "auto" else dict.fromkeys(("cos", "sin", "square"),
+                                                                               path == "numpy")
+    chosen = (np.cos if numpy_ok["cos"] else _py_cos, np.sin if numpy_ok["sin"] else _py_sin,
+              np.power if numpy_ok["square"] else _py_square)
+    return (*chosen, {name: "numpy" if ok else "python" for name, ok in numpy_ok.items()})
+
+
+def use_exact_math(path: str | None = None) -> dict[str, str]:
+    """Switch every ``CartPoleBatch`` to ``path`` (see ``exact_math``); returns which function took which path.
+    The suite calls it to force each path; the module calls it once at import (``DRLA_EXACT_MATH`` or auto)."""
+    global _COS, _SIN, _SQUARE, EXACT_MATH_CHOICE
+    _COS, _SIN, _SQUARE, EXACT_MATH_CHOICE = exact_math(path)
+    return EXACT_MATH_CHOICE
+
+
+_COS: Any
+_SIN: Any
+_SQUARE: Any
+EXACT_MATH_CHOICE: dict[str, str]
+use_exact_math()
 
 
 class CartPoleBatch:
