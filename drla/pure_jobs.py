@@ -195,14 +195,16 @@ def train(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     last_print = -1
+    saved_at = job.steps  # (a resumed run's state is on disk already)
     with CtrlC().installed() as ctrl_c:
         ctrl_c.stop = stop
         while not job.done and not stopped:
             # a slice never runs past the next checkpoint: it is saved at its generation, however fast the machine
             job.advance(max_steps=interval - job.steps % interval if interval else None, max_seconds=SLICE_S)
+            if interval and job.steps % interval == 0 and job.steps != saved_at and not job.done:
+                save_state()  # every N generations, for --resume
+                saved_at = job.steps
             if job.steps != last_print:
-                if interval and job.steps % interval == 0 and not job.done:
-                    save_state()  # every N generations, for --resume
                 last_print = job.steps
                 if not args.quiet:
                     print(_status_line(job, built.unit, time.perf_counter() - t0), file=sys.stderr, flush=True)
