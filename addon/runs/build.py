@@ -139,12 +139,18 @@ def build_run(compiled: CompiledTree, env, agent, total_steps: int | None = None
     if t.checkpoint_interval and t.output_path:
         kw.setdefault("checkpoint_interval", t.checkpoint_interval)
         kw.setdefault("checkpoint_path", outputs.checkpoint_path(t.output_path, compiled.tree))
+    kw.setdefault("save_fn", save_checkpoint_model)
     if isinstance(env, VectorEnv):  # scene copies: one network call for all of them, evaluations on the spare copy
         eval_env = getattr(env, "eval_env", None)
         if eval_env is None:
             kw["eval_interval"] = 0
         return train.VectorTrainingRun(env, agent, steps, eval_env=eval_env, **kw)
     return train.TrainingRun(env, agent, steps, **kw)
+
+
+def save_checkpoint_model(run, path: str) -> None:
+    """A panel run's Checkpoint Every: the model so far (the Output folder created when it is not there yet)."""
+    outputs.write_model(path, run.to_model({"steps": run.steps}))
 
 
 def config_with(compiled: CompiledTree, total_steps: int, overrides: dict[str, Any],

@@ -29,7 +29,6 @@ import bpy
 import numpy as np
 
 from ...drla_core.checkpoint import read_checkpoint, restore_run, save_checkpoint
-from ...drla_core.model_io import save_model
 from ...drla_core.plot import save_report
 from ...drla_core.train import History, history_metric_text
 from ...drla_core.vector_env import real_next_obs, vector_info_values
@@ -173,9 +172,6 @@ def worker_command() -> list[str]:
 # ---- the learner side -------------------------------------------------------------------------------------
 
 
-def _save_model(run: Any, path: str) -> None:
-    """A checkpoint without a caller's ``save_fn`` (the panel's): the model so far."""
-    save_model(path, run.to_model({"steps": run.steps}))
 
 
 class _Worker:
@@ -272,7 +268,7 @@ class WorkersRun:
         self.history = History(task_metric=task_metric)
         self.env = env
         self.checkpoint_interval, self.checkpoint_path = int(checkpoint_interval or 0), checkpoint_path
-        self.save_fn = save_fn or _save_model
+        self.save_fn = save_fn or build.save_checkpoint_model
         self._next_checkpoint = self.checkpoint_interval if self.checkpoint_interval > 0 else math.inf
         # what a checkpoint of a TrainingRun also holds: a learner never evaluates and has no episode of its own
         self.eval_env, self.eval_interval, self.eval_episodes, self._next_eval = None, 0, 10, math.inf
