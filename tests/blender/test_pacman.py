@@ -128,7 +128,7 @@ def test_the_scene_is_restored_after_an_error(ext, tmp_path):
     scene, tree = _open(population=4, generations=3)
     before = fingerprint(scene)
     session = TrainSession(scene, tree, seed=0, output_dir=str(tmp_path)).start()
-    session.tick(0.05)
+    session.tick(0.0)  # an empty time box: one step, mid-run on any machine
     calls = []
 
     def broken(actions):
@@ -220,9 +220,9 @@ def test_stop_and_resume_repeat_the_generation_cut_short(ext, tmp_path):
     straight.run_blocking()
     expected = {k: v for k, v in straight.job.history.items() if k.endswith(("_best", "_mean", "_vs_first"))}
     session = TrainSession(scene, tree, seed=1, output_dir=str(tmp_path)).start()
-    session.tick(0.02)
+    session.tick(0.0)  # empty time boxes: a step each, mid-run on any machine
     session.job.advance(max_steps=1)  # into generation 2
-    session.tick(0.02)
+    session.tick(0.0)
     session.stop()
     assert session.state == "STOPPED" and fingerprint(scene) == before
     assert {model_store.load_stored_model(tree, n).meta["side"] for n in ("pacman", "ghost")} == {"pacman", "ghost"}
@@ -245,8 +245,8 @@ def test_resume_after_the_file_is_reopened_ends_as_a_run_never_stopped(ext, tmp_
     straight.run_blocking()
     expected = {k: v for k, v in straight.job.history.items() if k.endswith(("_best", "_mean", "_vs_first"))}
     session = TrainSession(scene, tree, seed=1, output_dir=str(tmp_path)).start()
-    while session.steps < 1:
-        session.tick(0.05)
+    while session.steps < 1:  # by generations: the whole run may fit into one tick of a fast machine
+        session.tick(None, max_steps=1)
     session.stop()
     assert tree.drla_last_checkpoint.endswith("PacMan_resume.json")
     blend = tmp_path / "pacman.blend"
