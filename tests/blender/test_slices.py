@@ -29,6 +29,7 @@ import sys
 from pathlib import Path
 
 import bpy
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -194,3 +195,104 @@ def test_panel_periodic_actions(empty_scene, tmp_path):
     assert one[0] == empty[0]
     assert clean(one[1]) == clean(empty[1]) and one[2] == empty[2]
     assert bpy.context.scene == scene
+
+
+class _InProcessPool:
+    """A pool whose workers collect in this process, on pure CartPole copies, with the add-on's own ``Collector``
+    code: the same chunks in the same order on any machine, so two slicings of a ``WorkersRun`` can be compared
+    exactly. Records every weight push (the learner's step, the weights' bytes)."""
+
+    label = "in-process workers"
+
+    def __init__(self, copies: int) -> None:
+        self.copies = copies
+        self.pushes: list = []
+        self.run = None
+
+    def start(self, worker) -> str:
+        from drla_ext.addon.runs.workers import Collector
+        from drla_ext.drla_core.agents.dqn import DQNAgent, DQNConfig
+        from drla_ext.drla_core.envs import make
+        from drla_ext.drla_core.vector_env import SyncVectorEnv
+
+        c = Collector.__new__(Collector)  # its scene part (opening a .blend) aside: the collecting is the same
+        c.env = SyncVectorEnv([lambda: make("cartpole")] * self.copies)
+        c.vector = True
+        c.agent = DQNAgent(make("cartpole").observation_space, make("cartpole").action_space,
+                           DQNConfig(hidden=[(16, "relu")]), seed=worker.seed)
+        c.obs, _ = c.env.reset(seed=worker.seed)
+        c.copies = self.copies
+        c.returns, c.sums, c.counts = np.zeros(self.copies), np.zeros(self.copies), np.zeros(self.copies, np.int64)
+        worker.handle = c
+        worker.pending = ("ready", self.copies)
+        return "in this process"
+
+    def submit(self, worker, params, epsilon, steps) -> bool:
+        self.pushes.append((worker.index, self.run.steps if self.run else 0, params.tobytes()))
+        worker.pending = ("chunk", *worker.handle.collect(params, epsilon, steps))
+        return True
+
+    def wait(self, workers, timeout):
+        news = [(w, w.pending) for w in workers if w.pending is not None]
+        for w in workers:
+            w.pending = None
+        return news
+
+    def death(self, worker) -> str:
+        return "never"
+
+    def close(self, workers) -> None:
+        pass
+
+
+def test_workers_run_weight_pushes_and_checkpoints_exactly(ext, tmp_path):
+    """``WorkersRun`` on in-process collectors: every weight push (after each chunk) and every checkpoint (at the
+    row reaching each multiple of 250, its file holding the model of exactly that step) the same with one call
+    for the whole run and with empty slices; the learner's state file loads into a new learner whole."""
+    from drla_ext.addon.runs.workers import WorkersRun
+    from drla_ext.drla_core.agents.dqn import DQNAgent, DQNConfig
+    from drla_ext.drla_core.envs import make
+
+    got = {}
+    for label, seconds in SLICES.items():
+        folder = tmp_path / label.replace(" ", "_")
+        pool = _InProcessPool(copies=3)
+        agent = DQNAgent(make("cartpole").observation_space, make("cartpole").action_space,
+                         DQNConfig(hidden=[(16, "relu")], learning_starts=100, total_timesteps=1200), seed=0)
+        run = WorkersRun(agent, pool, 1200, workers=2, seed=0, log=lambda text: None,
+                         checkpoint_interval=250, checkpoint_path=str(folder / "m_step{step}.json"))
+        pool.run = run
+        calls = 0
+        while not run.done:
+            run.advance(max_seconds=seconds)
+            calls += 1
+        assert calls == 1 if seconds else calls > 1
+        got[label] = (pool.pushes, {p.name: clean(json.loads(p.read_text())) for p in sorted(folder.iterdir())},
+                      run.history.to_dict(), agent.q_network.params.tobytes())
+    one, empty = got["one call"], got["empty slices"]
+    assert len(one[0]) > 10 and one[0] == empty[0]
+    # 3 copies a row: the first row at or past each multiple of 250, each file the model of that step
+    assert sorted(one[1], key=lambda n: int(n[6:-5])) == ["m_step252.json", "m_step501.json", "m_step750.json",
+                                                           "m_step1002.json"]
+    assert [data["meta"]["steps"] for _, data in sorted(one[1].items(), key=lambda kv: int(kv[0][6:-5]))] == \
+        [252, 501, 750, 1002]
+    assert one[1] == empty[1] and clean(one[2]) == clean(empty[2]) and one[3] == empty[3]
+
+    def learner(seed: int, folder: Path):
+        agent = DQNAgent(make("cartpole").observation_space, make("cartpole").action_space,
+                         DQNConfig(hidden=[(16, "relu")], learning_starts=100, total_timesteps=2000), seed=seed)
+        return WorkersRun(agent, _InProcessPool(copies=3), 2000, workers=2, seed=0, log=lambda text: None,
+                          checkpoint_interval=250, checkpoint_path=str(folder / "m_step{step}.json"))
+    first = learner(0, tmp_path / "first")
+    first.advance(max_steps=600)
+    first.save_checkpoint(tmp_path / "learner.npz")
+    second = learner(7, tmp_path / "second")
+    assert second.load_checkpoint(tmp_path / "learner.npz") == []
+    assert second.steps == first.steps and second.episodes == first.episodes
+    assert np.array_equal(second.agent.q_network.params, first.agent.q_network.params)
+    assert second.history.episode_returns == first.history.episode_returns
+    assert second._next_checkpoint == first._next_checkpoint == (first.steps // 250 + 1) * 250
+    second.advance()
+    assert second.done and 2000 <= second.steps < 2003  # (3 copies a row)
+    assert sorted(int(p.name[6:-5]) // 250 for p in (tmp_path / "second").glob("m_step*.json")) == \
+        list(range(first.steps // 250 + 1, 9))  # every multiple after the resumed step, 2000 included, once
