@@ -194,13 +194,12 @@ def train(args: argparse.Namespace) -> int:
         stopped = True
 
     t0 = time.perf_counter()
-    last_print = -1
-    saved_at = job.steps  # (a resumed run's state is on disk already)
+    last_print = saved_at = job.steps  # a line and a save per generation reached from here
     with CtrlC().installed() as ctrl_c:
         ctrl_c.stop = stop
         while not job.done and not stopped:
-            # a slice never runs past the next checkpoint: it is saved at its generation, however fast the machine
-            job.advance(max_steps=interval - job.steps % interval if interval else None, max_seconds=SLICE_S)
+            # a slice never runs past a generation: its status line and checkpoint come at it, however fast the machine
+            job.advance(max_steps=1, max_seconds=SLICE_S)
             if interval and job.steps % interval == 0 and job.steps != saved_at and not job.done:
                 save_state()  # every N generations, for --resume
                 saved_at = job.steps

@@ -291,12 +291,19 @@ def _run_to_end(job: Any, bar: ProgressBar | None) -> float:
     if bar is not None:
         bar.on_start(job)
     while not job.done:
-        job.advance(max_seconds=SLICE_S)
+        # a slice never runs past the step of the next progress line (every 10 % in a log), however fast the machine
+        job.advance(max_steps=None if bar is None else max(1, _next_line_step(job.steps, bar.total) - job.steps),
+                    max_seconds=SLICE_S)
         if bar is not None:
             bar.on_step(job)
     if bar is not None:
         bar.on_end(job)
     return time.perf_counter() - t0
+
+
+def _next_line_step(steps: int, total: int) -> int:
+    """The first step of the tenth of ``total`` after the one ``steps`` is in (where a log's next progress line is)."""
+    return -(-(steps * 10 // total + 1) * total // 10)
 
 
 def _workers_run(args: argparse.Namespace, build: Any, compiled: Any, env: Any, tree: Any, steps: int, seed: int,

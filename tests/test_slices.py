@@ -26,6 +26,7 @@ tests/blender/test_slices.py.
 
 import io
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -200,7 +201,7 @@ def _spy_states(monkeypatch, agent: str, saved: list) -> None:
 @pytest.mark.parametrize("agent, target, generations", [("ga", "cartpole", 4), ("neat", "cartpole", 4),
                                                          ("novelty", "deceptive_maze", 4),
                                                          ("coevolution", "pacman", 3)])
-def test_cli_evolution_agents(agent, target, generations, tmp_path, monkeypatch):
+def test_cli_evolution_agents(agent, target, generations, tmp_path, monkeypatch, capsys):
     """``--checkpoint-interval 1``: the population file at every generation, each the same with one slice for the
     whole run and with empty slices (most finishing no generation)."""
     got = {}
@@ -211,9 +212,9 @@ def test_cli_evolution_agents(agent, target, generations, tmp_path, monkeypatch)
             m.setattr(pure_jobs, "SLICE_S", seconds)
             _spy_states(m, agent, saved)
             assert main(["train", target, "--agent", agent, "--steps", str(generations), "--population", "6",
-                         "--seed", "1", "--checkpoint-interval", "1", "--out", str(folder / "e.json"),
-                         "--quiet"]) == 0
-        got[label] = (files(folder), saved)
+                         "--seed", "1", "--checkpoint-interval", "1", "--out", str(folder / "e.json")]) == 0
+        status = re.findall(r"^\[(\d+)/\d+ generations\]", capsys.readouterr().err, re.M)  # a line per generation
+        got[label] = (files(folder), saved, status)
         shutil.rmtree(folder)
     one, empty = got["one call"], got["empty slices"]
     assert sorted(one[0]) == sorted(empty[0])
@@ -224,6 +225,7 @@ def test_cli_evolution_agents(agent, target, generations, tmp_path, monkeypatch)
     final = one[1][-1][0]
     assert [steps for steps, _ in one[1]] == [*range(1, final), final] and final == one[1][-1][1]["generation"]
     assert one[1] == empty[1]
+    assert one[2] == empty[2] == [str(g) for g in range(1, final + 1)]
 
 
 def test_cli_evolution_every_other_generation(tmp_path, monkeypatch):

@@ -23,6 +23,7 @@ The periodic actions of the Blender kinds, and where each is checked here:
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -65,7 +66,7 @@ def files(folder: Path) -> dict:
 
 
 def cli(blend, folder: Path, slice_s: float, *flags) -> subprocess.CompletedProcess:
-    out = subprocess.run([sys.executable, "-m", "drla", "train", str(blend), "--seed", "0", "--quiet",
+    out = subprocess.run([sys.executable, "-m", "drla", "train", str(blend), "--seed", "0",
                           "--out", str(folder / "cp.json"), *map(str, flags)], cwd=ROOT, capture_output=True,
                          text=True, timeout=600, env={**os.environ, "DRLA_SLICE_S": str(slice_s)})
     assert out.returncode == 0, out.stderr
@@ -89,12 +90,17 @@ def test_cli_periodic_files(case, reach_blend, tmp_path):
     blend, flags, steps, ckpt = CASES[case]
     blend = blend or reach_blend
     got = {}
+    lines = {}
     for label, seconds in SLICES.items():
         folder = tmp_path / "run"  # the same paths each time: a checkpoint records where it was written
-        cli(blend, folder, seconds, *flags)
+        out = cli(blend, folder, seconds, *flags)
         got[label] = files(folder)
+        lines[label] = re.findall(r"\] +(\d+)/\d+ \|", out.stderr)  # the progress lines' steps (not a terminal)
         shutil.rmtree(folder)
     one, empty = got["one call"], got["empty slices"]
+    total = steps[-1]
+    assert lines["one call"] == lines["empty slices"] == [str(-(-d * total // 10)) for d in range(1, 11)
+                                                          if d == 1 or -(-d * total // 10) > -(-(d - 1) * total // 10)]
     assert sorted(n for n in one if n.startswith("cp_step")) == sorted(f"cp_step{s}.json" for s in steps)
     assert ckpt in one and sorted(one) == sorted(empty)
     for name in one:
@@ -109,7 +115,7 @@ def test_workers_checkpoint_and_resume(reach_blend, tmp_path):
 
     for label, seconds in SLICES.items():
         folder = tmp_path / label.replace(" ", "_")
-        out = cli(reach_blend, folder, seconds, "--workers", "2", "--steps", "600", "--eval-interval", "0",
+        out = cli(reach_blend, folder, seconds, "--quiet", "--workers", "2", "--steps", "600", "--eval-interval", "0",
                   "--learning-starts", "100", "--checkpoint-interval", "200")
         assert "trained 600 steps" in out.stdout
         assert sorted(p.name for p in folder.glob("cp_step*.json")) == ["cp_step200.json", "cp_step400.json",
