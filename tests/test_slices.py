@@ -17,8 +17,8 @@ The periodic actions of the pure kinds, and where each is checked here:
 * Learned IK (``IKTrainingJob``): a validation point of the curve every ~2 % of the steps: ``test_learned_ik``.
 * ``drla train ENV --agent ga|neat|novelty|coevolution``: the population file every ``--checkpoint-interval``
   generations (``<out>_population.json``, written as each multiple is reached, the CLI's slice ``SLICE_S``
-  never running past one), the novelty archive's update and the champion check each generation:
-  ``test_cli_evolution_agents``.
+  never running past a generation), its status line each generation, the novelty archive's update and the
+  champion check each generation: ``test_cli_evolution_agents``, ``test_cli_evolution_every_other_generation``.
 
 The Blender kinds (scene DQN, copies, workers, evolution, co-evolution, the panel) are in
 tests/blender/test_slices.py.

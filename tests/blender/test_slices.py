@@ -15,8 +15,11 @@ The periodic actions of the Blender kinds, and where each is checked here:
   the champion and the population every ``--checkpoint-interval`` generations (``<out>_step<N>.json``,
   ``<out>_ckpt.json``): ``test_cli_periodic_files``.
 * Workers (``WorkersRun``): a weight push to a worker with each chunk it returns, and checkpoints every
-  ``--checkpoint-interval`` steps, at the row of experience that reaches the multiple; the README's
-  ``--resume <out>_ckpt.npz`` continues it (issue 23): ``test_workers_checkpoint_and_resume``.
+  ``--checkpoint-interval`` steps, at the row of experience that reaches the multiple: exactly, on in-process
+  collectors (``test_workers_run_weight_pushes_and_checkpoints_exactly``), and with real worker processes, where
+  the README's ``--resume <out>_ckpt.npz`` continues it (issue 23): ``test_workers_checkpoint_and_resume``.
+* The command line's own lines: a progress line at each 10 % of ``drla train SCENE`` (not on a terminal):
+  ``test_cli_periodic_files``.
 * The panel (``TrainSession.tick``): the Trainer node's Evaluate Every and Checkpoint Every
   (``<tree>_checkpoint.json``), and the live curve's points (the run's history): ``test_panel_periodic_actions``.
 """
