@@ -21,7 +21,8 @@ The periodic actions of the Blender kinds, and where each is checked here:
 * The command line's own lines: a progress line at each 10 % of ``drla train SCENE`` (not on a terminal):
   ``test_cli_periodic_files``.
 * The panel (``TrainSession.tick``): the Trainer node's Evaluate Every and Checkpoint Every
-  (``<tree>_checkpoint.json``), and the live curve's points (the run's history): ``test_panel_periodic_actions``.
+  (``<tree>_checkpoint.json``), and the live curve's points (the run's history): ``test_panel_periodic_actions``;
+  with the sidebar's Workers, Checkpoint Every: ``test_panel_workers_checkpoint_every``.
 """
 
 import json
@@ -305,3 +306,34 @@ def test_workers_run_weight_pushes_and_checkpoints_exactly(ext, tmp_path):
     assert second.done and 2000 <= second.steps < 2003  # (3 copies a row)
     assert sorted(int(p.name[6:-5]) // 250 for p in (tmp_path / "second").glob("m_step*.json")) == \
         list(range(first.steps // 250 + 1, 9))  # every multiple after the resumed step, 2000 included, once
+
+
+def test_panel_workers_checkpoint_every(empty_scene, tmp_path):
+    """The sidebar's Workers with the Trainer's Checkpoint Every 200 on a 600-step run: the model so far at steps
+    200, 400 and 600 (worker processes, one copy each: a row of experience is one step), whether one tick does
+    it all or every tick only looks for news."""
+    from drla_ext.addon.runs import sessions
+    from drla_ext.addon.runs.train import TrainSession
+    from drla_ext.addon.ui import examples
+
+    scene = empty_scene
+    examples.build_transform_scene(scene)
+    tree = examples.build_transform_tree(scene, total_steps=600)
+    trainer = next(n for n in tree.nodes if n.bl_idname == "DRLA_TrainerNode")
+    trainer.checkpoint_interval, trainer.output_path = 200, str(tmp_path / "out")
+    scene.drla.tree, scene.drla.workers = tree, 2
+    bpy.context.view_layer.update()
+    for label, seconds in SLICES.items():
+        sess = TrainSession(scene, tree, seed=0, output_dir=str(tmp_path)).start()
+        saved = []
+        write = sess.job.save_fn
+
+        def save(run, path, write=write, saved=saved):
+            write(run, path)
+            saved.append((run.steps, Path(path).name, json.loads(Path(path).read_text())["meta"]["steps"]))
+        sess.job.save_fn = save
+        while sess.tick(seconds):
+            pass
+        assert sess.state == "DONE" and sess.steps == 600, scene.drla.error
+        assert saved == [(s, "Reach_checkpoint.json", s) for s in (200, 400, 600)], label
+        sessions.discard_all()
