@@ -170,10 +170,11 @@ def test_multi_agent_run():
 
 
 # --------------------------------------------------------------------------- Learned IK
-def test_learned_ik():
+@pytest.mark.parametrize("method", ["SELF_SUPERVISED", "REWARD"])
+def test_learned_ik(method):
     got = {}
     for label, seconds in SLICES.items():
-        job = IKTrainingJob(IKSolver(kin.arm3(), hidden=((16, "tanh"),), seed=2), total_steps=300)
+        job = IKTrainingJob(IKSolver(kin.arm3(), hidden=((16, "tanh"),), seed=2), method=method, total_steps=300)
         calls, _ = drive(job, seconds)
         assert calls == 1 if seconds == HUGE else calls >= 300  # (the last finds the generator ended)
         got[label] = (job.history["loss_steps"], job.history["losses"], job.solver.network.params.tobytes())
