@@ -106,7 +106,7 @@ def greedy_hit_rate(env, agent, shots: int = 100, max_episodes: int = PROBE_EPIS
     (``SceneVectorEnv``) a block's episodes run side by side, copy i playing episode k + i: the same
     episodes (a copy seeded s is the single scene seeded s), the same greedy policy, so the same count."""
     from drla_ext.addon.scene.scene_vector_env import SceneVectorEnv
-    from drla_ext.drla_core.train import evaluate
+    from drla_ext.drla_core.rl.train import evaluate
 
     hits = count = 0
     for start in range(0, max_episodes, PROBE_BLOCK):
@@ -126,7 +126,7 @@ def greedy_hit_rate(env, agent, shots: int = 100, max_episodes: int = PROBE_EPIS
 def _episodes_side_by_side(venv, agent, episodes: range) -> tuple[float, int]:
     """Hits and shots of the greedy policy in ``episodes`` (episode k seeded 10_000 + k), ``venv.num_envs``
     at a time, each copy's first episode only."""
-    from drla_ext.drla_core.vector_env import vector_info_values
+    from drla_ext.drla_core.base.vector_env import vector_info_values
 
     hits, count, n = 0.0, 0, venv.num_envs
     for first in range(episodes.start, episodes.stop, n):

@@ -26,9 +26,9 @@ from pathlib import Path
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from drla_core.agents.dqn import DQNAgent, DQNConfig  # noqa: E402
+from drla_core.rl.dqn import DQNAgent, DQNConfig  # noqa: E402
 from drla_core.envs.cartpole import CartPole  # noqa: E402
-from drla_core.train import Callback, TrainingRun  # noqa: E402
+from drla_core.rl.train import Callback, TrainingRun  # noqa: E402
 
 SOLVED = 475.0
 

@@ -51,9 +51,9 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from drla_core.envs import make  # noqa: E402
-from drla_core.evolution import EvolutionConfig, EvolutionJob, GAConfig, NoveltyConfig, PopulationMLP  # noqa: E402
-from drla_core.neat import NEATConfig  # noqa: E402
-from drla_core.train import evaluate  # noqa: E402
+from drla_core.evolve.evolution import EvolutionConfig, EvolutionJob, GAConfig, NoveltyConfig, PopulationMLP  # noqa: E402
+from drla_core.evolve.neat import NEATConfig  # noqa: E402
+from drla_core.rl.train import evaluate  # noqa: E402
 
 SOLVED = 475.0
 MAX_GENERATIONS = 100
@@ -280,8 +280,8 @@ def save_walker_picture(path: Path, xy, history: dict, body_length: float, figur
     """Top view of the torso's path over the 10 s (the 3-body-length mark beside it) and the fitness curves."""
     import numpy as np
 
-    from drla_core.plot import BLUE, GREEN, ORANGE, Panel, Series, render_panels
-    from drla_core.png import write_png
+    from drla_core.io.plot import BLUE, GREEN, ORANGE, Panel, Series, render_panels
+    from drla_core.io.png import write_png
 
     lo, hi = float(min(xy[:, 1].min(), -0.5)), float(max(xy[:, 1].max(), 0.5))
     mark = 3 * body_length + xy[0, 0]

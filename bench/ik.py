@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from drla_core import kinematics as kin  # noqa: E402
-from drla_core.agents.ik import IKSolver  # noqa: E402
+from drla_core.rl.ik import IKSolver  # noqa: E402
 
 SCENE = ROOT / "scenes" / "robot_arm"
 ARMS = {"Arm6": kin.arm6, "Arm3": kin.arm3}

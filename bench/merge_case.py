@@ -22,12 +22,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from drla_core.agents.dqn import DQNAgent, DQNConfig  # noqa: E402
-from drla_core.env import Env  # noqa: E402
+from drla_core.rl.dqn import DQNAgent, DQNConfig  # noqa: E402
+from drla_core.base.env import Env  # noqa: E402
 from drla_core.envs.tank_grid import TankGrid  # noqa: E402
-from drla_core.merge import distill, greedy_actions, record_states  # noqa: E402
-from drla_core.spaces import Box  # noqa: E402
-from drla_core.train import TrainingRun, evaluate  # noqa: E402
+from drla_core.nets.merge import distill, greedy_actions, record_states  # noqa: E402
+from drla_core.base.spaces import Box  # noqa: E402
+from drla_core.rl.train import TrainingRun, evaluate  # noqa: E402
 
 TANK_SETTINGS = {"learning_rate": 1e-3, "train_freq": 4, "gradient_steps": 1, "target_update_interval": 500,
                  "exploration_fraction": 0.3, "exploration_final_eps": 0.02, "learning_starts": 1000}

@@ -37,10 +37,10 @@ from pathlib import Path
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from drla_core.agents.dqn import DQNAgent, DQNConfig  # noqa: E402
+from drla_core.rl.dqn import DQNAgent, DQNConfig  # noqa: E402
 from drla_core.envs.cartpole import CartPole  # noqa: E402
-from drla_core.growth import GrowthRule, grow_agent  # noqa: E402
-from drla_core.train import Callback, TrainingRun  # noqa: E402
+from drla_core.nets.growth import GrowthRule, grow_agent  # noqa: E402
+from drla_core.rl.train import Callback, TrainingRun  # noqa: E402
 
 SOLVED = 475.0
 PATIENCE, FACTOR = 2, 4  # grow after 2 evaluations without a new best; x4 per growth (4 -> 16 -> 64)
@@ -106,7 +106,7 @@ def overlay_timing(repeats: int = 20) -> dict:
     import numpy as np
 
     from drla.extension import register_extension
-    from drla_core.mlp import MLP
+    from drla_core.nn.mlp import MLP
 
     register_extension()
     from drla_ext.addon.ui import net_overlay  # type: ignore[import-not-found]

@@ -25,8 +25,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from drla import portable  # noqa: E402
-from drla_core.agents.ik import IKSolver  # noqa: E402
-from drla_core.model_io import load_model  # noqa: E402
+from drla_core.rl.ik import IKSolver  # noqa: E402
+from drla_core.io.model_io import load_model  # noqa: E402
 
 
 def _median_ms(f, repeats: int = 7) -> float:

@@ -49,7 +49,7 @@ def _modules():
     register_extension()
     from drla_ext.addon.scene import camera
     from drla_ext.addon.scene import scene_env
-    from drla_ext.drla_core.agents import dqn
+    from drla_ext.drla_core.rl import dqn
 
     return camera, None, scene_env, dqn
 

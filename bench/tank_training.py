@@ -70,8 +70,8 @@ def train_seed(seed: int, args: argparse.Namespace) -> dict:
     from drla_ext.addon.runs import build
     from drla_ext.addon.tree import compiler
     from drla_ext.addon.scene.snapshot import restored_scene
-    from drla_ext.drla_core.agents.dqn import DQNAgent
-    from drla_ext.drla_core.train import Callback, TrainingRun
+    from drla_ext.drla_core.rl.dqn import DQNAgent
+    from drla_ext.drla_core.rl.train import Callback, TrainingRun
 
     t_start = time.perf_counter()
     bpy.ops.wm.open_mainfile(filepath=str(Path(args.blend).resolve()), load_ui=False)

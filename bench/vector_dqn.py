@@ -32,10 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from drla_core.agents.dqn import DQNAgent, DQNConfig  # noqa: E402
+from drla_core.rl.dqn import DQNAgent, DQNConfig  # noqa: E402
 from drla_core.envs.cartpole import CartPole  # noqa: E402
-from drla_core.train import Callback, TrainingRun, VectorTrainingRun  # noqa: E402
-from drla_core.vector_env import SyncVectorEnv  # noqa: E402
+from drla_core.rl.train import Callback, TrainingRun, VectorTrainingRun  # noqa: E402
+from drla_core.base.vector_env import SyncVectorEnv  # noqa: E402
 
 SOLVED = 475.0
 

@@ -12,7 +12,7 @@
     drla demo
 
 Built-in environments are pure numpy; ``.blend`` files need ``bpy`` (``pip install bpy==5.0.1``).
-The DQN hyper-parameters are the fields of ``drla_core.agents.dqn.DQNConfig``, one flag each. Every number
+The DQN hyper-parameters are the fields of ``drla_core.rl.dqn.DQNConfig``, one flag each. Every number
 is checked when the command line is read (argparse's ``error:`` line, exit status 2).
 """
 
@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import Any
 
 
-from drla_core.agents.dqn import DQNAgent, DQNConfig
+from drla_core.rl.dqn import DQNAgent, DQNConfig
 from drla_core.envs import ENV_NAMES, PARALLEL_ENV_NAMES, make
-from drla_core.mlp import ACTIVATIONS
-from drla_core.train import TrainingRun, VectorTrainingRun, evaluate, metric_text
-from drla_core.vector_env import SyncVectorEnv
+from drla_core.nn.mlp import ACTIVATIONS
+from drla_core.rl.train import TrainingRun, VectorTrainingRun, evaluate, metric_text
+from drla_core.base.vector_env import SyncVectorEnv
 
 from . import netcli, pure_jobs, scene, train_flags
 from .common import (

@@ -17,11 +17,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from drla_core.agents.dqn import DQNConfig
-from drla_core.checkpoint import Checkpoint, CheckpointError, read_latest
-from drla_core.evolution import read_evolution_checkpoint
-from drla_core.mlp import ACTIVATIONS
-from drla_core.model_io import Model, ModelFormatError, load_model, save_model
+from drla_core.rl.dqn import DQNConfig
+from drla_core.io.checkpoint import Checkpoint, CheckpointError, read_latest
+from drla_core.evolve.evolution import read_evolution_checkpoint
+from drla_core.nn.mlp import ACTIVATIONS
+from drla_core.io.model_io import Model, ModelFormatError, load_model, save_model
 
 
 DEFAULT_OUT_DIR = Path("out")

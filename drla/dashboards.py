@@ -15,7 +15,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from drla_core.train import Callback
+from drla_core.rl.train import Callback
 
 __all__ = ["MetricsWriter", "open_tensorboard"]
 

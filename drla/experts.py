@@ -1,5 +1,5 @@
-"""The expert library (``drla experts``): kept in ``drla_core.expert_library`` so Blender's sidebar lists it too."""
+"""The expert library (``drla experts``): kept in ``drla_core.nets.expert_library`` so Blender's sidebar lists it too."""
 
-from drla_core.expert_library import INDEX, ExpertLibrary, LibraryError
+from drla_core.nets.expert_library import INDEX, ExpertLibrary, LibraryError
 
 __all__ = ["ExpertLibrary", "LibraryError", "INDEX"]

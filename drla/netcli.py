@@ -12,8 +12,8 @@ import os
 from typing import Any
 
 from drla_core.envs import ENV_NAMES, make
-from drla_core.merge import MergeError, average, check_average, distill, record_states
-from drla_core.model_io import check_fits, save_model
+from drla_core.nets.merge import MergeError, average, check_average, distill, record_states
+from drla_core.io.model_io import check_fits, save_model
 
 
 from . import scene as blend
@@ -132,8 +132,8 @@ def _distill_in_scene(args: argparse.Namespace, models: list[Any], names: list[s
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from drla_core.netview import network_drawing, render_png_array
-    from drla_core.png import write_png
+    from drla_core.nets.netview import network_drawing, render_png_array
+    from drla_core.io.png import write_png
 
     model = load_model_file(args.model)
     if not hasattr(model.network, "weights"):

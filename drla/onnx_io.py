@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from drla_core.files import atomic_write
-from drla_core.model_io import FORMAT, MAX_PARAMS, VERSION, Model, ModelFormatError, model_from_dict, model_to_dict
-from drla_core.spaces import Box, Discrete
+from drla_core.base.files import atomic_write
+from drla_core.io.model_io import FORMAT, MAX_PARAMS, VERSION, Model, ModelFormatError, model_from_dict, model_to_dict
+from drla_core.base.spaces import Box, Discrete
 
 __all__ = ["OPSET", "INPUT", "OUTPUT", "ACTION", "MAX_ONNX_BYTES", "export_onnx", "import_onnx", "to_onnx",
            "from_onnx", "OnnxMissing"]
@@ -308,7 +308,7 @@ def cmd_export_onnx(args: Any) -> int:
 
 
 def cmd_import_onnx(args: Any) -> int:
-    from drla_core.model_io import save_model
+    from drla_core.io.model_io import save_model
 
     from .common import CLIError
 

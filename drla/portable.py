@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 
 from drla_core import kinematics as kin
-from drla_core.agents.ik import IKSolver
+from drla_core.rl.ik import IKSolver
 from drla_core.envs import make
-from drla_core.model_io import Model, load_model
-from drla_core.spaces import Discrete
+from drla_core.io.model_io import Model, load_model
+from drla_core.base.spaces import Discrete
 
 ROOT = Path(__file__).resolve().parents[1]
 WEB = ROOT / "web"

@@ -7,7 +7,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-from drla_core.train import METRIC_WORDS, ONCE_PER_EPISODE, Callback
+from drla_core.rl.train import METRIC_WORDS, ONCE_PER_EPISODE, Callback
 
 
 def _fmt_seconds(s: float) -> str:

@@ -18,10 +18,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from drla_core.agents.base import TrainingJob
-from drla_core.coevolution import COEVOLUTION_FORMAT, CoevolutionJob, save_coevolution_report
+from drla_core.rl.base import TrainingJob
+from drla_core.evolve.coevolution import COEVOLUTION_FORMAT, CoevolutionJob, save_coevolution_report
 from drla_core.envs import PARALLEL_ENV_NAMES, make
-from drla_core.evolution import (
+from drla_core.evolve.evolution import (
     CHECKPOINT_FORMAT,
     EvolutionConfig,
     EvolutionJob,
@@ -29,8 +29,8 @@ from drla_core.evolution import (
     NoveltyConfig,
     save_evolution_report,
 )
-from drla_core.model_io import save_model
-from drla_core.neat import NEATConfig
+from drla_core.io.model_io import save_model
+from drla_core.evolve.neat import NEATConfig
 
 from .common import CLIError, CtrlC, out_paths
 

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from drla_core.growth import GrowthRule
+from drla_core.nets.growth import GrowthRule
 
 from . import train_flags
 from .common import (

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from drla_core.growth import GrowthRule
+from drla_core.nets.growth import GrowthRule
 
 from .common import CLIError
 from .dashboards import MetricsWriter, open_tensorboard

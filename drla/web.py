@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from drla_core.model_io import Model
-from drla_core.spaces import Discrete
+from drla_core.io.model_io import Model
+from drla_core.base.spaces import Discrete
 
 ROOT = Path(__file__).resolve().parents[1]
 #: URL prefix -> folder served under it

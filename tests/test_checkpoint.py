@@ -14,14 +14,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from drla_core.agents.dqn import DQNAgent, DQNConfig
-from drla_core.checkpoint import CheckpointError, previous_path, read_checkpoint, read_latest
-from drla_core.env import Env
+from drla_core.rl.dqn import DQNAgent, DQNConfig
+from drla_core.io.checkpoint import CheckpointError, previous_path, read_checkpoint, read_latest
+from drla_core.base.env import Env
 from drla_core.envs import make
-from drla_core.model_io import load_model
-from drla_core.spaces import Box, Discrete
-from drla_core.train import TrainingRun, VectorTrainingRun
-from drla_core.vector_env import SyncVectorEnv
+from drla_core.io.model_io import load_model
+from drla_core.base.spaces import Box, Discrete
+from drla_core.rl.train import TrainingRun, VectorTrainingRun
+from drla_core.base.vector_env import SyncVectorEnv
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Wall and CPU clocks differ between any two runs; everything else in a checkpoint must not.

@@ -16,7 +16,7 @@ import pytest
 
 from drla.cli import build_parser, main
 from drla.common import CLIError, drla_command, parse_hidden
-from drla_core.model_io import load_model
+from drla_core.io.model_io import load_model
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = Path(sys.executable).parent / "drla"
@@ -194,7 +194,7 @@ def test_every_numeric_hyperparameter_flag_is_checked():
     from drla.cli import CONFIG_CHOICES, CONFIG_TYPES
     import dataclasses
 
-    from drla_core.agents.dqn import DQNConfig
+    from drla_core.rl.dqn import DQNConfig
 
     for f in dataclasses.fields(DQNConfig):
         if f.type in ("int", "float", int, float) and f.name != "total_timesteps":

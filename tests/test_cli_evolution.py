@@ -10,10 +10,10 @@ import pytest
 
 from drla.cli import main
 from drla.pure_jobs import AGENTS
-from drla_core.coevolution import CoevolutionJob
-from drla_core.evolution import EvolutionJob
+from drla_core.evolve.coevolution import CoevolutionJob
+from drla_core.evolve.evolution import EvolutionJob
 from drla_core.envs import make
-from drla_core.model_io import load_model
+from drla_core.io.model_io import load_model
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 from drla.cli import main
-from drla_core.model_io import load_model
+from drla_core.io.model_io import load_model
 
 TRAIN = ["--quiet", "--learning-starts", "100", "--train-freq", "4", "--gradient-steps", "1", "--eval-interval", "0",
          "--hidden", "16"]
@@ -52,7 +52,7 @@ def test_merge_refusals_are_one_error_line(tmp_path, capsys):
 
 def test_experts_add_list_remove_and_combine(tmp_path, capsys):
     from drla.experts import ExpertLibrary, LibraryError
-    from drla_core.experts import ExpertError
+    from drla_core.nets.experts import ExpertError
 
     a, c = tmp_path / "a.json", tmp_path / "c.json"
     _train(a, 1)

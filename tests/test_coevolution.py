@@ -7,12 +7,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from drla_core.coevolution import CoevolutionJob, OpponentEnv, Opponent
+from drla_core.evolve.coevolution import CoevolutionJob, OpponentEnv, Opponent
 from drla_core.envs import PARALLEL_ENV_NAMES, make
 from drla_core.envs.pacman import PacmanEnv
-from drla_core.evolution import EvolutionConfig, GAConfig
-from drla_core.model_io import load_model, save_model
-from drla_core.multi_agent import check_parallel_env
+from drla_core.evolve.evolution import EvolutionConfig, GAConfig
+from drla_core.io.model_io import load_model, save_model
+from drla_core.rl.multi_agent import check_parallel_env
 
 
 def small_config(generations: int) -> EvolutionConfig:
@@ -110,7 +110,7 @@ def test_one_shared_environment_gives_the_run_of_a_factory() -> None:
 
 
 def test_continue_from_a_checkpoint_refuses_another_seed_and_extends_the_budget(tmp_path):
-    from drla_core.evolution import read_evolution_checkpoint
+    from drla_core.evolve.evolution import read_evolution_checkpoint
 
     config = EvolutionConfig(generations=2, ga=GAConfig(population_size=6))
     job = CoevolutionJob(lambda: make("pacman"), config, seed=1)

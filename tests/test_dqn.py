@@ -5,12 +5,12 @@ import math
 import numpy as np
 import pytest
 
-from drla_core.agents.dqn import DQNAgent, DQNConfig
-from drla_core.env import check_env
+from drla_core.rl.dqn import DQNAgent, DQNConfig
+from drla_core.base.env import check_env
 from drla_core.envs.cartpole import CartPole
-from drla_core.mlp import LayerSpec
-from drla_core.spaces import Box, Discrete
-from drla_core.train import Callback, TrainingRun
+from drla_core.nn.mlp import LayerSpec
+from drla_core.base.spaces import Box, Discrete
+from drla_core.rl.train import Callback, TrainingRun
 
 OBS = Box(-1.0, 1.0, (3,))
 ACTIONS = Discrete(2)
@@ -145,7 +145,7 @@ def test_image_observations_are_flattened():
 
 
 def test_to_model_predicts_like_the_agent():
-    model_io = pytest.importorskip("drla_core.model_io")
+    model_io = pytest.importorskip("drla_core.io.model_io")
     agent = DQNAgent(OBS, ACTIONS, DQNConfig(hidden=[LayerSpec(8, "tanh")]), seed=3)
     model = agent.to_model({"note": "test"})
     assert isinstance(model, model_io.Model)

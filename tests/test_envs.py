@@ -7,7 +7,7 @@ import importlib.util
 import numpy as np
 import pytest
 
-from drla_core.env import check_env
+from drla_core.base.env import check_env
 from drla_core.envs import ENV_NAMES, PARALLEL_ENV_NAMES, make
 from drla_core.envs.evacuation import EvacuationGrid
 from drla_core.envs.identity import IdentityEnv
@@ -230,8 +230,8 @@ def test_invalid_actions_are_refused(name: str) -> None:
 @pytest.mark.slow
 def test_dqn_learns_to_escape() -> None:
     """A 2x64 DQN finds the exits of the default building within a few thousand steps."""
-    dqn = pytest.importorskip("drla_core.agents.dqn")
-    train = pytest.importorskip("drla_core.train")
+    dqn = pytest.importorskip("drla_core.rl.dqn")
+    train = pytest.importorskip("drla_core.rl.train")
     env, eval_env = make("evacuation"), make("evacuation")
     config = dqn.DQNConfig(learning_starts=500, train_freq=4, gradient_steps=1, target_update_interval=500,
                            learning_rate=1e-3, exploration_fraction=0.3, exploration_final_eps=0.05)

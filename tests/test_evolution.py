@@ -6,9 +6,9 @@ import json
 import numpy as np
 import pytest
 
-from drla_core.agents.base import TrainingJob
+from drla_core.rl.base import TrainingJob
 from drla_core.envs import make
-from drla_core.evolution import (
+from drla_core.evolve.evolution import (
     EvolutionConfig,
     EvolutionJob,
     Evaluation,
@@ -27,9 +27,9 @@ from drla_core.evolution import (
     tournament_select,
     uniform_crossover,
 )
-from drla_core.model_io import load_model, save_model
-from drla_core.spaces import Box, Discrete
-from drla_core.train import evaluate
+from drla_core.io.model_io import load_model, save_model
+from drla_core.base.spaces import Box, Discrete
+from drla_core.rl.train import evaluate
 
 
 def test_population_forward_is_every_rows_mlp_in_one_call():
@@ -170,7 +170,7 @@ def test_evaluation_runs_every_individual_and_episode_on_few_envs():
 
 
 def cartpole_job(method="ga", seed=0, generations=40, **kw):
-    from drla_core.neat import NEATConfig
+    from drla_core.evolve.neat import NEATConfig
 
     cfg = EvolutionConfig(method=method, generations=generations, target_return=475.0,
                           ga=GAConfig(population_size=12), neat=NEATConfig(population_size=20), **kw)
@@ -220,7 +220,7 @@ def test_checkpoint_resume_is_bit_exact(tmp_path, method):
     def job():
         cfg = EvolutionConfig(method=method, generations=6, ga=GAConfig(population_size=16),
                               novelty=NoveltyConfig(k=5, threshold=0.02))
-        from drla_core.neat import NEATConfig
+        from drla_core.evolve.neat import NEATConfig
         cfg.neat = NEATConfig(population_size=16, add_node_prob=0.5)
         return EvolutionJob(lambda: make("deceptive_maze", max_episode_steps=40), cfg, seed=9)
 
@@ -358,7 +358,7 @@ def test_batched_evaluation_equals_the_pool():
 def test_neat_job_on_the_batch_matches_the_pool():
     def job(factory):
         cfg = EvolutionConfig(method="neat", generations=3, target_return=475.0, episodes=2)
-        from drla_core.neat import NEATConfig
+        from drla_core.evolve.neat import NEATConfig
         cfg.neat = NEATConfig(population_size=30, add_node_prob=0.5)
         return EvolutionJob(factory, cfg, seed=4)
 

@@ -6,12 +6,12 @@ import json
 import numpy as np
 import pytest
 
-from drla_core import evolution
+from drla_core.evolve import evaluation
 from drla_core.envs import make
 from drla_core.envs.cartpole import CartPole, CartPoleBatch
-from drla_core.evolution import EvolutionConfig, EvolutionJob, GAConfig
-from drla_core.model_io import load_model, save_model
-from drla_core.neat import NEATConfig
+from drla_core.evolve.evolution import EvolutionConfig, EvolutionJob, GAConfig
+from drla_core.io.model_io import load_model, save_model
+from drla_core.evolve.neat import NEATConfig
 
 CHECK_SEEDS = [10_000 + i for i in range(20)]
 
@@ -42,7 +42,7 @@ def run(job, monkeypatch, alongside=True, paused=False):
     with monkeypatch.context() as m:
         m.setattr(EvolutionJob, "_check_alongside", spy)
         if not alongside:
-            m.setattr(evolution, "CHECK_ALONGSIDE", 0)
+            m.setattr(evaluation, "CHECK_ALONGSIDE", 0)
         if paused:
             while not job.done:
                 job.advance(max_seconds=0.0)  # stops after every step, the check rows' steps included

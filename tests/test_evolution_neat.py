@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from drla_core.envs import make
-from drla_core.evolution import EvolutionConfig, EvolutionJob
-from drla_core.graph_net import GraphNetwork, graph_levels
-from drla_core.model_io import ModelFormatError, load_model, model_from_dict, model_to_dict, save_model
-from drla_core.neat import NEAT, Genome, NEATConfig, compatibility_distance, crossover
-from drla_core.train import evaluate
+from drla_core.evolve.evolution import EvolutionConfig, EvolutionJob
+from drla_core.nn.graph_net import GraphNetwork, graph_levels
+from drla_core.io.model_io import ModelFormatError, load_model, model_from_dict, model_to_dict, save_model
+from drla_core.evolve.neat import NEAT, Genome, NEATConfig, compatibility_distance, crossover
+from drla_core.rl.train import evaluate
 
 
 def evolved_neat(seed=0, generations=8, **kw):
@@ -138,8 +138,8 @@ def test_neat_evolves_a_cartpole_champion_that_exports_as_a_graph(tmp_path):
 def graph_model_dict():
     neat = evolved_neat(seed=9, generations=12)
     genome = max(neat.genomes, key=lambda g: len(g.nodes))
-    from drla_core.model_io import Model
-    from drla_core.spaces import Box, Discrete
+    from drla_core.io.model_io import Model
+    from drla_core.base.spaces import Box, Discrete
 
     model = Model(neat.genome_network(genome), Box(-1, 1, (4,)), Discrete(2), kind="mlp")
     return model, model_to_dict(model)
@@ -240,7 +240,7 @@ def test_graph_models_satisfy_the_schema():
 
 
 def test_the_champion_check_comes_before_breeding_and_a_solved_run_breeds_no_more():
-    from drla_core.neat import NEATConfig as Config
+    from drla_core.evolve.neat import NEATConfig as Config
 
     cfg = EvolutionConfig(method="neat", generations=10, target_return=475.0, neat=Config(population_size=100))
     job = EvolutionJob(lambda: make("cartpole"), cfg, seed=5)  # generation 1: a 500 whose check fails

@@ -4,11 +4,18 @@ import numpy as np
 import pytest
 
 from drla_core.envs.identity import IdentityEnv
-from drla_core.experts import ExpertError, ExpertSwitcher, SelectorEnv, ThresholdRule, check_experts, train_selector
-from drla_core.mlp import MLP
-from drla_core.model_io import Model
-from drla_core.spaces import Box, Discrete
-from drla_core.train import evaluate
+from drla_core.nets.experts import (
+    ExpertError,
+    ExpertSwitcher,
+    SelectorEnv,
+    ThresholdRule,
+    check_experts,
+    train_selector,
+)
+from drla_core.nn.mlp import MLP
+from drla_core.io.model_io import Model
+from drla_core.base.spaces import Box, Discrete
+from drla_core.rl.train import evaluate
 
 
 def constant_expert(action, n=4, obs_size=None):

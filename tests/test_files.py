@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from drla_core.agents.dqn import DQNAgent, DQNConfig
+from drla_core.rl.dqn import DQNAgent, DQNConfig
 from drla_core.envs import make
-from drla_core.files import atomic_write, new_file_mode
-from drla_core.model_io import save_model
-from drla_core.plot import save_report
-from drla_core.png import write_png
-from drla_core.train import TrainingRun
+from drla_core.base.files import atomic_write, new_file_mode
+from drla_core.io.model_io import save_model
+from drla_core.io.plot import save_report
+from drla_core.io.png import write_png
+from drla_core.rl.train import TrainingRun
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
 

@@ -3,14 +3,14 @@
 import numpy as np
 import pytest
 
-from drla_core.agents.dqn import DQNAgent, DQNConfig
-from drla_core.checkpoint import read_checkpoint, restore_run, save_checkpoint
+from drla_core.rl.dqn import DQNAgent, DQNConfig
+from drla_core.io.checkpoint import read_checkpoint, restore_run, save_checkpoint
 from drla_core.envs.cartpole import CartPole
-from drla_core.growth import GrowthRule, deepen, grow, grow_agent, prune, remap_adam, unit_strength, widen
-from drla_core.mlp import MLP
-from drla_core.model_io import load_model, save_model
-from drla_core.optim import Adam
-from drla_core.train import TrainingRun
+from drla_core.nets.growth import GrowthRule, deepen, grow, grow_agent, prune, remap_adam, unit_strength, widen
+from drla_core.nn.mlp import MLP
+from drla_core.io.model_io import load_model, save_model
+from drla_core.nn.optim import Adam
+from drla_core.rl.train import TrainingRun
 
 
 def _net(hidden=((64, "relu"), (64, "relu")), seed=0):

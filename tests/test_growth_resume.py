@@ -2,8 +2,8 @@
 (without ``--grow`` given again), and the grown network resumes at its size."""
 
 from drla.cli import main
-from drla_core.checkpoint import read_checkpoint
-from drla_core.model_io import load_model
+from drla_core.io.checkpoint import read_checkpoint
+from drla_core.io.model_io import load_model
 
 
 def test_a_growing_run_resumes_with_its_rule_and_its_grown_network(tmp_path, capsys):

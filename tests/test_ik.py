@@ -1,10 +1,10 @@
-"""drla_core.agents.ik: learned IK trains (both ways), refinement converges, model file round trip."""
+"""drla_core.rl.ik: learned IK trains (both ways), refinement converges, model file round trip."""
 
 import numpy as np
 import pytest
 
 from drla_core import kinematics as kin
-from drla_core.agents.ik import IKSolver, distance_reward
+from drla_core.rl.ik import IKSolver, distance_reward
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +64,7 @@ def test_reward_training_beats_random():
 
 
 def test_model_file_round_trip(tmp_path, trained_arm3):
-    model_io = pytest.importorskip("drla_core.model_io")
+    model_io = pytest.importorskip("drla_core.io.model_io")
     solver, _ = trained_arm3
     path = solver.save(tmp_path / "arm3_ik.json", meta={"note": "test"})
     again = IKSolver.load(path)
@@ -84,9 +84,9 @@ def test_iter_self_supervised_steps_like_train_and_pauses_without_losing_time(mo
     ``max_seconds``: on a stand-in clock that moves 1 ms per reading and jumps 100 s during a pause."""
     import types
 
-    from drla_core.agents import ik as ik_mod
+    from drla_core.rl import ik as ik_mod
     from drla_core import kinematics as kin
-    from drla_core.agents.ik import IKSolver
+    from drla_core.rl.ik import IKSolver
 
     clock = {"now": 0.0}
 
@@ -118,7 +118,7 @@ def test_iter_self_supervised_steps_like_train_and_pauses_without_losing_time(mo
 
 def test_zero_refinement_steps_is_the_network_alone():
     from drla_core import kinematics as kin
-    from drla_core.agents.ik import IKSolver
+    from drla_core.rl.ik import IKSolver
 
     solver = IKSolver(kin.arm3(), seed=0)
     targets, _ = solver.arm.sample_targets(20, 1)

@@ -110,5 +110,5 @@ def test_ui_and_the_scene_cli_never_branch_on_the_agent_kind(path):
 
 def test_the_kind_scan_sees_a_branch(tmp_path):
     sample = tmp_path / "x.py"
-    sample.write_text("from ..drla_core.agents.ik import IKSolver\nif kind.name == 'ik':\n    pass\n")
+    sample.write_text("from ..drla_core.rl.ik import IKSolver\nif kind.name == 'ik':\n    pass\n")
     assert len(_kind_branches(sample)) == 2

@@ -3,12 +3,12 @@
 import numpy as np
 import pytest
 
-from drla_core.agents.dqn import DQNAgent, DQNConfig
+from drla_core.rl.dqn import DQNAgent, DQNConfig
 from drla_core.envs.cartpole import CartPole
-from drla_core.merge import MergeError, agreement, average, check_average, distill, record_states
-from drla_core.model_io import load_model, save_model
-from drla_core.spaces import Box, Discrete
-from drla_core.train import TrainingRun
+from drla_core.nets.merge import MergeError, agreement, average, check_average, distill, record_states
+from drla_core.io.model_io import load_model, save_model
+from drla_core.base.spaces import Box, Discrete
+from drla_core.rl.train import TrainingRun
 
 
 def _trained(seed=0, steps=6000, hidden=(64, 64), train_seed=None):

@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 
 from drla.progress import ProgressBar
-from drla_core.env import Env
-from drla_core.plot import line_panels, render_report
-from drla_core.spaces import Box, Discrete
-from drla_core.train import TrainingRun, evaluate, history_metric_text, metric_text
+from drla_core.base.env import Env
+from drla_core.io.plot import line_panels, render_report
+from drla_core.base.spaces import Box, Discrete
+from drla_core.rl.train import TrainingRun, evaluate, history_metric_text, metric_text
 
 
 class OneShotEnv(Env):

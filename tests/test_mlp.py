@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from drla_core.mlp import ACTIVATIONS, MLP, LayerSpec
+from drla_core.nn.mlp import ACTIVATIONS, MLP, LayerSpec
 
 
 def _loss_and_grad_y(y, target):

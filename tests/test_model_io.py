@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from drla_core import model_io
-from drla_core.mlp import MLP
-from drla_core.model_io import (
+from drla_core.io import model_io
+from drla_core.nn.mlp import MLP
+from drla_core.io.model_io import (
     Model,
     ModelFormatError,
     load_model,
@@ -25,7 +25,7 @@ from drla_core.model_io import (
     parse_model_json,
     save_model,
 )
-from drla_core.spaces import Box, Discrete
+from drla_core.base.spaces import Box, Discrete
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -279,7 +279,7 @@ def test_model_io_never_uses_pickle_or_eval() -> None:
 
 
 def load_schema() -> dict[str, Any]:
-    return json.loads((ROOT / "drla_core" / "model_schema.json").read_text())
+    return json.loads((ROOT / "drla_core" / "io" / "model_schema.json").read_text())
 
 
 def test_schema_is_json_and_matches_the_loader() -> None:

@@ -3,18 +3,18 @@
 import numpy as np
 import pytest
 
-from drla_core.agents.base import TrainingJob
-from drla_core.agents.dqn import DQNAgent, DQNConfig
-from drla_core.env import EnvCheckError
+from drla_core.rl.base import TrainingJob
+from drla_core.rl.dqn import DQNAgent, DQNConfig
+from drla_core.base.env import EnvCheckError
 from drla_core.envs.chase import ChaseEnv
 from drla_core.envs.tank_duel import TankDuel
 from drla_core.envs.tank_grid import FIRE, MOVE_BACK, MOVE_FRONT, MOVE_RIGHT, WAIT
-from drla_core.mlp import LayerSpec
-from drla_core.model_io import Model, ModelFormatError, load_model, save_model
-from drla_core.multi_agent import MultiAgentRun, ParallelEnv, check_parallel_env
-from drla_core.plot import AGENT_COLORS, render_agents_report, save_agents_report
-from drla_core.png import read_png
-from drla_core.spaces import Box, Discrete
+from drla_core.nn.mlp import LayerSpec
+from drla_core.io.model_io import Model, ModelFormatError, load_model, save_model
+from drla_core.rl.multi_agent import MultiAgentRun, ParallelEnv, check_parallel_env
+from drla_core.io.plot import AGENT_COLORS, render_agents_report, save_agents_report
+from drla_core.io.png import read_png
+from drla_core.base.spaces import Box, Discrete
 
 HERO_CONFIG = dict(gamma=0.9, learning_rate=1e-3, learning_starts=500, train_freq=1, gradient_steps=1, batch_size=32,
                    target_update_interval=200, exploration_fraction=0.2, hidden=[LayerSpec(64), LayerSpec(64)])

@@ -3,9 +3,9 @@
 import numpy as np
 
 from drla.cli import main
-from drla_core.mlp import MLP
-from drla_core.netview import COLD, INFRARED, network_drawing, palette, render_png_array
-from drla_core.png import read_png
+from drla_core.nn.mlp import MLP
+from drla_core.nets.netview import COLD, INFRARED, network_drawing, palette, render_png_array
+from drla_core.io.png import read_png
 
 
 def test_palette_runs_black_red_orange_yellow_white():
@@ -59,7 +59,7 @@ def test_render_png_and_drla_show(tmp_path, capsys):
 
 
 def test_strongest_is_the_stable_argsort_tail():
-    from drla_core.netview import strongest
+    from drla_core.nets.netview import strongest
 
     rng = np.random.default_rng(0)
     for trial in range(400):

@@ -18,8 +18,8 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from drla import onnx_io, portable  # noqa: E402
 from drla.cli import main  # noqa: E402
-from drla_core.model_io import ModelFormatError, load_model, model_to_dict  # noqa: E402
-from drla_core.spaces import Discrete  # noqa: E402
+from drla_core.io.model_io import ModelFormatError, load_model, model_to_dict  # noqa: E402
+from drla_core.base.spaces import Discrete  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFORMANCE = ROOT / "web" / "conformance"

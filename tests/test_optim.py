@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from drla_core.losses import clip_grad_norm, huber, mse
-from drla_core.mlp import MLP
-from drla_core.optim import SGD, Adam
-from drla_core.schedules import linear_schedule
+from drla_core.nn.losses import clip_grad_norm, huber, mse
+from drla_core.nn.mlp import MLP
+from drla_core.nn.optim import SGD, Adam
+from drla_core.base.schedules import linear_schedule
 
 
 def _quadratic(x):

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from drla_core.plot import (
+from drla_core.io.plot import (
     draw_text,
     moving_average,
     normalise_history,
@@ -18,7 +18,7 @@ from drla_core.plot import (
     save_report,
     text_width,
 )
-from drla_core.png import read_png, write_png
+from drla_core.io.png import read_png, write_png
 
 
 def full_history(n: int = 200) -> dict:
@@ -181,8 +181,8 @@ def test_report_accepts_the_training_history_layout() -> None:
 
 
 def test_report_adds_weight_and_activation_histograms_per_layer():
-    from drla_core.mlp import MLP
-    from drla_core.plot import histogram_panels, render_report
+    from drla_core.nn.mlp import MLP
+    from drla_core.io.plot import histogram_panels, render_report
 
     net = MLP(3, [(8, "relu"), (8, "tanh")], 2, rng=0)
     net.biases[0][:] = 5.0  # every unit of layer 1 fires on inputs in [0, 1] (|weights| < 1.5) ...

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from drla_core.replay_buffer import Batch, ReplayBuffer
+from drla_core.rl.replay_buffer import Batch, ReplayBuffer
 
 
 def _fill(buf, n, start=0):

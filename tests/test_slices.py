@@ -38,15 +38,15 @@ from drla.common import checkpoint_saver
 from drla.dashboards import MetricsWriter
 from drla.progress import ProgressBar
 from drla_core import kinematics as kin
-from drla_core.agents.dqn import DQNAgent, DQNConfig
-from drla_core.agents.ik import IKSolver, IKTrainingJob
-from drla_core.checkpoint import read_checkpoint
+from drla_core.rl.dqn import DQNAgent, DQNConfig
+from drla_core.rl.ik import IKSolver, IKTrainingJob
+from drla_core.io.checkpoint import read_checkpoint
 from drla_core.envs import make
 from drla_core.envs.chase import ChaseEnv
-from drla_core.growth import GrowthRule
-from drla_core.multi_agent import MultiAgentRun
-from drla_core.train import PrintProgress, TrainingRun, VectorTrainingRun
-from drla_core.vector_env import SyncVectorEnv
+from drla_core.nets.growth import GrowthRule
+from drla_core.rl.multi_agent import MultiAgentRun
+from drla_core.rl.train import PrintProgress, TrainingRun, VectorTrainingRun
+from drla_core.base.vector_env import SyncVectorEnv
 
 HUGE = 3600.0  # one call does the whole run
 SLICES = {"one call": HUGE, "empty slices": 0.0}

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from drla_core.spaces import Box, Discrete, space_from_dict
+from drla_core.base.spaces import Box, Discrete, space_from_dict
 
 SPACES = [
     Box(-1.0, 1.0, (3,)),

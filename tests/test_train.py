@@ -5,12 +5,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from drla_core.agents.dqn import DQNAgent, DQNConfig
-from drla_core.env import Env
+from drla_core.rl.dqn import DQNAgent, DQNConfig
+from drla_core.base.env import Env
 from drla_core.envs.cartpole import CartPole
-from drla_core.mlp import LayerSpec
-from drla_core.spaces import Box, Discrete
-from drla_core.train import Callback, EvalResult, PrintProgress, TrainingRun, evaluate, train
+from drla_core.nn.mlp import LayerSpec
+from drla_core.base.spaces import Box, Discrete
+from drla_core.rl.train import Callback, EvalResult, PrintProgress, TrainingRun, evaluate, train
 
 SMALL = DQNConfig(learning_starts=100, train_freq=16, gradient_steps=4, batch_size=16, target_update_interval=50,
                   hidden=[LayerSpec(16), LayerSpec(16, "tanh")])
@@ -98,7 +98,7 @@ def test_advance_ends_its_slice_at_the_first_step_past_the_deadline(monkeypatch)
     machine slows training down but never stalls it)."""
     import types
 
-    import drla_core.train as train_mod
+    import drla_core.rl.train as train_mod
 
     clock = {"now": 0.0}
     monkeypatch.setattr(train_mod, "time", types.SimpleNamespace(perf_counter=lambda: clock["now"],
@@ -203,7 +203,7 @@ def test_checkpoints_call_the_save_function(tmp_path):
 
 
 def test_default_checkpoint_writes_a_model_file(tmp_path):
-    model_io = pytest.importorskip("drla_core.model_io")
+    model_io = pytest.importorskip("drla_core.io.model_io")
     env = CartPole()
     path = tmp_path / "model.json"
     agent = _agent(env)
@@ -224,9 +224,9 @@ def test_evaluate_is_seeded_and_accepts_callables():
 
 
 def test_resume_on_a_new_env_drops_the_cut_episode_and_carries_on():
-    from drla_core.agents.dqn import DQNAgent, DQNConfig
+    from drla_core.rl.dqn import DQNAgent, DQNConfig
     from drla_core.envs.cartpole import CartPole
-    from drla_core.train import TrainingRun
+    from drla_core.rl.train import TrainingRun
 
     env = CartPole()
     agent = DQNAgent(env.observation_space, env.action_space, DQNConfig(learning_starts=50, train_freq=4,
@@ -246,7 +246,7 @@ def test_resume_on_a_new_env_drops_the_cut_episode_and_carries_on():
 
 def test_a_diverging_loss_stops_training_with_a_clear_message():
     from drla_core.envs.identity import IdentityEnv
-    from drla_core.train import TrainingError, TrainingRun
+    from drla_core.rl.train import TrainingError, TrainingRun
 
     class Diverging:
         def act(self, obs, explore=True):
@@ -265,7 +265,7 @@ def test_a_diverging_loss_stops_training_with_a_clear_message():
 def test_evaluating_on_the_training_env_keeps_its_random_stream():
     """Without an eval env, evaluations re-seed the training env; training must go on from its own stream."""
     from drla_core.envs.identity import IdentityEnv
-    from drla_core.train import TrainingRun
+    from drla_core.rl.train import TrainingRun
 
     class Recorder:
         def __init__(self):

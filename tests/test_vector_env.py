@@ -6,18 +6,27 @@ import math
 import numpy as np
 import pytest
 
-from drla_core.agents.base import TrainingJob
-from drla_core.agents.dqn import DQNAgent, DQNConfig
-from drla_core.env import Env, EnvCheckError
+from drla_core.rl.base import TrainingJob
+from drla_core.rl.dqn import DQNAgent, DQNConfig
+from drla_core.base.env import Env, EnvCheckError
 from drla_core.envs import make
 from drla_core.envs.cartpole import CartPole
 from drla_core.envs.identity import IdentityEnv
-from drla_core.mlp import LayerSpec
-from drla_core.replay_buffer import ReplayBuffer
-from drla_core.spaces import Box, Discrete, MultiDiscrete
-from drla_core.train import Callback, TrainingRun, VectorTrainingRun
-from drla_core.vector_env import (SyncVectorEnv, VectorEnv, add_info, autoreset_step, batch_space, check_vector_env,
-                                  copy_seeds, real_next_obs, vector_info_values)
+from drla_core.nn.mlp import LayerSpec
+from drla_core.rl.replay_buffer import ReplayBuffer
+from drla_core.base.spaces import Box, Discrete, MultiDiscrete
+from drla_core.rl.train import Callback, TrainingRun, VectorTrainingRun
+from drla_core.base.vector_env import (
+    SyncVectorEnv,
+    VectorEnv,
+    add_info,
+    autoreset_step,
+    batch_space,
+    check_vector_env,
+    copy_seeds,
+    real_next_obs,
+    vector_info_values,
+)
 
 ENVS = {"cartpole": lambda: CartPole(), "tank_grid": lambda: make("tank_grid", max_steps=30),
         "evacuation": lambda: make("evacuation", max_steps=20)}

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from drla_core.agents.ik import IKSolver
-from drla_core.model_io import ModelFormatError, load_model
+from drla_core.rl.ik import IKSolver
+from drla_core.io.model_io import ModelFormatError, load_model
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFORMANCE = ROOT / "web" / "conformance"
@@ -53,8 +53,8 @@ def test_python_refuses_every_bad_conformance_file(name: str) -> None:
 
 
 def test_the_conformance_set_covers_every_kind_and_activation() -> None:
-    from drla_core.mlp import ACTIVATIONS
-    from drla_core.model_io import KINDS
+    from drla_core.nn.mlp import ACTIVATIONS
+    from drla_core.io.model_io import KINDS
 
     kinds = {m["kind"] for m in INDEX["models"]}
     assert kinds == set(KINDS)

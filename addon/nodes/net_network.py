@@ -90,7 +90,7 @@ class DRLA_NetworkNode(DRLANode, bpy.types.Node):
         return hidden[::-1]
 
     def growth_rule(self, ctx) -> dict | None:
-        """Grow on Plateau as plain data (``drla_core.growth.GrowthRule``'s arguments), or None when off;
+        """Grow on Plateau as plain data (``drla_core.nets.growth.GrowthRule``'s arguments), or None when off;
         problems are reported on this node through ``ctx``."""
         if not self.grow:
             return None

@@ -22,7 +22,7 @@ import bpy
 import numpy as np
 
 from ...drla_core import kinematics as kin
-from ...drla_core.model_io import check_fits
+from ...drla_core.io.model_io import check_fits
 from ..scene.armature import capture_pose, restore_pose
 from ..scene.keyframes import fcurves_for, rotation_path, rotation_values, write_channel
 from ..scene.snapshot import restored_scene

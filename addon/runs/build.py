@@ -16,16 +16,16 @@ from typing import Any
 
 import numpy as np
 
-from ...drla_core import train
-from ...drla_core.agents import dqn
-from ...drla_core.agents.ik import IKTrainingJob
-from ...drla_core.coevolution import CoevolutionJob
-from ...drla_core.evolution import EvolutionConfig, EvolutionJob, GAConfig, NoveltyConfig
-from ...drla_core.growth import GrowthRule
-from ...drla_core.model_io import load_model
-from ...drla_core.neat import NEATConfig
-from ...drla_core.multi_agent import MultiAgentRun
-from ...drla_core.vector_env import VectorEnv
+from ...drla_core.rl import train
+from ...drla_core.rl import dqn
+from ...drla_core.rl.ik import IKTrainingJob
+from ...drla_core.evolve.coevolution import CoevolutionJob
+from ...drla_core.evolve.evolution import EvolutionConfig, EvolutionJob, GAConfig, NoveltyConfig
+from ...drla_core.nets.growth import GrowthRule
+from ...drla_core.io.model_io import load_model
+from ...drla_core.evolve.neat import NEATConfig
+from ...drla_core.rl.multi_agent import MultiAgentRun
+from ...drla_core.base.vector_env import VectorEnv
 from ..scene.scene_env import SceneEnv
 from ..scene.scene_team_env import SceneTeamEnv
 from ..scene.scene_vector_env import SceneVectorEnv

@@ -13,8 +13,8 @@ from typing import Any
 import bpy
 import numpy as np
 
-from ...drla_core.agents.ik import IKSolver
-from ...drla_core.model_io import load_model
+from ...drla_core.rl.ik import IKSolver
+from ...drla_core.io.model_io import load_model
 from ..scene.armature import apply_angles, arm_description, move_target, solve_for_target, tip_world
 from ..scene.snapshot import restored_scene
 from ..tree.compiler import compile_tree

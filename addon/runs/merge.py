@@ -1,4 +1,4 @@
-"""The Merge node at work: its model files merged into one (``drla_core.merge``), written to its Output.
+"""The Merge node at work: its model files merged into one (``drla_core.nets.merge``), written to its Output.
 
 Distillation records each teacher's states by playing it (greedy, a little exploration) where it was
 trained: the tree its file names (``meta["tree"]``) when this .blend holds it, else its built-in
@@ -13,8 +13,8 @@ from typing import Any
 import bpy
 
 from ...drla_core.envs import ENV_NAMES, make
-from ...drla_core.merge import MergeError, average, check_average, distill, record_states
-from ...drla_core.model_io import Model, ModelFormatError, check_fits, load_model, save_model
+from ...drla_core.nets.merge import MergeError, average, check_average, distill, record_states
+from ...drla_core.io.model_io import Model, ModelFormatError, check_fits, load_model, save_model
 from ..preferences import resolve_output_path
 from ..tree.compiler import compile_tree
 from ..tree.node_tree import TREE_ID

@@ -1,7 +1,7 @@
 """The trained network lives in the .blend: one text datablock per RL tree.
 
 The text ``"DRLA model: <tree name>"`` holds the model JSON in the v1 format of
-``drla_core.model_io`` (the same bytes Export writes), with a fake user so saving the file
+``drla_core.io.model_io`` (the same bytes Export writes), with a fake user so saving the file
 keeps it. Import validates with ``model_io`` before touching anything, so a bad file leaves
 the stored model as it was.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import bpy
 
-from ...drla_core import model_io
-from ...drla_core.model_io import Model
+from ...drla_core.io import model_io
+from ...drla_core.io.model_io import Model
 from . import outputs
 
 PREFIX = "DRLA model: "

@@ -1,6 +1,6 @@
 """Every file a run writes goes through here: model files, checkpoints, reports, and their names.
 
-``write_model`` is the one way a model reaches a file (``drla_core.model_io.save_model`` picks the
+``write_model`` is the one way a model reaches a file (``drla_core.io.model_io.save_model`` picks the
 format by the file's suffix); the folders come from the scene setting, the preferences, or the
 Trainer node (``preferences.resolve_output_path``).
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 
-from ...drla_core import model_io
+from ...drla_core.io import model_io
 from ..preferences import checkpoint_dir
 
 

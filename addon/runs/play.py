@@ -9,8 +9,8 @@ from typing import Any
 
 import bpy
 
-from ...drla_core.model_io import check_fits
-from ...drla_core.train import evaluate, metric_text
+from ...drla_core.io.model_io import check_fits
+from ...drla_core.rl.train import evaluate, metric_text
 from ..properties import settings
 from ..scene.snapshot import restored_scene
 from ..words import count

@@ -13,11 +13,11 @@ from typing import Any
 import bpy
 import numpy as np
 
-from ...drla_core.expert_library import ExpertLibrary, LibraryError
-from ...drla_core.experts import ExpertError, ExpertSwitcher, ThresholdRule, check_experts, train_selector
-from ...drla_core.model_io import Model, ModelFormatError, check_fits, load_model, save_model
-from ...drla_core.spaces import Discrete
-from ...drla_core.train import evaluate, metric_text
+from ...drla_core.nets.expert_library import ExpertLibrary, LibraryError
+from ...drla_core.nets.experts import ExpertError, ExpertSwitcher, ThresholdRule, check_experts, train_selector
+from ...drla_core.io.model_io import Model, ModelFormatError, check_fits, load_model, save_model
+from ...drla_core.base.spaces import Discrete
+from ...drla_core.rl.train import evaluate, metric_text
 from ..preferences import resolve_output_path
 from ..tree.compiler import compile_tree
 from . import build

@@ -14,10 +14,10 @@ import os
 import time
 from typing import Any
 
-from ...drla_core.checkpoint import read_checkpoint
-from ...drla_core.evolution import read_evolution_checkpoint
-from ...drla_core.growth import grow as grow_network
-from ...drla_core.train import TrainingRun
+from ...drla_core.io.checkpoint import read_checkpoint
+from ...drla_core.evolve.evolution import read_evolution_checkpoint
+from ...drla_core.nets.growth import grow as grow_network
+from ...drla_core.rl.train import TrainingRun
 from ..preferences import checkpoint_dir
 from ..properties import settings
 from ..words import format_duration
@@ -208,7 +208,7 @@ class TrainSession(Session):
 
     def grow(self, how: str = "widen") -> dict:
         """Widen every hidden layer (x2) or deepen (an identity layer after the last) between two training steps,
-        keeping the function, the optimiser's moments and the target network (``drla_core.growth.grow``);
+        keeping the function, the optimiser's moments and the target network (``drla_core.nets.growth.grow``);
         the record is in the model's ``meta["growth"]``. Raises SessionError with the reason."""
         reason = self.why_not_grow()
         if reason:

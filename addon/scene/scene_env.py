@@ -24,8 +24,8 @@ import math
 from typing import Any
 
 
-from ...drla_core.env import Env
-from ...drla_core.spaces import Box, Discrete
+from ...drla_core.base.env import Env
+from ...drla_core.base.spaces import Box, Discrete
 from . import actuators, sensors
 from .rewards import DONES, REWARDS
 from ..specs import MotorsSpec

@@ -1,6 +1,6 @@
 """``SceneVectorEnv``: N copies of a tree's environment in one scene, stepped together.
 
-Gymnasium's vector semantics with autoreset in the same step (``drla_core.vector_env``): every copy
+Gymnasium's vector semantics with autoreset in the same step (``drla_core.base.vector_env``): every copy
 acts, the scene advances ``frames_per_step`` frames once for all of them (one depsgraph evaluation),
 every copy observes; a copy whose episode ended restarts its own objects at once, its last
 observation kept in ``infos["final_obs"]`` (where ``infos["_final_obs"]`` is True) for bootstrapping.
@@ -38,7 +38,7 @@ from typing import Any
 import bpy
 import numpy as np
 
-from ...drla_core.vector_env import VectorEnv, add_info, copy_seeds
+from ...drla_core.base.vector_env import VectorEnv, add_info, copy_seeds
 from ..specs import EnvSpec
 from . import actuators as _actuators
 from .batch import ObjectArrays, world_matrices
@@ -91,7 +91,7 @@ class SceneVectorEnv(VectorEnv):
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None):
         for env, s in zip(self.envs, copy_seeds(seed, self.num_envs)):
-            super(SceneEnv, env).reset(seed=s)  # seeds the copy's np_random (drla_core.env.Env.reset)
+            super(SceneEnv, env).reset(seed=s)  # seeds the copy's np_random (drla_core.base.env.Env.reset)
             env.restart_objects()
         self._to_start_frame()
         self._started = True

@@ -1,6 +1,6 @@
 """The learning curve drawn in the sidebar while training.
 
-The curve is rasterised with numpy (``drla_core.plot``'s line and 5x7 font helpers: no
+The curve is rasterised with numpy (``drla_core.io.plot``'s line and 5x7 font helpers: no
 matplotlib, no GPU drawing) into the pixels of an icon preview from ``bpy.utils.previews``,
 drawn with ``layout.template_icon``. A preview is not a datablock, so nothing is written into
 the user's .blend. Updates are throttled (4 Hz).
@@ -19,8 +19,8 @@ from typing import Any
 import bpy.utils.previews
 import numpy as np
 
-from ...drla_core.plot import GLYPH_H, draw_text, moving_average, polyline, text_width
-from ...drla_core.train import METRIC_WORDS, ONCE_PER_EPISODE
+from ...drla_core.io.plot import GLYPH_H, draw_text, moving_average, polyline, text_width
+from ...drla_core.rl.train import METRIC_WORDS, ONCE_PER_EPISODE
 from ..runs import sessions
 
 SIZE = 240  # the picture's side in pixels until a sidebar asks for its own

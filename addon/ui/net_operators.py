@@ -13,8 +13,8 @@ import tempfile
 import bpy
 from bpy.props import EnumProperty, IntProperty, StringProperty
 
-from ...drla_core.expert_library import ExpertLibrary, LibraryError
-from ...drla_core.model_io import ModelFormatError, save_model
+from ...drla_core.nets.expert_library import ExpertLibrary, LibraryError
+from ...drla_core.io.model_io import ModelFormatError, save_model
 from ..properties import settings
 from ..runs import merge, model_store, sessions, switcher
 from ..words import describe_error

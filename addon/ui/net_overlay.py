@@ -1,7 +1,7 @@
 """The network overlay: the training agent's network drawn over the 3D viewport with the ``gpu`` module.
 
 A draw handler (``SpaceView3D.draw_handler_add``, POST_PIXEL): nothing is added to the scene or the
-.blend, and turning it off removes the handler. The picture is ``drla_core.netview``'s drawing
+.blend, and turning it off removes the handler. The picture is ``drla_core.nets.netview``'s drawing
 (the same one ``drla show`` writes as a PNG): layers as columns of points, the strongest
 connections coloured by weight (infrared), units by their activation for the current observation.
 
@@ -26,7 +26,7 @@ import numpy as np
 from mathutils import Matrix
 from gpu_extras.batch import batch_for_shader
 
-from ...drla_core.netview import network_drawing, project
+from ...drla_core.nets.netview import network_drawing, project
 from ..runs import sessions
 from ..scene.camera import ensure_gpu_context
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import bpy
 
-from ...drla_core.expert_library import LibraryError
+from ...drla_core.nets.expert_library import LibraryError
 from .net_operators import library
 from .panels import _Sidebar, label_wrapped
 

@@ -19,7 +19,7 @@ import bpy
 from bpy.props import EnumProperty, IntProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
-from ...drla_core.model_io import ModelFormatError
+from ...drla_core.io.model_io import ModelFormatError
 from ..properties import settings
 from ..runs import kinds, model_store, outputs, sessions, switcher
 from ..runs.play import PlaySession

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import bpy
 
-from ...drla_core.train import history_metric_text
+from ...drla_core.rl.train import history_metric_text
 from ..properties import TREE_IDNAME, settings
 from ..runs import kinds, model_store, sessions, switcher
 from ..words import format_duration

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ..env import Env
-from ..spaces import Box
+from ..base.env import Env
+from ..base.spaces import Box
 
 __all__ = ["DeceptiveMaze"]
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ..env import Env
-from ..spaces import Box, Discrete
+from ..base.env import Env
+from ..base.spaces import Box, Discrete
 
 __all__ = ["EvacuationGrid", "DEFAULT_BUILDING"]
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from ..multi_agent import ParallelEnv
-from ..spaces import Box, Discrete, Space
+from ..rl.multi_agent import ParallelEnv
+from ..base.spaces import Box, Discrete, Space
 
 __all__ = ["PacmanEnv", "PACMAN_ACTIONS", "MAZE"]
 

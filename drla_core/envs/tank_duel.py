@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from ..multi_agent import ParallelEnv
-from ..spaces import Box, Discrete, Space
+from ..rl.multi_agent import ParallelEnv
+from ..base.spaces import Box, Discrete, Space
 from .tank_grid import CANON_DOWN, CANON_UP, FIRE, MOVES, TANK_ACTIONS
 
 __all__ = ["TankDuel"]

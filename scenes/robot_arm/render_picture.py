@@ -23,8 +23,8 @@ import numpy as np  # noqa: E402
 from mathutils import Matrix, Vector  # noqa: E402
 
 from drla.extension import register_extension  # noqa: E402
-from drla_core import plot, png  # noqa: E402
-from drla_core.model_io import load_model  # noqa: E402
+from drla_core.io import plot, png  # noqa: E402
+from drla_core.io.model_io import load_model  # noqa: E402
 
 #: Joint poses (degrees) whose tips place the three targets (reachable by construction).
 TARGET_POSES = ((30, 40, 60, 0, 30, 0), (-50, 10, 110, 0, 40, 0), (100, -20, 45, 0, -20, 0))

@@ -77,7 +77,7 @@ def _episode(env, actions):
 
 def test_the_motor_drives_the_cart_and_resets_replay_bit_for_bit(cartpole):
     from drla_ext.addon.scene.snapshot import restored_scene
-    from drla_ext.drla_core.spaces import Box
+    from drla_ext.drla_core.base.spaces import Box
 
     scene, tree = cartpole
     motor = scene.objects["CartMotor"].rigid_body_constraint
@@ -194,7 +194,7 @@ def test_cli_trains_and_plays_the_committed_scene_and_bake_keys_the_champion(tmp
     assert BLEND.read_bytes() == before
 
     from drla_ext.addon.runs import model_store
-    from drla_ext.drla_core.model_io import load_model
+    from drla_ext.drla_core.io.model_io import load_model
 
     scene = builder.build_scene()
     tree = builder.build_tree(scene)

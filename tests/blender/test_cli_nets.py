@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from drla_core.checkpoint import read_checkpoint
-from drla_core.model_io import load_model
+from drla_core.io.checkpoint import read_checkpoint
+from drla_core.io.model_io import load_model
 
 ROOT = Path(__file__).resolve().parents[2]
 TANK = ROOT / "scenes" / "tank" / "tank.blend"
@@ -72,9 +72,9 @@ def test_play_the_trees_expert_switcher_from_the_command_line(ext, tmp_path):
     import bpy
     import numpy as np
 
-    from drla_core.mlp import MLP
-    from drla_core.model_io import Model, save_model
-    from drla_core.spaces import Box, Discrete
+    from drla_core.nn.mlp import MLP
+    from drla_core.io.model_io import Model, save_model
+    from drla_core.base.spaces import Box, Discrete
 
     paths = []
     for name, action in (("right", 0), ("wait", 4)):
@@ -103,9 +103,9 @@ def test_play_the_trees_expert_switcher_from_the_command_line(ext, tmp_path):
 
 
 def test_merge_distils_scene_models_over_states_recorded_in_their_tree(ext, tmp_path):
-    from drla_core.agents.dqn import DQNAgent, DQNConfig
-    from drla_core.model_io import save_model
-    from drla_core.spaces import Box, Discrete
+    from drla_core.rl.dqn import DQNAgent, DQNConfig
+    from drla_core.io.model_io import save_model
+    from drla_core.base.spaces import Box, Discrete
 
     import numpy as np
 

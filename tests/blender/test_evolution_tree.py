@@ -186,8 +186,8 @@ def test_neat_with_novelty_runs_in_the_scene(empty_scene):
     from drla_ext.addon.runs import build
     from drla_ext.addon.scene.snapshot import restored_scene
     from drla_ext.addon.tree import compiler
-    from drla_ext.drla_core.graph_net import GraphNetwork
-    from drla_ext.drla_core.train import evaluate
+    from drla_ext.drla_core.nn.graph_net import GraphNetwork
+    from drla_ext.drla_core.rl.train import evaluate
 
     scene = empty_scene
     tree, agent = reach_tree(scene, method='NEAT', population_size=12, generations=3)

@@ -15,7 +15,7 @@ def _data_counts() -> dict[str, int]:
 
 def test_overlay_renders_offscreen_and_leaves_the_scene_untouched(ext):
     from drla_ext.addon.ui import net_overlay
-    from drla_ext.drla_core.mlp import MLP
+    from drla_ext.drla_core.nn.mlp import MLP
 
     net = MLP(6, [(32, "relu"), (32, "relu")], 3, rng=0)
     net.weights[1][:] = 0.0
@@ -34,7 +34,7 @@ def test_overlay_renders_offscreen_and_leaves_the_scene_untouched(ext):
 def test_toggle_adds_and_removes_the_draw_handler_and_finds_the_training_network(ext, empty_scene):
     from drla_ext.addon.runs import sessions
     from drla_ext.addon.ui import net_overlay
-    from drla_ext.drla_core.mlp import MLP
+    from drla_ext.drla_core.nn.mlp import MLP
 
     before = _data_counts()
     assert not net_overlay.enabled()
@@ -60,7 +60,7 @@ def test_a_redraw_draws_the_cached_picture_and_rebuilds_only_when_the_network_ch
     import gpu
 
     from drla_ext.addon.ui import net_overlay
-    from drla_ext.drla_core.mlp import MLP
+    from drla_ext.drla_core.nn.mlp import MLP
 
     net = MLP(5, [(64, "relu"), (64, "tanh")], 3, rng=1)
     obs = np.linspace(-1, 1, 5).astype(np.float32)

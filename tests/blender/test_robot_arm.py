@@ -48,7 +48,7 @@ def test_targets_are_reachable_and_blender_ik_is_muted(ext):
 def runtime_and_solver(ext):
     runtime = SimpleNamespace(**{name: importlib.import_module(f"{ext.__name__}.addon.{name.replace('_', '.', 1)}")
                                  for name in ("scene_armature", "runs_ik_follow", "runs_bake")})
-    ik = importlib.import_module(f"{ext.__name__}.drla_core.agents.ik")
+    ik = importlib.import_module(f"{ext.__name__}.drla_core.rl.ik")
     bpy.ops.wm.open_mainfile(filepath=str(SCENE_DIR / "robot_arm.blend"))
     arm = runtime.scene_armature.arm_description(bpy.data.objects["Arm3"])
     solver = ik.IKSolver(arm, hidden=((64, "tanh"), (64, "tanh")), seed=0)

@@ -192,7 +192,7 @@ def test_one_copy_steps_as_the_single_scene_and_passes_the_check(empty_scene):
     vector contract."""
     from drla_ext.addon.scene.scene_vector_env import SceneVectorEnv
     from drla_ext.addon.scene.snapshot import restored_scene
-    from drla_ext.drla_core.vector_env import check_vector_env
+    from drla_ext.drla_core.base.vector_env import check_vector_env
 
     scene = empty_scene
     t = batch_tree(scene, copies=1)

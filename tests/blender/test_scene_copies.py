@@ -210,7 +210,7 @@ def test_scene_copies_pass_the_vector_env_check(empty_scene):
     from drla_ext.addon.scene.scene_vector_env import SceneVectorEnv
     from drla_ext.addon.scene.snapshot import restored_scene
     from drla_ext.addon.ui import examples
-    from drla_ext.drla_core.vector_env import check_vector_env
+    from drla_ext.drla_core.base.vector_env import check_vector_env
 
     from drla_ext.addon.tree import compiler
 
@@ -229,7 +229,7 @@ def test_a_team_scene_passes_the_parallel_env_check(empty_scene):
     from drla_ext.addon.scene.snapshot import restored_scene
     from drla_ext.addon.tree import compiler
     from drla_ext.addon.ui import examples
-    from drla_ext.drla_core.multi_agent import check_parallel_env
+    from drla_ext.drla_core.rl.multi_agent import check_parallel_env
 
     scene = empty_scene
     team = compiler.compile_tree(examples.build_chase_tree(scene), scene)

@@ -25,8 +25,8 @@ def reach_env(scene, **env_props):
 
 
 def test_check_env_transform_scene(empty_scene):
-    from drla_ext.drla_core.env import check_env
-    from drla_ext.drla_core.spaces import Box, Discrete
+    from drla_ext.drla_core.base.env import check_env
+    from drla_ext.drla_core.base.spaces import Box, Discrete
 
     env, _ = reach_env(empty_scene)
     check_env(env, steps=200)
@@ -114,7 +114,7 @@ def test_tank_scene_env(ext):
     from drla_ext.addon.runs import build
     from drla_ext.addon.tree import compiler
     from drla_ext.addon.ui import examples
-    from drla_ext.drla_core.env import check_env
+    from drla_ext.drla_core.base.env import check_env
 
     bpy.ops.wm.open_mainfile(filepath=str(TANK_BLEND))
     scene = bpy.context.scene
@@ -147,7 +147,7 @@ def test_tank_scene_env(ext):
 
 def test_short_dqn_run_beats_random(empty_scene):
     from drla_ext.addon.runs import build
-    from drla_ext.drla_core.train import evaluate
+    from drla_ext.drla_core.rl.train import evaluate
 
     env, compiled = reach_env(empty_scene)
     random_policy = np.random.default_rng(0)

@@ -313,7 +313,7 @@ def test_bone_rotation_actions_absolute_and_delta(empty_scene):
     node = t.bone_actions(armature=rig, bones="", mode='ABSOLUTE', max_angle=math.radians(60))
     assert node.summary() == "6 continuous values"
     env = t.env()
-    from drla_ext.drla_core.spaces import Box
+    from drla_ext.drla_core.base.spaces import Box
 
     assert env.action_space == Box(-1.0, 1.0, (6,))
     env.reset(seed=0)

@@ -57,7 +57,7 @@ def clean(data):
 def files(folder: Path) -> dict:
     """Every file under ``folder`` by name: JSON as data, a checkpoint as its meta and arrays (wall-clock figures
     aside); report pictures print the wall time and are left out."""
-    from drla_ext.drla_core.checkpoint import read_checkpoint
+    from drla_ext.drla_core.io.checkpoint import read_checkpoint
 
     out: dict = {}
     for path in sorted(folder.iterdir()):
@@ -115,7 +115,7 @@ def test_workers_checkpoint_and_resume(reach_blend, tmp_path):
     """``--workers 2 --checkpoint-interval 200`` writes the model at steps 200, 400 and 600 and the learner's
     full state, whatever the slice; ``--resume <out>_ckpt.npz`` (the README's next line) continues it, without
     workers or with them. (Which worker's chunk arrives first differs run to run: the names are compared.)"""
-    from drla_ext.drla_core.checkpoint import read_checkpoint
+    from drla_ext.drla_core.io.checkpoint import read_checkpoint
 
     for label, seconds in SLICES.items():
         folder = tmp_path / label.replace(" ", "_")
@@ -221,9 +221,9 @@ class _InProcessPool:
 
     def start(self, worker) -> str:
         from drla_ext.addon.runs.workers import Collector
-        from drla_ext.drla_core.agents.dqn import DQNAgent, DQNConfig
+        from drla_ext.drla_core.rl.dqn import DQNAgent, DQNConfig
         from drla_ext.drla_core.envs import make
-        from drla_ext.drla_core.vector_env import SyncVectorEnv
+        from drla_ext.drla_core.base.vector_env import SyncVectorEnv
 
         c = Collector.__new__(Collector)  # its scene part (opening a .blend) aside: the collecting is the same
         c.env = SyncVectorEnv([lambda: make("cartpole")] * self.copies)
@@ -260,7 +260,7 @@ def test_workers_run_weight_pushes_and_checkpoints_exactly(ext, tmp_path):
     row reaching each multiple of 250, its file holding the model of exactly that step) the same with one call
     for the whole run and with empty slices; the learner's state file loads into a new learner whole."""
     from drla_ext.addon.runs.workers import WorkersRun
-    from drla_ext.drla_core.agents.dqn import DQNAgent, DQNConfig
+    from drla_ext.drla_core.rl.dqn import DQNAgent, DQNConfig
     from drla_ext.drla_core.envs import make
 
     got = {}

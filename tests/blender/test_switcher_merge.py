@@ -14,9 +14,9 @@ bpy = pytest.importorskip("bpy")
 
 from test_snapshot import full_dump as fingerprint  # noqa: E402
 
-from drla_core.agents.dqn import DQNAgent, DQNConfig  # noqa: E402
-from drla_core.mlp import MLP  # noqa: E402
-from drla_core.model_io import Model, load_model, save_model  # noqa: E402
+from drla_core.rl.dqn import DQNAgent, DQNConfig  # noqa: E402
+from drla_core.nn.mlp import MLP  # noqa: E402
+from drla_core.io.model_io import Model, load_model, save_model  # noqa: E402
 
 TANK_BLEND = Path(__file__).resolve().parents[2] / "scenes" / "tank" / "tank.blend"
 RIGHT, WAIT = 0, 4  # the tank's actions: move_right ... wait ...
@@ -49,7 +49,7 @@ def always(action, spaces, path, n_in=None, meta=None):
     net.params[...] = 0.0
     net.biases[-1][action] = 1.0
     if n_in is not None:
-        from drla_core.spaces import Box
+        from drla_core.base.spaces import Box
         obs_space = Box(-np.inf, np.inf, (n_in,))
     save_model(path, Model(net, obs_space, act_space, meta=meta or {}))
     return str(path)

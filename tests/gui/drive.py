@@ -857,7 +857,7 @@ def stage_switcher_play():
     property 'expert'; Play in the sidebar runs it, and changing the property mid-play changes the expert."""
     sw = None
     try:
-        model_io = sys.modules[f"{ADDON}.drla_core.model_io"]
+        model_io = sys.modules[f"{ADDON}.drla_core.io.model_io"]
         model = mod("runs.model_store").load_stored_model(Ctx.tree)
         paths = [os.path.join(OUT, f"expert_{name}.json") for name in ("first", "second")]
         for path in paths:

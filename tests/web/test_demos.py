@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from drla import portable, web
-from drla_core.model_io import load_model
-from drla_core.png import read_png
+from drla_core.io.model_io import load_model
+from drla_core.io.png import read_png
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGES = ROOT / "docs" / "images"

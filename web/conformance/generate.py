@@ -27,11 +27,11 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
 from drla_core import kinematics as kin  # noqa: E402
-from drla_core.agents.ik import IKSolver  # noqa: E402
-from drla_core.graph_net import GraphNetwork  # noqa: E402
-from drla_core.mlp import ACTIVATIONS, MLP  # noqa: E402
-from drla_core.model_io import Model, load_model, model_to_dict  # noqa: E402
-from drla_core.spaces import Box, Discrete  # noqa: E402
+from drla_core.rl.ik import IKSolver  # noqa: E402
+from drla_core.nn.graph_net import GraphNetwork  # noqa: E402
+from drla_core.nn.mlp import ACTIVATIONS, MLP  # noqa: E402
+from drla_core.io.model_io import Model, load_model, model_to_dict  # noqa: E402
+from drla_core.base.spaces import Box, Discrete  # noqa: E402
 
 N_CASES = 64
 META = {"drla_version": "0.1.0", "created": "2026-01-01T00:00:00Z", "note": "DRLA conformance set"}

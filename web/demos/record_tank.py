@@ -24,7 +24,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
 from drla_core.envs.tank_grid import TANK_ACTIONS, TankGrid  # noqa: E402
-from drla_core.model_io import Model, load_model  # noqa: E402
+from drla_core.io.model_io import Model, load_model  # noqa: E402
 
 
 def record(model: Model, env: Any, seed: int, layout: dict[str, Any]) -> dict[str, Any]:

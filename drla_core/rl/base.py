@@ -1,6 +1,6 @@
 """The two surfaces every agent kind offers, so one panel, one CLI and one session run them all.
 
-``Agent`` is what ``drla_core.train.TrainingRun`` steps through an environment (act, observe);
+``Agent`` is what ``drla_core.rl.train.TrainingRun`` steps through an environment (act, observe);
 ``TrainingJob`` is what a session advances in time-boxed slices, whatever learns inside: a DQN's
 ``TrainingRun``, Learned IK's ``IKTrainingJob``, an evolving population next. Composition, not a
 base class: anything with these members is one.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from ..model_io import Model
+from ..io.model_io import Model
 
 
 @runtime_checkable

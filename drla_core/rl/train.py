@@ -25,12 +25,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .checkpoint import read_checkpoint, restore_run, save_checkpoint
-from .env import Env
-from .metrics import METRIC_WORDS, ONCE_PER_EPISODE, history_metric_text, metric_text, short_metric_text
-from .model_io import save_model
-from .plot import save_report
-from .vector_env import VectorEnv, real_next_obs, vector_info_values
+from ..io.checkpoint import read_checkpoint, restore_run, save_checkpoint
+from ..base.env import Env
+from ..base.metrics import METRIC_WORDS, ONCE_PER_EPISODE, history_metric_text, metric_text, short_metric_text
+from ..io.model_io import save_model
+from ..io.plot import save_report
+from ..base.vector_env import VectorEnv, real_next_obs, vector_info_values
 
 __all__ = ["Callback", "EvalResult", "History", "PrintProgress", "TrainingError", "TrainingRun", "VectorTrainingRun",
            "evaluate", "train",
@@ -398,7 +398,7 @@ class TrainingRun:
         self._episode_return, self._episode_length = 0.0, 0
         self._metric_sum, self._metric_count = 0.0, 0
 
-    # ---- checkpoints (drla_core.checkpoint) -------------------------------------------------------
+    # ---- checkpoints (drla_core.io.checkpoint) -------------------------------------------------------
 
     def save_checkpoint(self, path: Any, **kwargs: Any) -> Any:
         """Write the run's full state to ``path`` (``.npz``); see ``checkpoint.save_checkpoint`` for ``kwargs``."""

@@ -22,14 +22,14 @@ from typing import Any
 
 import numpy as np
 
-from .env import Env
+from ..base.env import Env
 from .evolution import EvolutionConfig, EvolutionJob, action_function
-from .files import atomic_write
-from .model_io import Model
-from .multi_agent import ParallelEnv
-from .plot import BLUE, GREEN, ORANGE, Panel, Series, render_panels
-from .png import write_png
-from .spaces import Space
+from ..base.files import atomic_write
+from ..io.model_io import Model
+from ..rl.multi_agent import ParallelEnv
+from ..io.plot import BLUE, GREEN, ORANGE, Panel, Series, render_panels
+from ..io.png import write_png
+from ..base.spaces import Space
 
 __all__ = ["OpponentEnv", "Opponent", "CoevolutionJob", "COEVOLUTION_FORMAT", "coevolution_panels"]
 

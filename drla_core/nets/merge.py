@@ -21,11 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from .env import Env
-from .lineage import ancestry_record, params_digest
-from .mlp import MLP, LayerSpec
-from .model_io import Model
-from .optim import Adam
+from ..base.env import Env
+from ..base.lineage import ancestry_record, params_digest
+from ..nn.mlp import MLP, LayerSpec
+from ..io.model_io import Model
+from ..nn.optim import Adam
 
 __all__ = ["MergeError", "check_average", "average", "record_states", "distill", "agreement", "greedy_actions"]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .files import atomic_write
+from ..base.files import atomic_write
 
 __all__ = ["encode_png", "write_png", "read_png"]
 

@@ -38,9 +38,9 @@ from typing import Any
 
 import numpy as np
 
-from . import __version__
-from .files import new_file_mode
-from .schedules import linear_schedule
+from .. import __version__
+from ..base.files import new_file_mode
+from ..base.schedules import linear_schedule
 
 __all__ = ["FORMAT", "VERSION", "MAX_BUFFER_BYTES", "Checkpoint", "CheckpointError", "save_checkpoint",
            "read_checkpoint", "read_latest", "previous_path", "restore_run", "checkpoint_state"]

@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from .mlp import MLP
-from .optim import Adam
-from .train import Callback
+from ..nn.mlp import MLP
+from ..nn.optim import Adam
+from ..rl.train import Callback
 
 __all__ = ["Remap", "widen", "deepen", "prune", "remap_adam", "grow_agent", "grow", "GrowthRule",
            "IDEMPOTENT", "param_layout"]

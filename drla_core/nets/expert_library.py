@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .experts import ExpertSwitcher, check_experts
-from .model_io import Model, ModelFormatError, load_model, parse_model_json
+from ..io.model_io import Model, ModelFormatError, load_model, parse_model_json
 
 __all__ = ["ExpertLibrary", "LibraryError", "INDEX"]
 

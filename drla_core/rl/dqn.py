@@ -17,14 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from ..lineage import ancestry_record, params_digest
-from ..losses import clip_grad_norm, huber, mse
-from ..mlp import MLP, LayerSpec, as_layer_specs
-from ..model_io import Model
-from ..optim import Adam
-from ..replay_buffer import ReplayBuffer
-from ..schedules import linear_schedule
-from ..spaces import Box, Discrete, Space
+from ..base.lineage import ancestry_record, params_digest
+from ..nn.losses import clip_grad_norm, huber, mse
+from ..nn.mlp import MLP, LayerSpec, as_layer_specs
+from ..io.model_io import Model
+from ..nn.optim import Adam
+from .replay_buffer import ReplayBuffer
+from ..base.schedules import linear_schedule
+from ..base.spaces import Box, Discrete, Space
 
 __all__ = ["DQNConfig", "DQNAgent"]
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .plot import _apply_activation, polyline
+from ..io.plot import _apply_activation, polyline
 
 __all__ = ["INFRARED", "COLD", "palette", "NetDrawing", "network_drawing", "strongest", "project", "render_png_array"]
 

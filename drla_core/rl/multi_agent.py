@@ -18,12 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from .env import EnvCheckError
-from .metrics import history_metric_text
-from .plot import Panel, line_panels, render_panels
-from .png import write_png
-from .model_io import Model, check_fits
-from .spaces import Box, Discrete, Space
+from ..base.env import EnvCheckError
+from ..base.metrics import history_metric_text
+from ..io.plot import Panel, line_panels, render_panels
+from ..io.png import write_png
+from ..io.model_io import Model, check_fits
+from ..base.spaces import Box, Discrete, Space
 from .train import EVAL_SEED_OFFSET, History, TrainingError
 
 __all__ = ["ParallelEnv", "check_parallel_env", "MultiAgentRun", "MODES"]

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from .graph_net import GraphNetwork, graph_levels
-from .mlp import ACTIVATIONS, _activate
+from ..nn.graph_net import GraphNetwork, graph_levels
+from ..nn.mlp import ACTIVATIONS, _activate
 
 __all__ = ["NEATConfig", "Genome", "InnovationTracker", "NEAT", "compatibility_distance", "crossover"]
 

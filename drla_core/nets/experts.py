@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from .agents.dqn import DQNAgent, DQNConfig
-from .env import Env
-from .mlp import LayerSpec
-from .model_io import Model
-from .spaces import Discrete
-from .train import TrainingRun
+from ..rl.dqn import DQNAgent, DQNConfig
+from ..base.env import Env
+from ..nn.mlp import LayerSpec
+from ..io.model_io import Model
+from ..base.spaces import Discrete
+from ..rl.train import TrainingRun
 
 __all__ = ["ExpertError", "check_experts", "ThresholdRule", "ExpertSwitcher", "SelectorEnv", "train_selector"]
 

@@ -3,7 +3,7 @@
 A model file holds one network (its architecture and every weight), the spaces it was trained
 on (with action names), an optional input normalisation, and free-form metadata. Nothing in it is
 executable: no pickle, no code, no class names. The format is documented in
-``docs/model-format.md`` and described by the JSON Schema ``drla_core/model_schema.json``.
+``docs/model-format.md`` and described by the JSON Schema ``drla_core/io/model_schema.json``.
 
 Loading checks everything before building anything: sizes are capped, the architecture is
 checked before any array is made, every parameter's shape is compared with the architecture,
@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from . import __version__
-from .files import atomic_write
-from .graph_net import GraphError, GraphNetwork, check_graph, is_graph_architecture
-from .mlp import ACTIVATIONS, MLP
-from .spaces import Box, Discrete, Space, space_from_dict
+from .. import __version__
+from ..base.files import atomic_write
+from ..nn.graph_net import GraphError, GraphNetwork, check_graph, is_graph_architecture
+from ..nn.mlp import ACTIVATIONS, MLP
+from ..base.spaces import Box, Discrete, Space, space_from_dict
 
 __all__ = [
     "FORMAT", "VERSION", "KINDS", "REQUIRED_KEYS", "OPTIONAL_KEYS", "ARCHITECTURE_KEYS", "META_REQUIRED_KEYS",

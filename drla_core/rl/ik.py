@@ -36,13 +36,13 @@ from typing import Any
 import numpy as np
 
 from .. import kinematics as kin
-from .. import plot
-from ..png import write_png
-from ..mlp import MLP
-from ..model_io import Model, load_model, save_model
-from ..optim import Adam
-from ..schedules import linear_schedule
-from ..spaces import Box
+from ..io import plot
+from ..io.png import write_png
+from ..nn.mlp import MLP
+from ..io.model_io import Model, load_model, save_model
+from ..nn.optim import Adam
+from ..base.schedules import linear_schedule
+from ..base.spaces import Box
 
 __all__ = ["IKSolver", "IKTrainResult", "distance_reward"]
 
