@@ -1,22 +1,5 @@
-"""Armature kinematics in numpy: arm description, batched FK, Jacobian, DLS and FABRIK.
-
-The forward kinematics reproduces Blender's pose evaluation for a chain of bones whose
-poses are rotations only (``rotation_quaternion``; the default inherit-rotation, no scale)::
-
-    pose_0 = rest_local_0 @ R_0
-    pose_i = pose_{i-1} @ rest_local_i @ R_i          rest_local_i = parent.matrix_local^-1 @ bone.matrix_local
-    tip    = pose_last @ (0, length_last, 0, 1)       (armature space; world = base @ armature)
-
-(see blender-notes §6; ``tests/blender/test_fk_blender.py`` checks it to 1e-5 against bpy).
-Each bone carries zero or more rotational degrees of freedom ("DOFs"): a rotation about one
-of its local axes X, Y or Z within ``[lower, upper]``; a bone's DOFs compose in X, Y, Z
-order, ``R_i = R_x(a) @ R_y(b) @ R_z(c)``. In Blender this is what the IK settings of a pose
-bone say (``lock_ik_*`` for the axes without a DOF, ``use_ik_limit_*``/``ik_min_*``/
-``ik_max_*`` for the limits), so one armature is the single source of truth for both.
-
-Everything is batched: ``angles`` is ``(N, D)`` (D = number of DOFs) and every function
-returns arrays with a leading ``N``. Computations run in float64 (sub-millimetre IK needs it).
-"""
+"""The arm and its batched forward kinematics: bones (``BoneSpec``: rest frame, length, rotational DOFs and
+their limits), ``ArmDescription``, and tips, frames, the Jacobian and bone quaternions for ``(N, D)`` angles."""
 
 from __future__ import annotations
 
@@ -27,20 +10,6 @@ from typing import Any, Literal, overload
 
 import numpy as np
 
-__all__ = [
-    "AXES",
-    "ArmDescription",
-    "BoneSpec",
-    "angles_to_quaternions",
-    "arm3",
-    "arm6",
-    "bone_matrix",
-    "dls_solve",
-    "fabrik_solve",
-    "fk_jacobian",
-    "forward_kinematics",
-    "joint_positions",
-]
 
 AXES = ("X", "Y", "Z")
 
@@ -266,60 +235,6 @@ class ArmDescription:
                    np.array(dof_axis), np.array(lower), np.array(upper), np.eye(4) if base is None else base)
 
 
-# ---- example arms ------------------------------------------------------------------------
-def _deg(a: float) -> float:
-    return math.radians(a)
-
-
-def arm6_specs() -> list[BoneSpec]:
-    """A 6-joint industrial-style arm, 1.0 m from base to flange, standing on +Z.
-
-    Base yaw, shoulder pitch, elbow pitch, wrist roll, wrist pitch, flange roll (roll = about
-    the bone's own Y axis; pitch = about the bone's local X).
-    """
-    z = np.cumsum([0.0, 0.15, 0.40, 0.30, 0.05, 0.07, 0.03])
-    dofs = [
-        [("Y", _deg(-170), _deg(170))],
-        [("X", _deg(-100), _deg(100))],
-        [("X", _deg(-140), _deg(140))],
-        [("Y", _deg(-170), _deg(170))],
-        [("X", _deg(-120), _deg(120))],
-        [("Y", _deg(-170), _deg(170))],
-    ]
-    names = ["Base", "Shoulder", "Elbow", "WristRoll", "WristPitch", "Flange"]
-    return [BoneSpec(n, (0.0, 0.0, z[i]), (0.0, 0.0, z[i + 1]), 0.0, d) for i, (n, d) in enumerate(zip(names, dofs))]
-
-
-def arm3_specs() -> list[BoneSpec]:
-    """A simple 3-bone arm, 1.0 m long: base yaw, shoulder pitch, elbow pitch."""
-    z = np.cumsum([0.0, 0.20, 0.45, 0.35])
-    dofs = [
-        [("Y", _deg(-170), _deg(170))],
-        [("X", _deg(-110), _deg(110))],
-        [("X", _deg(-150), _deg(150))],
-    ]
-    names = ["Base", "Upper", "Fore"]
-    return [BoneSpec(n, (0.0, 0.0, z[i]), (0.0, 0.0, z[i + 1]), 0.0, d) for i, (n, d) in enumerate(zip(names, dofs))]
-
-
-ARM6_BASE = np.eye(4)
-ARM3_BASE = np.array(
-    [
-        [math.cos(_deg(30)), -math.sin(_deg(30)), 0.0, 2.0],
-        [math.sin(_deg(30)), math.cos(_deg(30)), 0.0, 0.0],
-        [0.0, 0.0, 1.0, 0.0],
-        [0.0, 0.0, 0.0, 1.0],
-    ]
-)
-
-
-def arm6() -> ArmDescription:
-    return ArmDescription.from_bone_specs("Arm6", arm6_specs(), ARM6_BASE)
-
-
-def arm3() -> ArmDescription:
-    return ArmDescription.from_bone_specs("Arm3", arm3_specs(), ARM3_BASE)
-
 
 # ---- forward kinematics --------------------------------------------------------------------
 @dataclass
@@ -422,81 +337,6 @@ def _fk_t(arm: ArmDescription, ang: np.ndarray, jacobian: bool) -> tuple[np.ndar
     jac[:, 3:] = jac[:, :2]
     return tip, jac
 
-
-def _dls_delta5(jac: np.ndarray, err: np.ndarray, lam2: np.ndarray) -> np.ndarray:
-    """``Jᵀ (J Jᵀ + λ² I)⁻¹ e`` with row-padded ``jac`` (D, 5, M), ``err`` (5, M), ``lam2`` (M,) -> (D, M).
-
-    The symmetric 3x3 normal matrix is solved per column by cofactors, on stacked rows."""
-    m = err.shape[1]
-    dtype = err.dtype
-    j3 = jac[:, :3]
-    dg = np.empty((5, m), dtype)  # diagonal, padded: (m00, m11, m22, m00, m11)
-    of = np.empty((5, m), dtype)  # off-diagonal, padded: (m01, m12, m20, m01, m12)
-    np.einsum("dim,dim->im", j3, j3, out=dg[:3])
-    np.einsum("dim,dim->im", j3, jac[:, 1:4], out=of[:3])
-    dg[:3] += lam2
-    dg[3:] = dg[:2]
-    of[3:] = of[:2]
-    cd = dg[1:4] * dg[2:5]  # diagonal cofactors
-    cd -= of[1:4] * of[1:4]
-    co = np.empty((5, m), dtype)  # off-diagonal cofactors (c01, c12, c20), padded
-    np.multiply(of[2:5], of[1:4], out=co[:3])
-    co[:3] -= of[:3] * dg[2:5]
-    co[3:] = co[:2]
-    det = dg[0] * cd[0]
-    det += of[0] * co[0]
-    det += of[2] * co[2]
-    # SPD, so det > 0 in exact arithmetic; float32 can round it to 0 when every joint is frozen
-    np.maximum(det, np.finfo(dtype).tiny, out=det)
-    x = cd * err[:3]
-    x += co[:3] * err[1:4]
-    x += co[2:5] * err[2:5]
-    x /= det
-    return np.einsum("dim,im->dm", j3, x)
-
-
-def _limits(arm: ArmDescription, dtype) -> tuple[np.ndarray, np.ndarray]:
-    cache = arm.__dict__.setdefault("_limit_cache", {})
-    key = np.dtype(dtype).char
-    if key not in cache:  # rounded inward, so that clipped float32 angles are within the float64 limits
-        lo, hi = arm.lower.astype(dtype), arm.upper.astype(dtype)
-        lo = np.where(lo < arm.lower, np.nextafter(lo, lo.dtype.type(np.inf)), lo)
-        hi = np.where(hi > arm.upper, np.nextafter(hi, hi.dtype.type(-np.inf)), hi)
-        cache[key] = (lo[:, None], hi[:, None])
-    return cache[key]
-
-
-def _dls_update(arm: ArmDescription, ang: np.ndarray, err: np.ndarray, dist: np.ndarray, jac: np.ndarray,
-                damping: float = 0.02, max_step: float = 0.2) -> np.ndarray:
-    """One clamped, damped least-squares step on transposed data: ``ang`` (D, M), ``err`` (5, M) target
-    minus tip (modified in place), ``dist`` (M,) its norm, ``jac`` (D, 5, M) -> new angles (D, M)."""
-    reach = arm.reach
-    lim = max_step * reach
-    if dist.size and dist.max() > lim:
-        err *= np.minimum(1.0, lim / np.maximum(dist, 1e-30))
-    lam2 = np.minimum(dist * (10.0 * damping), damping * reach)
-    lam2 *= lam2
-    lam2 += 1e-12
-    lo, hi = _limits(arm, ang.dtype)
-    # joints at a limit that the descent direction (Jᵀe) pushes further out are frozen (their
-    # Jacobian column zeroed), so the other joints compensate instead of the clip eating the step
-    at_lo, at_hi = ang <= lo, ang >= hi
-    blocked = None
-    if at_lo.any() or at_hi.any():
-        grad = np.einsum("dim,im->dm", jac[:, :3], err[:3])
-        blocked = at_lo & (grad < 0)
-        blocked |= at_hi & (grad > 0)
-    if blocked is not None and blocked.any():
-        free = ~blocked
-        free = free.astype(ang.dtype)
-        new = _dls_delta5(jac * free[:, None, :], err, lam2)
-        new *= free
-    else:
-        new = _dls_delta5(jac, err, lam2)
-    new += ang
-    np.maximum(new, lo, out=new)
-    np.minimum(new, hi, out=new)
-    return new
 
 
 def _tip_error(tip: np.ndarray, goal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -640,80 +480,3 @@ def _quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     )
 
 
-# ---- solvers -------------------------------------------------------------------------------
-def dls_step(
-    arm: ArmDescription, angles: np.ndarray, targets: np.ndarray, damping: float = 0.02, max_step: float = 0.2
-) -> tuple[np.ndarray, np.ndarray]:
-    """One damped-least-squares (Levenberg-Marquardt) step; returns ``(new_angles, error_before (N,))``.
-
-    ``dθ = Jᵀ (J Jᵀ + λ² I)⁻¹ e`` with the error ``e`` clamped to ``max_step × reach`` (Buss'
-    clamped DLS) and ``λ = damping × reach × min(1, |e| / (0.1 reach))`` so that near the
-    solution the step becomes Gauss-Newton (quadratic convergence). The normal equations are
-    3x3 (position targets), solved per target by cofactors. Joints sitting at a limit that the
-    descent direction ``Jᵀe`` pushes further out are frozen (left out of the solve), so the
-    others compensate; angles are clipped to the limits afterwards. ``angles``
-    ``(N, D)`` float64, or float32 for a faster, float32-precise step.
-    """
-    single, angles = _as_batch(arm, angles)
-    ang_t = angles.T
-    tip, jac = _fk_t(arm, ang_t, True)
-    goal = np.asarray(targets, dtype=ang_t.dtype).reshape(-1, 3).T[_ROW5]
-    err, dist = _tip_error(tip, goal)
-    new = _dls_update(arm, ang_t, err, dist, jac, damping, max_step).T
-    return (new[0], dist[0]) if single else (new, dist)
-
-
-def dls_solve(
-    arm: ArmDescription,
-    targets: np.ndarray,
-    init: np.ndarray | None = None,
-    iters: int = 50,
-    tol: float = 1e-5,
-    damping: float = 0.02,
-    max_step: float = 0.2,
-) -> np.ndarray:
-    """Batched damped-least-squares IK for positions (armature space): ``(N, 3) -> (N, D)``.
-
-    Starts from ``init`` (default: the middle of every joint range) and stops early once every
-    target is within ``tol``; targets already converged keep being updated (cheaper than masking
-    for the batch sizes we use, and harmless: a converged step is tiny).
-    """
-    targets = np.asarray(targets, dtype=np.float64).reshape(-1, 3)
-    n = targets.shape[0]
-    angles = np.broadcast_to(arm.mid, (n, arm.n_dofs)).copy() if init is None else np.array(init, np.float64)
-    for _ in range(iters):
-        new, dist = dls_step(arm, angles, targets, damping, max_step)
-        if dist.max() < tol:
-            break
-        angles = new
-    return angles
-
-
-def fabrik_solve(
-    arm: ArmDescription, targets: np.ndarray, init: np.ndarray | None = None, iters: int = 20, tol: float = 1e-5
-) -> np.ndarray:
-    """Batched FABRIK (Aristidou & Lasenby 2011) on the joint positions; returns ``(N, B+1, 3)`` points.
-
-    Plain FABRIK: ball joints, no hinge axes, no limits (the reason learned IK or DLS is used
-    for the real arm); the root head stays fixed. The tip is ``points[:, -1]``. Comparison only.
-    """
-    targets = np.asarray(targets, dtype=np.float64).reshape(-1, 3)
-    n = targets.shape[0]
-    angles = np.broadcast_to(arm.mid, (n, arm.n_dofs)) if init is None else init
-    pts, _ = joint_positions(arm, angles)
-    pts = pts.copy()
-    seg = arm.lengths
-    root = pts[:, 0].copy()
-    m = pts.shape[1]
-    for _ in range(iters):
-        if np.max(np.linalg.norm(pts[:, -1] - targets, axis=1)) < tol:
-            break
-        pts[:, -1] = targets
-        for i in range(m - 2, -1, -1):
-            d = pts[:, i] - pts[:, i + 1]
-            pts[:, i] = pts[:, i + 1] + d * (seg[i] / np.maximum(np.linalg.norm(d, axis=1), 1e-12))[:, None]
-        pts[:, 0] = root
-        for i in range(m - 1):
-            d = pts[:, i + 1] - pts[:, i]
-            pts[:, i + 1] = pts[:, i] + d * (seg[i] / np.maximum(np.linalg.norm(d, axis=1), 1e-12))[:, None]
-    return pts
