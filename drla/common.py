@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from drla_core.rl.dqn import DQNConfig
-from drla_core.io.checkpoint import Checkpoint, CheckpointError, read_latest
+from drla_core.rl.checkpoint import Checkpoint, CheckpointError, read_latest
 from drla_core.evolve.evolution import read_evolution_checkpoint
 from drla_core.nn.mlp import ACTIVATIONS
 from drla_core.io.model_io import Model, ModelFormatError, load_model, save_model

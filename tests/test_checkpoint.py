@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from drla_core.rl.dqn import DQNAgent, DQNConfig
-from drla_core.io.checkpoint import CheckpointError, previous_path, read_checkpoint, read_latest
+from drla_core.rl.checkpoint import CheckpointError, previous_path, read_checkpoint, read_latest
 from drla_core.base.env import Env
 from drla_core.envs import make
 from drla_core.io.model_io import load_model

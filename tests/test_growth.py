@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from drla_core.rl.dqn import DQNAgent, DQNConfig
-from drla_core.io.checkpoint import read_checkpoint, restore_run, save_checkpoint
+from drla_core.rl.checkpoint import read_checkpoint, save_checkpoint
+from drla_core.rl.restore import restore_run
 from drla_core.envs.cartpole import CartPole
 from drla_core.nets.growth import GrowthRule, deepen, grow, grow_agent, prune, remap_adam, unit_strength, widen
 from drla_core.nn.mlp import MLP

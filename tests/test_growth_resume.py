@@ -2,7 +2,7 @@
 (without ``--grow`` given again), and the grown network resumes at its size."""
 
 from drla.cli import main
-from drla_core.io.checkpoint import read_checkpoint
+from drla_core.rl.checkpoint import read_checkpoint
 from drla_core.io.model_io import load_model
 
 

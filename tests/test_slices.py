@@ -40,7 +40,7 @@ from drla.progress import ProgressBar
 from drla_core import kinematics as kin
 from drla_core.rl.dqn import DQNAgent, DQNConfig
 from drla_core.rl.ik import IKSolver, IKTrainingJob
-from drla_core.io.checkpoint import read_checkpoint
+from drla_core.rl.checkpoint import read_checkpoint
 from drla_core.envs import make
 from drla_core.envs.chase import ChaseEnv
 from drla_core.nets.growth import GrowthRule

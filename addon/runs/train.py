@@ -14,7 +14,7 @@ import os
 import time
 from typing import Any
 
-from ...drla_core.io.checkpoint import read_checkpoint
+from ...drla_core.rl.checkpoint import read_checkpoint
 from ...drla_core.evolve.evolution import read_evolution_checkpoint
 from ...drla_core.nets.growth import grow as grow_network
 from ...drla_core.rl.train import TrainingRun

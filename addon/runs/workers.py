@@ -28,7 +28,8 @@ from typing import Any
 import bpy
 import numpy as np
 
-from ...drla_core.io.checkpoint import read_checkpoint, restore_run, save_checkpoint
+from ...drla_core.rl.checkpoint import read_checkpoint, save_checkpoint
+from ...drla_core.rl.restore import restore_run
 from ...drla_core.io.plot import save_report
 from ...drla_core.rl.train import History, history_metric_text
 from ...drla_core.base.vector_env import real_next_obs, vector_info_values
@@ -255,7 +256,7 @@ class WorkersRun:
 
     Every ``checkpoint_interval`` steps (0: never) ``save_fn(run, checkpoint_path with {step})`` runs, at the
     first row of experience that reaches the multiple, however the chunks and the slices fall. The learner's
-    state is a ``drla_core.io.checkpoint`` of one environment (``save_checkpoint``; ``env`` is this process's view of
+    state is a ``drla_core.rl.checkpoint`` of one environment (``save_checkpoint``; ``env`` is this process's view of
     the scene, never stepped): ``--resume`` continues it with workers or without.
     """
 
@@ -374,7 +375,7 @@ class WorkersRun:
             self._next_checkpoint += self.checkpoint_interval
         self.save_fn(self, str(self.checkpoint_path).replace("{step}", str(self.steps)))
 
-    # ---- checkpoints (drla_core.io.checkpoint: the learner as a run of one environment) ------------------------
+    # ---- checkpoints (drla_core.rl.checkpoint: the learner as a run of one environment) ------------------------
     def save_checkpoint(self, path: Any, **kwargs: Any) -> Any:
         """The learner's full state (networks, optimiser, replay memory, schedules, curves) to ``path`` (.npz)."""
         return save_checkpoint(path, self, **kwargs)

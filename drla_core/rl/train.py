@@ -25,7 +25,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..io.checkpoint import read_checkpoint, restore_run, save_checkpoint
+from .checkpoint import read_checkpoint, save_checkpoint
+from .restore import restore_run
 from ..base.env import Env
 from ..base.metrics import METRIC_WORDS, ONCE_PER_EPISODE, history_metric_text, metric_text, short_metric_text
 from ..io.model_io import save_model
@@ -398,7 +399,7 @@ class TrainingRun:
         self._episode_return, self._episode_length = 0.0, 0
         self._metric_sum, self._metric_count = 0.0, 0
 
-    # ---- checkpoints (drla_core.io.checkpoint) -------------------------------------------------------
+    # ---- checkpoints (drla_core.rl.checkpoint) -------------------------------------------------------
 
     def save_checkpoint(self, path: Any, **kwargs: Any) -> Any:
         """Write the run's full state to ``path`` (``.npz``); see ``checkpoint.save_checkpoint`` for ``kwargs``."""

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from drla_core.io.checkpoint import read_checkpoint
+from drla_core.rl.checkpoint import read_checkpoint
 from drla_core.io.model_io import load_model
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -181,7 +181,7 @@ def test_demo_hint_is_a_command_that_works(tmp_path):
 def test_a_scene_run_resumes_from_its_checkpoint_at_its_step_count_and_curve(reach_blend, tmp_path):
     """A scene is not restorable mid-episode: the resumed run starts a fresh episode at the checkpoint's step
     count, with the agent, its memory and the curve carried on; the IK tree's kind is refused."""
-    from drla_core.io.checkpoint import read_checkpoint
+    from drla_core.rl.checkpoint import read_checkpoint
 
     before = reach_blend.read_bytes()
     model = tmp_path / "reach.json"
@@ -216,7 +216,7 @@ def test_a_scene_run_resumes_from_its_checkpoint_at_its_step_count_and_curve(rea
 
 
 def test_a_scene_run_with_copies_resumes_with_as_many_copies(reach_blend, tmp_path):
-    from drla_core.io.checkpoint import read_checkpoint
+    from drla_core.rl.checkpoint import read_checkpoint
 
     model = tmp_path / "reach.json"
     out = run_cli("train", reach_blend, "--steps", "200", "--copies", "2", "--checkpoint-interval", "100",

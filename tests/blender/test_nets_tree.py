@@ -115,7 +115,7 @@ def test_grow_button_is_greyed_out_with_the_reason_when_nothing_trains(tank):
 
 
 def test_a_grown_run_stopped_resumes_from_its_training_state_with_the_rule_counters(tank):
-    from drla_core.io.checkpoint import read_checkpoint
+    from drla_core.rl.checkpoint import read_checkpoint
     from drla_ext.addon.runs import sessions
     from drla_ext.addon.runs.train import TrainSession
 

@@ -57,7 +57,7 @@ def clean(data):
 def files(folder: Path) -> dict:
     """Every file under ``folder`` by name: JSON as data, a checkpoint as its meta and arrays (wall-clock figures
     aside); report pictures print the wall time and are left out."""
-    from drla_ext.drla_core.io.checkpoint import read_checkpoint
+    from drla_ext.drla_core.rl.checkpoint import read_checkpoint
 
     out: dict = {}
     for path in sorted(folder.iterdir()):
@@ -115,7 +115,7 @@ def test_workers_checkpoint_and_resume(reach_blend, tmp_path):
     """``--workers 2 --checkpoint-interval 200`` writes the model at steps 200, 400 and 600 and the learner's
     full state, whatever the slice; ``--resume <out>_ckpt.npz`` (the README's next line) continues it, without
     workers or with them. (Which worker's chunk arrives first differs run to run: the names are compared.)"""
-    from drla_ext.drla_core.io.checkpoint import read_checkpoint
+    from drla_ext.drla_core.rl.checkpoint import read_checkpoint
 
     for label, seconds in SLICES.items():
         folder = tmp_path / label.replace(" ", "_")
