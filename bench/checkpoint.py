@@ -1,7 +1,7 @@
 """Benchmark: how long a full training checkpoint of the tank agent takes to write, and how big it is.
 
 Opens ``scenes/tank/tank.blend`` (tree "Tank", headless bpy), builds its DQN run as the CLI does and
-trains ``--steps`` steps, then writes ``drla_core.io.checkpoint`` files (``TrainingRun.save_checkpoint``)
+trains ``--steps`` steps, then writes ``drla_core.rl.checkpoint`` files (``TrainingRun.save_checkpoint``)
 ``--repeats`` times each: without the replay buffer, with the buffer as it is after those steps, and
 with the buffer full (its capacity, what a long run writes). Also times reading one back
 (``read_checkpoint``, every CRC checked). Target (issue 13): a checkpoint without the buffer writes
@@ -41,7 +41,7 @@ def timed_ms(fn, repeats: int) -> float:
 
 def measure(run, path: Path, name: str, with_buffer: bool, repeats: int, result: dict) -> None:
     """Median write and read times of ``run``'s checkpoint at ``path``, and its size, into ``result``."""
-    from drla_core.io.checkpoint import read_checkpoint
+    from drla_core.rl.checkpoint import read_checkpoint
 
     result["checkpoint_write_ms"][name] = timed_ms(lambda: run.save_checkpoint(path, replay_buffer=with_buffer),
                                                    repeats)

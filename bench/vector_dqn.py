@@ -34,7 +34,8 @@ import numpy as np  # noqa: E402
 
 from drla_core.rl.dqn import DQNAgent, DQNConfig  # noqa: E402
 from drla_core.envs.cartpole import CartPole  # noqa: E402
-from drla_core.rl.train import Callback, TrainingRun, VectorTrainingRun  # noqa: E402
+from drla_core.rl.train import Callback, TrainingRun  # noqa: E402
+from drla_core.rl.vector_train import VectorTrainingRun
 from drla_core.base.vector_env import SyncVectorEnv  # noqa: E402
 
 SOLVED = 475.0

@@ -35,7 +35,8 @@ from typing import Any
 from drla_core.rl.dqn import DQNAgent, DQNConfig
 from drla_core.envs import ENV_NAMES, PARALLEL_ENV_NAMES, make
 from drla_core.nn.mlp import ACTIVATIONS
-from drla_core.rl.train import TrainingRun, VectorTrainingRun, evaluate, metric_text
+from drla_core.rl.train import TrainingRun, evaluate, metric_text
+from drla_core.rl.vector_train import VectorTrainingRun
 from drla_core.base.vector_env import SyncVectorEnv
 
 from . import netcli, pure_jobs, scene, train_flags

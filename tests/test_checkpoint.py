@@ -20,7 +20,8 @@ from drla_core.base.env import Env
 from drla_core.envs import make
 from drla_core.io.model_io import load_model
 from drla_core.base.spaces import Box, Discrete
-from drla_core.rl.train import TrainingRun, VectorTrainingRun
+from drla_core.rl.train import TrainingRun
+from drla_core.rl.vector_train import VectorTrainingRun
 from drla_core.base.vector_env import SyncVectorEnv
 
 ROOT = Path(__file__).resolve().parents[1]

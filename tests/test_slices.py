@@ -39,13 +39,15 @@ from drla.dashboards import MetricsWriter
 from drla.progress import ProgressBar
 from drla_core import kinematics as kin
 from drla_core.rl.dqn import DQNAgent, DQNConfig
-from drla_core.rl.ik import IKSolver, IKTrainingJob
+from drla_core.rl.ik import IKSolver
+from drla_core.rl.ik_job import IKTrainingJob
 from drla_core.rl.checkpoint import read_checkpoint
 from drla_core.envs import make
 from drla_core.envs.chase import ChaseEnv
 from drla_core.nets.growth import GrowthRule
 from drla_core.rl.multi_agent import MultiAgentRun
-from drla_core.rl.train import PrintProgress, TrainingRun, VectorTrainingRun
+from drla_core.rl.train import PrintProgress, TrainingRun
+from drla_core.rl.vector_train import VectorTrainingRun
 from drla_core.base.vector_env import SyncVectorEnv
 
 HUGE = 3600.0  # one call does the whole run

@@ -15,7 +15,8 @@ from drla_core.envs.identity import IdentityEnv
 from drla_core.nn.mlp import LayerSpec
 from drla_core.rl.replay_buffer import ReplayBuffer
 from drla_core.base.spaces import Box, Discrete, MultiDiscrete
-from drla_core.rl.train import Callback, TrainingRun, VectorTrainingRun
+from drla_core.rl.train import Callback, TrainingRun
+from drla_core.rl.vector_train import VectorTrainingRun
 from drla_core.base.vector_env import (
     SyncVectorEnv,
     VectorEnv,

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from ...drla_core.rl import train
+from ...drla_core.rl import train, vector_train
 from ...drla_core.rl import dqn
-from ...drla_core.rl.ik import IKTrainingJob
+from ...drla_core.rl.ik_job import IKTrainingJob
 from ...drla_core.evolve.coevolution import CoevolutionJob
 from ...drla_core.evolve.evolution import EvolutionConfig, EvolutionJob, GAConfig, NoveltyConfig
 from ...drla_core.nets.growth import GrowthRule
@@ -144,7 +144,7 @@ def build_run(compiled: CompiledTree, env, agent, total_steps: int | None = None
         eval_env = getattr(env, "eval_env", None)
         if eval_env is None:
             kw["eval_interval"] = 0
-        return train.VectorTrainingRun(env, agent, steps, eval_env=eval_env, **kw)
+        return vector_train.VectorTrainingRun(env, agent, steps, eval_env=eval_env, **kw)
     return train.TrainingRun(env, agent, steps, **kw)
 
 

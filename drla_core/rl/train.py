@@ -20,160 +20,29 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from .checkpoint import read_checkpoint, save_checkpoint
+from .history import (
+    EVAL_SEED_OFFSET,
+    Callback,
+    EvalResult,
+    History,
+    PrintProgress,
+    TrainingError,
+    evaluate,
+)
 from .restore import restore_run
 from ..base.env import Env
 from ..base.metrics import METRIC_WORDS, ONCE_PER_EPISODE, history_metric_text, metric_text, short_metric_text
 from ..io.model_io import save_model
 from ..io.plot import save_report
-from ..base.vector_env import VectorEnv, real_next_obs, vector_info_values
 
-__all__ = ["Callback", "EvalResult", "History", "PrintProgress", "TrainingError", "TrainingRun", "VectorTrainingRun",
+__all__ = ["Callback", "EvalResult", "History", "PrintProgress", "TrainingError", "TrainingRun", "EVAL_SEED_OFFSET",
            "evaluate", "train",
            "metric_text", "short_metric_text", "history_metric_text", "METRIC_WORDS", "ONCE_PER_EPISODE"]
-
-EVAL_SEED_OFFSET = 10_000  # evaluation episodes use seed + this, so they never replay training episodes
-
-
-class EvalResult(NamedTuple):
-    """Greedy evaluation: mean return, each episode's return, and the task metric (None if the env has none).
-
-    ``metric`` is a rate (``metric_sum / metric_count``: for the tank, hits per shot); ``metric_sum`` and
-    ``metric_count`` are the counts behind it (hits and shots over all the episodes), so that a rate
-    over one shot is never mistaken for one over hundreds.
-    """
-
-    mean_return: float
-    returns: list[float]
-    metric: float | None
-    metric_sum: float = 0.0
-    metric_count: int = 0
-
-
-def evaluate(env: Env, policy: Callable[[Any], Any] | Any, episodes: int = 10, seed: int | None = 0,
-             max_steps_per_episode: int = 1_000_000) -> EvalResult:
-    """Run ``episodes`` episodes with ``policy`` (a callable obs -> action, or an object with ``predict``).
-
-    The first reset uses ``seed`` and later ones continue the env's generator, so one seed fixes
-    the whole evaluation. The metric is the mean of ``info[env.task_metric]`` over the steps that report it.
-    """
-    act = policy.predict if hasattr(policy, "predict") else policy
-    key = env.task_metric
-    returns: list[float] = []
-    metric_sum, metric_count = 0.0, 0
-    for episode in range(episodes):
-        obs, _ = env.reset(seed=seed if episode == 0 else None)
-        total = 0.0
-        for _ in range(max_steps_per_episode):
-            obs, reward, terminated, truncated, info = env.step(act(obs))
-            total += float(reward)
-            if key is not None and key in info:
-                metric_sum += float(info[key])
-                metric_count += 1
-            if terminated or truncated:
-                break
-        returns.append(total)
-    metric = metric_sum / metric_count if metric_count else None
-    return EvalResult(float(np.mean(returns)) if returns else 0.0, returns, metric, metric_sum, metric_count)
-
-
-@dataclass
-class History:
-    """What a run recorded; plain lists so it converts to JSON (``to_dict``) and plots directly."""
-
-    episode_returns: list[float] = field(default_factory=list)
-    episode_lengths: list[int] = field(default_factory=list)
-    episode_end_steps: list[int] = field(default_factory=list)
-    """Global step at which each episode ended."""
-    epsilons: list[float] = field(default_factory=list)
-    """Exploration rate at the end of each episode (when the agent has ``epsilon``)."""
-    losses: list[float] = field(default_factory=list)
-    """Mean loss of each training phase the agent reported."""
-    loss_steps: list[int] = field(default_factory=list)
-    evals: list[tuple[int, float, float | None]] = field(default_factory=list)
-    """(step, mean greedy return, task metric or None) per evaluation."""
-    eval_train_seconds: list[float] = field(default_factory=list)
-    """Training wall time (evaluation excluded) when each evaluation ran."""
-    eval_train_cpu_seconds: list[float] = field(default_factory=list)
-    """Training CPU time of this process (evaluation excluded) when each evaluation ran."""
-    task_metric: str | None = None
-    """Name of the env's task metric (``info`` key), if it has one."""
-    episode_metrics: list[float | None] = field(default_factory=list)
-    """Per episode: mean of ``info[task_metric]`` over the steps that report it (None if none did)."""
-    episode_metric_sums: list[float] = field(default_factory=list)
-    """Per episode: sum of ``info[task_metric]`` (the tank's hits)."""
-    episode_metric_counts: list[int] = field(default_factory=list)
-    """Per episode: how many steps reported ``info[task_metric]`` (the tank's shots)."""
-    eval_metric_totals: list[tuple[int, float, int, int]] = field(default_factory=list)
-    """Per evaluation: (step, metric sum, metric count, episodes), e.g. hits and shots over its episodes."""
-    final_eval: tuple[int, float, float | None] | None = None
-    """Evaluation after training ended (after the agent's ``on_training_end``, e.g. keep-best restore)."""
-    final_eval_metric_totals: tuple[int, float, int, int] | None = None
-    """(step, metric sum, metric count, episodes) of ``final_eval``."""
-    steps: int = 0
-    """Environment steps trained (the last episode may not have ended there)."""
-    interrupted: bool = False
-    """The run was stopped before its budget (Ctrl-C on the command line)."""
-    setting_changes: list[tuple[int, str, Any, Any]] = field(default_factory=list)
-    """(step, setting, old value, new value) for each setting changed when the run was resumed from a checkpoint."""
-
-    def metric_text(self, last: int | None = 20, short: bool = False) -> str | None:
-        """The task metric's counts and rate over the last ``last`` episodes; see ``history_metric_text``."""
-        return history_metric_text(self, last, short)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-class TrainingError(RuntimeError):
-    """Training cannot go on; the message says why and what to change."""
-
-
-class Callback:
-    """Hooks into a ``TrainingRun``; subclass and override what you need. ``on_step`` returning False stops."""
-
-    def on_start(self, run: TrainingRun) -> None:
-        pass
-
-    def on_step(self, run: TrainingRun) -> bool | None:
-        return None
-
-    def on_episode_end(self, run: TrainingRun) -> None:
-        pass
-
-    def on_eval(self, run: TrainingRun) -> None:
-        pass
-
-    def on_checkpoint(self, run: TrainingRun, path: str) -> None:
-        pass
-
-    def on_end(self, run: TrainingRun) -> None:
-        pass
-
-
-class PrintProgress(Callback):
-    """Print a one-line summary every ``every`` episodes (headless runs and the CLI)."""
-
-    def __init__(self, every: int = 10, print_fn: Callable[[str], None] = print) -> None:
-        self.every = every
-        self.print_fn = print_fn
-
-    def on_episode_end(self, run: TrainingRun) -> None:
-        h = run.history
-        if run.episodes % self.every == 0:
-            recent = h.episode_returns[-self.every:]
-            self.print_fn(f"step {run.steps}/{run.total_steps}  episode {run.episodes}  "
-                          f"mean return {np.mean(recent):.1f}  epsilon {getattr(run.agent, 'epsilon', 0):.3f}")
-
-    def on_eval(self, run: TrainingRun) -> None:
-        step, mean_return, metric = run.history.evals[-1]
-        extra = f"  {run.history.task_metric} {metric:.3f}" if metric is not None else ""
-        self.print_fn(f"eval at step {step}: mean return {mean_return:.1f}{extra}")
 
 
 def _default_save(run: TrainingRun, path: str) -> None:
@@ -524,123 +393,6 @@ class TrainingRun:
         for cb in self.callbacks:
             cb.on_end(self)
 
-
-class VectorTrainingRun(TrainingRun):
-    """``TrainingRun`` over a ``VectorEnv``: N copies step together, one ``act_batch`` network call for all.
-
-    The agent needs ``act_batch(obs (N, ...)) -> (N,)`` and ``observe_batch(obs, actions, rewards,
-    next_obs, terminated, truncated) -> dict`` (``DQNAgent`` has both) and ``predict`` for evaluation.
-    ``steps`` and ``total_steps`` count environment steps summed over the copies (one vector step is
-    N of them; a slice's ``max_steps`` may be overrun by up to N - 1). Each copy's episodes go into the
-    one ``History`` as they end (``episode_end_steps`` is the summed step count then), with the task
-    metric read per copy (``vector_info_values``). Evaluations are greedy, on ``eval_env``, a single
-    ``Env``, exactly as ``TrainingRun`` does them; a vector run needs one to evaluate at all.
-
-    Args: as ``TrainingRun``; ``seed`` seeds copy ``i`` with ``seed + i`` (Gymnasium's rule).
-    """
-
-    def __init__(self, env: VectorEnv, agent: Any, total_steps: int, *, seed: int | None = 0,
-                 eval_env: Env | None = None, eval_interval: int = 0, eval_episodes: int = 10,
-                 callbacks: Iterable[Callback] = (), checkpoint_interval: int = 0, checkpoint_path: str | None = None,
-                 save_fn: Callable[[TrainingRun, str], None] | None = None) -> None:
-        if not isinstance(env, VectorEnv):
-            raise TypeError(f"VectorTrainingRun needs a VectorEnv, got {type(env).__name__} (use TrainingRun)")
-        if eval_interval > 0 and eval_env is None:
-            raise ValueError("VectorTrainingRun evaluates on a single environment: pass eval_env, or eval_interval=0")
-        for method in ("act_batch", "observe_batch"):
-            if not callable(getattr(agent, method, None)):
-                raise TypeError(f"VectorTrainingRun needs an agent with {method}(); {type(agent).__name__} has none")
-        super().__init__(env, agent, total_steps, seed=seed, eval_env=eval_env,  # type: ignore[arg-type]
-                         eval_interval=eval_interval, eval_episodes=eval_episodes, callbacks=callbacks,
-                         checkpoint_interval=checkpoint_interval, checkpoint_path=checkpoint_path, save_fn=save_fn)
-        self.venv = env
-        self.num_envs = env.num_envs
-        self._clear_copies()
-
-    def _clear_copies(self) -> None:
-        n = self.num_envs
-        self._returns = np.zeros(n, dtype=np.float64)
-        self._lengths = np.zeros(n, dtype=np.int64)
-        self._metric_sums = np.zeros(n, dtype=np.float64)
-        self._metric_counts = np.zeros(n, dtype=np.int64)
-
-    @property
-    def _stride(self) -> int:
-        return self.num_envs
-
-    def resume(self, env: Any = None) -> None:
-        """Continue on ``env`` (a rebuilt ``VectorEnv``, same number of copies) or the same one;
-        every copy's cut episode is dropped and every copy starts a fresh one."""
-        if env is not None:
-            if not isinstance(env, VectorEnv) or env.num_envs != self.num_envs:
-                raise ValueError(f"resume needs a VectorEnv with {self.num_envs} copies")
-            self.env = self.venv = env  # type: ignore[assignment]
-        self._stop_requested = False
-        self._final_eval = True
-        self.history.interrupted = False
-        if not self._started:
-            return
-        self._obs, _ = self.venv.reset()
-        self._clear_copies()
-
-    def _fresh_episode(self) -> None:
-        self._obs, _ = self.venv.reset()
-        self._clear_copies()
-
-    def status(self) -> dict[str, str]:
-        return {"Copies": str(self.num_envs), **super().status()}
-
-    def to_model(self, meta: dict[str, Any] | None = None) -> Any:
-        info = {**(meta or {}), "episodes": int(self.episodes), "copies": self.num_envs}
-        names = getattr(self.venv.single_action_space, "names", None)
-        if names:
-            info["actions"] = list(names)
-        return self.agent.to_model(info)
-
-    def _step(self) -> None:
-        t0 = time.perf_counter()
-        obs = self._obs
-        actions = self.agent.act_batch(obs)
-        next_obs, rewards, terminated, truncated, infos = self.venv.step(actions)
-        ended = terminated | truncated
-        out = self.agent.observe_batch(obs, actions, rewards, real_next_obs(next_obs, infos), terminated, truncated)
-        self.steps += self.num_envs
-        self.history.steps = self.steps
-        self._returns += rewards
-        self._lengths += 1
-        if out and "loss" in out:
-            if not math.isfinite(out["loss"]):
-                raise TrainingError(f"training diverged at step {self.steps}: the loss became {out['loss']}. "
-                                    "Lower the learning rate, or scale the observations and rewards")
-            self.history.losses.append(float(out["loss"]))
-            self.history.loss_steps.append(self.steps)
-        key = self.history.task_metric
-        if key is not None:
-            values, present = vector_info_values(infos, key, ended)
-            self._metric_sums += values
-            self._metric_counts += present
-        self._obs = next_obs
-        self.train_seconds += time.perf_counter() - t0
-
-        for i in np.flatnonzero(ended):
-            self._end_copy_episode(int(i))
-        stop = False
-        for cb in self.callbacks:
-            if cb.on_step(self) is False:
-                stop = True
-        if self.steps >= self._next_eval:
-            self._evaluate()
-        if self.steps >= self._next_checkpoint:
-            self._checkpoint()
-        if stop or self._stop_requested or self.steps >= self.total_steps:
-            self._finish()
-
-    def _end_copy_episode(self, i: int) -> None:
-        """Copy ``i``'s episode ended: record it as ``TrainingRun._end_episode`` records one."""
-        self._episode_return, self._episode_length = float(self._returns[i]), int(self._lengths[i])
-        self._metric_sum, self._metric_count = float(self._metric_sums[i]), int(self._metric_counts[i])
-        self._returns[i], self._lengths[i], self._metric_sums[i], self._metric_counts[i] = 0.0, 0, 0.0, 0
-        self._end_episode()
 
 
 def train(env: Env, agent: Any, total_steps: int, **kwargs: Any) -> TrainingRun:
