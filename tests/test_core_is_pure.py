@@ -28,7 +28,7 @@ def _imports(path: Path) -> list[tuple[int, str, int]]:
 
 def test_core_files_are_found() -> None:
     names = {p.relative_to(CORE).as_posix() for p in CORE_FILES}
-    assert {"__init__.py", "spaces.py", "env.py", "envs/__init__.py", "model_io.py", "plot.py"} <= names
+    assert {"__init__.py", "base/spaces.py", "base/env.py", "envs/__init__.py", "io/model_io.py", "io/plot.py"} <= names
 
 
 @pytest.mark.parametrize("path", CORE_FILES, ids=lambda p: p.relative_to(CORE).as_posix())

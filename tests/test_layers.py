@@ -112,3 +112,66 @@ def test_the_kind_scan_sees_a_branch(tmp_path):
     sample = tmp_path / "x.py"
     sample.write_text("from ..drla_core.rl.ik import IKSolver\nif kind.name == 'ik':\n    pass\n")
     assert len(_kind_branches(sample)) == 2
+
+
+# ---- drla_core's floors ------------------------------------------------------------------------------------
+
+CORE = ROOT / "drla_core"
+#: drla_core's floors, bottom up; a module may import its own floor and the ones below, never one above, and
+#: floors on one level (``nn`` and ``kinematics``; ``rl`` and ``evolve``) never import each other.
+CORE_FLOORS = {"base": 0, "nn": 1, "kinematics": 1, "io": 2, "envs": 3, "rl": 4, "evolve": 4, "nets": 5}
+CORE_FILES = sorted(p for p in CORE.rglob("*.py") if p != CORE / "__init__.py")
+
+
+def _core_floor(path: Path) -> str:
+    return path.relative_to(CORE).parts[0].removesuffix(".py")
+
+
+def _core_imports(path: Path) -> set[str]:
+    """The drla_core floors ``path`` imports (relative imports resolved; function-local ones included)."""
+    package = list(path.relative_to(ROOT).parts[:-1])  # ["drla_core", "rl"]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package[: len(package) - node.level + 1]
+            target = base + (node.module.split(".") if node.module else [])
+            if target[:1] != ["drla_core"]:
+                continue
+            if len(target) == 1:  # from .. import x (a floor, or __version__ from the root)
+                found.update(a.name for a in node.names if a.name in CORE_FLOORS)
+            else:
+                found.add(target[1])
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("drla_core"):
+            found.add((node.module.split(".") + [""])[1])
+    return found - {""}
+
+
+def test_every_core_module_sits_on_a_floor():
+    """No module lies loose at drla_core's top: each is on a floor (``__init__`` only holds the version and the
+    0.1 names' forwarding)."""
+    loose = [p.name for p in CORE.glob("*.py") if p.name != "__init__.py"]
+    assert loose == []
+    assert {p.relative_to(CORE).parts[0] for p in CORE_FILES} <= set(CORE_FLOORS)
+
+
+@pytest.mark.parametrize("path", CORE_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_core_floors_import_only_their_own_floor_or_lower(path):
+    floor = _core_floor(path)
+    above = {f for f in _core_imports(path) - {floor} if CORE_FLOORS[f] >= CORE_FLOORS[floor]}
+    assert not above, f"{path.relative_to(ROOT)} (floor {floor!r}) imports {sorted(above)}: a floor above or beside"
+
+
+@pytest.mark.parametrize("path", [p for p in CORE_FILES if p.stat().st_size], ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_core_module_is_over_about_550_lines(path):
+    """A module a reader can take in top to bottom (issue 24); a longer one is split where its jobs split."""
+    assert len(path.read_text().splitlines()) <= 560
+
+
+def test_the_core_floors_test_sees_a_violation(tmp_path):
+    """The scan is real: a base module importing the training loop is caught."""
+    fake = CORE / "base" / "_layer_probe.py"
+    try:
+        fake.write_text("from ..rl.train import TrainingRun\n")
+        assert _core_imports(fake) == {"rl"}
+    finally:
+        fake.unlink()
