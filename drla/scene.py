@@ -321,6 +321,10 @@ def play_scene(args: argparse.Namespace) -> int:
     if not args.model:
         raise CLIError("which model? pass --model MODEL.json (or --switcher to play the tree's Expert Switcher)")
     given = args.model if isinstance(args.model, list) else [args.model]
+    for value in given:  # the model files are checked first: a missing one is reported before Blender starts
+        path = value if Path(value).exists() or "=" not in value else value.partition("=")[2]
+        if not Path(path).exists():
+            raise CLIError(f"no such model file: {path}")
     bpy, ext, tree, scene = open_scene(args.scene, args.tree)
     compiled = compile_or_explain(ext, tree, scene)
     kinds = addon_module("runs.kinds")

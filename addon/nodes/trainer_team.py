@@ -1,4 +1,5 @@
 import bpy
+from bpy.props import IntProperty
 
 from ..specs import AgentSpec
 from ..tree.node_tree import linked_nodes
@@ -30,6 +31,12 @@ class DRLA_MultiAgentTrainerNode(TrainerSettings, bpy.types.Node):
     team = True
     inputs_spec = (("DRLA_TeamMemberSocket", "Agents", True),)
 
+    swap_every: IntProperty(name="Self-Play Turn", default=0, min=0, soft_max=1_000_000,
+                            description="0: every Train agent learns at every step. N: self-play, one Train agent "
+                                        "learns at a time, for N steps, while the others act greedily from a frozen "
+                                        "snapshot of their network; then the next one (DQN agents only)")
+    draw_props = TrainerSettings.draw_props + ("swap_every",)
+
     @property
     def agent_kind(self) -> str:
         """What ``runs.kinds`` knows the tree by while the panel draws: "coevolution" when its agents
@@ -42,7 +49,7 @@ class DRLA_MultiAgentTrainerNode(TrainerSettings, bpy.types.Node):
         Evolution Agents); a mix, or a co-evolution of other than two sides, is an error on the node."""
         evolving = [m for m in members if m.agent.kind == "evolution"]
         if not evolving:
-            return AgentSpec(self.name, "team")
+            return AgentSpec(self.name, "team", {"swap_every": int(self.swap_every)})
         if len(evolving) != len(members):
             ctx.error(self, "its Named Agents mix Evolution and DQN Agents: co-evolution needs an Evolution "
                             "Agent on every side, multi-agent DQN a DQN Agent on every one")
