@@ -325,6 +325,8 @@ def play_scene(args: argparse.Namespace) -> int:
         path = value if Path(value).exists() or "=" not in value else value.partition("=")[2]
         if not Path(path).exists():
             raise CLIError(f"no such model file: {path}")
+        if Path(path).is_dir():
+            raise CLIError(f"{path} is a folder, not a model file: give the model's .json file")
     bpy, ext, tree, scene = open_scene(args.scene, args.tree)
     compiled = compile_or_explain(ext, tree, scene)
     kinds = addon_module("runs.kinds")
