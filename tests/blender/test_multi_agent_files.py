@@ -192,3 +192,21 @@ def test_pacman_co_evolution_bakes_both_sides(ext, tmp_path):
     from drla_ext.drla_core.team_model import load_team
 
     assert list(load_team(out)) == ["pacman", "ghost"]
+
+
+def test_an_export_json_node_on_a_multi_agent_tree_writes_every_agent(empty_scene, tmp_path):
+    from drla_ext.addon.runs.train import TrainSession
+    from drla_ext.addon.ui import examples
+    from drla_ext.drla_core.team_model import load_team
+
+    tree = examples.build_chase_tree(empty_scene, total_steps=100)
+    trainer = next(n for n in tree.nodes if n.bl_idname == "DRLA_MultiAgentTrainerNode")
+    export = tree.nodes.new("DRLA_ExportJSONNode")
+    export.filepath = str(tmp_path / "chase_team.json")
+    tree.links.new(trainer.outputs["Model"], export.inputs["Model"])
+    session = TrainSession(empty_scene, tree, output_dir=str(tmp_path)).start()
+    session.run_blocking()
+    assert session.state == "DONE", empty_scene.drla.error
+    team = load_team(tmp_path / "chase_team.json")
+    assert list(team) == ["hero", "target"]  # the frozen target too: the file plays the whole tree
+    assert "chase_team.json" in session.message
