@@ -210,3 +210,21 @@ def test_an_export_json_node_on_a_multi_agent_tree_writes_every_agent(empty_scen
     team = load_team(tmp_path / "chase_team.json")
     assert list(team) == ["hero", "target"]  # the frozen target too: the file plays the whole tree
     assert "chase_team.json" in session.message
+
+
+def test_playing_every_agent_for_whole_episodes_restores_the_scene(ext):
+    from drla_ext.addon.runs import kinds
+    from drla_ext.addon.tree import compiler
+
+    scene, tree = _open_duel()
+    models = _scripted(scene, tree, {"tank_a": MOVE_FRONT, "tank_b": CANON_UP})
+    compiled = compiler.compile_tree(tree, scene)
+    before = full_dump(scene)
+    text = kinds.of(compiled).evaluate(scene, compiled, models, 2, 0)
+    assert full_dump(scene) == before
+    assert text.splitlines()[0] == "Duel: 2 episodes with every agent greedy"
+    # tank_a drives forward off the ground's edge each episode (-1), tank_b only raises its cannon (0)
+    assert text.splitlines()[1].startswith("  tank_a: mean return -1.00; hits 0.00/episode, shots 0.00/episode")
+    assert text.splitlines()[2].startswith("  tank_b: mean return 0.00")
+    with pytest.raises(ValueError, match="tree 'Duel' has no agent named 'hero'"):
+        kinds.of(compiled).evaluate(scene, compiled, {**models, "hero": models["tank_a"]}, 1, 0)
