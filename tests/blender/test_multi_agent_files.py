@@ -123,7 +123,7 @@ def test_bake_keys_every_agents_objects_and_leaves_the_scene_as_it_was(ext, tmp_
     model_store.store_model(tree, model)
     before = full_dump(scene)
     assert bpy.ops.drla.bake(steps=6) == {'FINISHED'}, scene.drla.error
-    assert "TankA" in scene.drla.message and "CannonB" in scene.drla.message
+    assert "onto CannonB, TankA; returns tank_a " in scene.drla.message and ", tank_b " in scene.drla.message
     _assert_only_the_baked_objects_follow_their_new_actions(scene, before)
     replay = bake.record_episode(scene, tree, max_steps=6)
     keys = replay.changed_keys()
