@@ -18,8 +18,10 @@ def _member_agent_kinds(trainer) -> list[str]:
 class DRLA_MultiAgentTrainerNode(TrainerSettings, bpy.types.Node):
     """The director of several agents: trains every Named Agent linked in, all acting at once in the
     same scene each step, for Total Steps (seeded). An episode ends for all of them when one of their
-    endings fires or Max Steps is reached. Each agent that trains is exported as its own model file
-    (<Output>/<tree>_<name>.json).
+    endings fires or Max Steps is reached. Self-Play Turn N > 0: one Train agent learns at a time, for N
+    steps, while the others act from a frozen snapshot of their network (for symmetric games such as the
+    tank duel). Each agent that trains is exported as its own model file (<Output>/<tree>_<name>.json);
+    Export writes every agent into one team file.
     Two Named Agents with Evolution Agents co-evolve instead: each generation, every individual of one
     side plays the other side's champion of the generation before, for the Evolution Agents'
     Generations (the same on both); each side's champion is exported.
