@@ -376,7 +376,7 @@ def _load_one(value: str, names: list[str]) -> dict[str, Any]:
         if who:
             raise CLIError(f"{value}: {path} is a team file holding {', '.join(loaded)}: give it without '{who}='")
         return loaded
-    named = loaded.meta.get("agent", loaded.meta.get("side", ""))
+    named = loaded.meta.get("side", loaded.meta.get("agent", ""))  # a co-evolution's side; meta.agent: its algorithm
     who = who or (named if isinstance(named, str) else "")
     if not who:
         raise CLIError(f"{path} names no agent (meta.agent): give it as --model NAME={path}, NAME one of "

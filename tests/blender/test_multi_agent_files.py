@@ -192,6 +192,9 @@ def test_pacman_co_evolution_bakes_both_sides(ext, tmp_path):
     from drla_ext.drla_core.team_model import load_team
 
     assert list(load_team(out)) == ["pacman", "ghost"]
+    ghost = tmp_path / "PacMan_ghost.json"  # the side's own file from the run: meta.side names it
+    assert bpy.ops.drla.import_model(filepath=str(ghost)) == {'FINISHED'}, scene.drla.error
+    assert scene.drla.message == "Imported PacMan_ghost.json into 'PacMan' (agents ghost)"
 
 
 def test_an_export_json_node_on_a_multi_agent_tree_writes_every_agent(empty_scene, tmp_path):
