@@ -312,7 +312,21 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    model = load_model_file(args.model)
+    from drla_core.io.team_model import load_any
+
+    loaded = load_model_file(args.model, load_any)
+    if isinstance(loaded, dict):  # a team file: every named agent's model (docs/model-format.md)
+        print(f"{args.model}: valid DRLA team file, {len(loaded)} agents: {', '.join(loaded)}")
+        for name, model in loaded.items():
+            print(f"{name}: kind {model.kind}")
+            _describe(model)
+        return 0
+    print(f"{args.model}: valid DRLA model (kind {loaded.kind})")
+    _describe(loaded)
+    return 0
+
+
+def _describe(model: Any) -> None:
     arch = model.network.architecture()
     if arch.get("type") == "graph":  # a NEAT network (docs/model-format.md, graph networks)
         layers = (f"graph: {arch['input_size']} inputs -> {len(arch['nodes']) - arch['output_size']} hidden nodes, "
@@ -320,13 +334,11 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     else:
         layers = " -> ".join([str(arch["input_size"])] + [f"{h['size']} {h['activation']}" for h in arch["hidden"]]
                              + [f"{arch['output_size']} {arch['output_activation']}"])
-    print(f"{args.model}: valid DRLA model (kind {model.kind})")
     print(f"  network:      {layers} ({model.network.params.size:,} parameters)")
     print(f"  observations: {model.observation_space}")
     names = getattr(model.action_space, "names", None)
     print(f"  actions:      {model.action_space}" + (f" {names}" if names else ""))
     print(f"  meta:         {json.dumps(model.meta, sort_keys=True)}")
-    return 0
 
 
 def cmd_play(args: argparse.Namespace) -> int:
@@ -441,7 +453,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("play", help="run a model's greedy policy in a Blender scene and report its return",
                        description="Play a trained model in a .blend scene (headless). The scene file is not changed.")
     p.add_argument("scene", help="path/to/scene.blend")
-    p.add_argument("--model", help="model .json file (from drla train, or exported from Blender)")
+    p.add_argument("--model", action="append", metavar="[NAME=]FILE",
+                   help="model .json file (from drla train, or exported from Blender); a multi-agent tree takes the "
+                        "team file drla train writes to --out (every agent), or one --model per agent: its own "
+                        "<out>_<name>.json, or NAME=FILE")
     p.add_argument("--switcher", nargs="?", const="", metavar="NODE",
                    help="play the tree's Expert Switcher node instead of a model (each step it picks an expert by "
                         "its rule or selector; NODE: its name when the tree has several)")

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from drla_core.io import model_io
+from drla_core.io import model_checks, model_io
 from drla_core.nn.mlp import MLP
 from drla_core.io.model_io import (
     Model,
@@ -263,16 +263,17 @@ def test_params_are_not_built_when_the_architecture_is_absurd(good: dict, monkey
     def boom(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("arrays built before the architecture was checked")
 
-    monkeypatch.setattr(model_io, "_float32_array", boom)
+    monkeypatch.setattr(model_checks, "_float32_array", boom)
     good["architecture"]["hidden"] = [{"size": 1_000_000, "activation": "relu"}] * 3
     with pytest.raises(ModelFormatError, match="parameters, more than the limit"):
         model_from_dict(good)
 
 
 def test_model_io_never_uses_pickle_or_eval() -> None:
-    source = (ROOT / "drla_core" / "model_io.py").read_text()
-    for word in ("import pickle", "eval(", "exec(", "__import__", "allow_pickle=True"):
-        assert word not in source
+    for name in ("model_io.py", "model_checks.py", "team_model.py"):
+        source = (ROOT / "drla_core" / "io" / name).read_text()
+        for word in ("import pickle", "eval(", "exec(", "__import__", "allow_pickle=True"):
+            assert word not in source
 
 
 # ---- the schema and the docs --------------------------------------------------------------------
@@ -296,7 +297,7 @@ def test_schema_is_json_and_matches_the_loader() -> None:
     assert arch["properties"]["hidden"]["maxItems"] == model_io.MAX_LAYERS - 1
     assert set(props["meta"]["required"]) == set(model_io.META_REQUIRED_KEYS)
     defs = schema["$defs"]
-    assert defs["activation"]["enum"] == list(model_io.ACTIVATIONS)
+    assert defs["activation"]["enum"] == list(model_checks.ACTIVATIONS)
     assert defs["size"]["maximum"] == model_io.MAX_LAYER_SIZE
     discrete, box = defs["space"]["oneOf"]
     assert discrete["required"] == list(Discrete(2).to_dict())

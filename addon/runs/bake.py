@@ -29,6 +29,7 @@ from ..scene.snapshot import restored_scene
 from ..tree.compiler import compile_tree
 from . import model_store
 from .build import build_env
+from .play import check_team_fits
 
 #: (object name, bone name or "", property) -> one recorded vector per frame
 Key = tuple[str, str, str]
@@ -41,6 +42,8 @@ class Recording:
     samples: list[dict[Key, tuple[float, ...]]] = field(default_factory=list)
     rewards: list[float] = field(default_factory=list)
     actions: list[Any] = field(default_factory=list)
+    #: A multi-agent tree's return per agent (``rewards`` holds their sum per step)
+    returns: dict[str, float] = field(default_factory=dict)
 
     def changed_keys(self) -> list[Key]:
         """The channels that moved at some step (what the agent acts on)."""
@@ -57,16 +60,22 @@ class BakeResult:
     actions: list[str]
     episode_return: float
     kept_actions: list[str] = field(default_factory=list)
+    returns: dict[str, float] = field(default_factory=dict)  # per agent, for a multi-agent tree
 
     def summary(self) -> str:
         if not self.keys:
-            return f"Baked {len(self.frames)} frames, but the agent moved nothing (return {self.episode_return:.2f})"
+            return f"Baked {len(self.frames)} frames, but the agent moved nothing ({self._return_text()})"
         targets = sorted({f"{o}:{b}" if b else o for o, b, _ in self.keys})
         text = (f"Baked {len(self.frames)} frames (frames {self.frames[0]}-{self.frames[-1]}) onto "
-                f"{', '.join(targets)}; return {self.episode_return:.2f}")
+                f"{', '.join(targets)}; " + self._return_text())
         if self.kept_actions:
             text += f"; previous actions kept: {', '.join(self.kept_actions)}"
         return text
+
+    def _return_text(self) -> str:
+        if self.returns:
+            return "returns " + ", ".join(f"{name} {value:.2f}" for name, value in self.returns.items())
+        return f"return {self.episode_return:.2f}"
 
 
 # --------------------------------------------------------------------------- recording
@@ -107,9 +116,16 @@ def capture(scene) -> dict[Key, tuple[float, ...]]:
 
 
 def record_episode(scene, tree, model=None, *, seed: int | None = None, max_steps: int = 0) -> Recording:
-    """Play the greedy policy for one episode (or ``max_steps``) on a snapshot of ``scene``; restore it."""
-    model = model if model is not None else model_store.load_stored_model(tree)
+    """Play the greedy policy for one episode (or ``max_steps``) on a snapshot of ``scene``; restore it.
+
+    A multi-agent tree plays every named agent at once, each from its stored model (or from ``model``: a
+    dict name -> model); the rewards recorded are their sum per step, the actions a dict per step."""
     compiled = compile_tree(tree, scene)
+    if compiled.team:
+        if model is None:
+            model = {m.name: model_store.load_stored_model(tree, m.name) for m in compiled.team}
+    elif model is None:
+        model = model_store.load_stored_model(tree)
     if seed is None:
         seed = compiled.trainer.seed if compiled.trainer is not None else 0
     rec = Recording()
@@ -117,16 +133,29 @@ def record_episode(scene, tree, model=None, *, seed: int | None = None, max_step
     with restored_scene(scene):
         env = build_env(compiled, scene)
         try:
-            check_fits(model, env.observation_space, env.action_space)
+            if compiled.team:
+                check_team_fits(model, env)
+            else:
+                check_fits(model, env.observation_space, env.action_space)
             obs, _ = env.reset(seed=seed)
             rec.samples.append(capture(scene))
             for _ in range(limit):
-                action = model.act(obs)
-                obs, reward, terminated, truncated, _info = env.step(action)
+                if compiled.team:
+                    if not env.agents:  # an episode ended and max_steps asks for more: the next one
+                        obs, _ = env.reset()
+                    action = {name: model[name].act(obs[name]) for name in env.agents}
+                    obs, rewards, _terms, _truncs, _info = env.step(action)
+                    reward, ended = sum(float(r) for r in rewards.values()), not env.agents
+                    for name, r in rewards.items():
+                        rec.returns[name] = rec.returns.get(name, 0.0) + float(r)
+                else:
+                    action = model.act(obs)
+                    obs, reward, terminated, truncated, _info = env.step(action)
+                    ended = terminated or truncated
                 rec.actions.append(action)
                 rec.rewards.append(float(reward))
                 rec.samples.append(capture(scene))
-                if max_steps <= 0 and (terminated or truncated):
+                if max_steps <= 0 and ended:
                     break
         finally:
             with contextlib.suppress(Exception):
@@ -165,7 +194,8 @@ def bake(scene, tree, *, seed: int | None = None, max_steps: int = 0, frame_star
     frames = [start + i * frame_step for i in range(len(rec.samples))]
     keys = rec.changed_keys()
     actions, kept = write_keyframes(scene, rec, keys, frames, f"DRLA Bake: {tree.name}: ")
-    return BakeResult(frames=frames, keys=keys, actions=actions, episode_return=sum(rec.rewards), kept_actions=kept)
+    return BakeResult(frames=frames, keys=keys, actions=actions, episode_return=sum(rec.rewards), kept_actions=kept,
+                      returns=rec.returns)
 
 
 # --------------------------------------------------------------------------- Learned IK

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ..rl.multi_agent import ParallelEnv
+from ..base.parallel_env import ParallelEnv
 from ..base.spaces import Box, Discrete, Space
 from .tank_grid import CANON_DOWN, CANON_UP, FIRE, MOVES, TANK_ACTIONS
 

@@ -26,7 +26,7 @@ from ..base.env import Env
 from .evolution import EvolutionConfig, EvolutionJob, action_function
 from ..base.files import atomic_write
 from ..io.model_io import Model
-from ..rl.multi_agent import ParallelEnv
+from ..base.parallel_env import ParallelEnv
 from ..io.plot import BLUE, GREEN, ORANGE, Panel, Series, render_panels
 from ..io.png import write_png
 from ..base.spaces import Space

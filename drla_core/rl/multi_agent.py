@@ -18,155 +18,47 @@ from typing import Any
 
 import numpy as np
 
-from ..base.env import EnvCheckError
 from ..base.metrics import history_metric_text
 from ..io.plot import Panel, line_panels, render_panels
 from ..io.png import write_png
 from ..io.model_io import Model, check_fits
-from ..base.spaces import Box, Discrete, Space
+from ..base.parallel_env import ParallelEnv, check_parallel_env
 from .train import EVAL_SEED_OFFSET, History, TrainingError
 
-__all__ = ["ParallelEnv", "check_parallel_env", "MultiAgentRun", "MODES"]
+__all__ = ["ParallelEnv", "check_parallel_env", "MultiAgentRun", "MODES", "evaluate_parallel"]
 
 MODES = ("train", "frozen")
 
 
-class ParallelEnv:
-    """Base class with PettingZoo's parallel API.
-
-    ``reset(seed=None, options=None) -> (observations, infos)`` and
-    ``step(actions) -> (observations, rewards, terminations, truncations, infos)``, each a dict keyed by
-    the names in ``agents`` (the live agents; ``possible_agents`` lists every name the env can have).
-    Spaces are per agent: ``observation_space(name)``, ``action_space(name)``. Randomness comes from
-    ``self.np_random``, re-seeded by ``reset(seed=...)``.
-    """
-
-    possible_agents: list[str]
-    agents: list[str]
-    metadata: dict[str, Any] = {}
-    #: An info key with a 0/1 task success per event, read per agent (as ``Env.task_metric``).
-    task_metric: str | None = None
-    _np_random: np.random.Generator | None = None
-
-    @property
-    def np_random(self) -> np.random.Generator:
-        if self._np_random is None:
-            self._np_random = np.random.default_rng()
-        return self._np_random
-
-    @property
-    def num_agents(self) -> int:
-        return len(self.agents)
-
-    @property
-    def max_num_agents(self) -> int:
-        return len(self.possible_agents)
-
-    def observation_space(self, agent: str) -> Space:
-        raise NotImplementedError
-
-    def action_space(self, agent: str) -> Space:
-        raise NotImplementedError
-
-    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
-        """Start an episode; subclasses call ``super().reset(seed=seed)`` first."""
-        if seed is not None:
-            self._np_random = np.random.default_rng(seed)
-        return {}, {}  # pragma: no cover - overridden
-
-    def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        """Release resources (scene environments restore the scene)."""
-
-
-# ---- the checker ------------------------------------------------------------------------------------
-
-
-def _require(cond: bool, msg: str) -> None:
-    if not cond:
-        raise EnvCheckError(msg)
-
-
-def _check_keys(name: str, d: Any, agents: list[str]) -> None:
-    _require(isinstance(d, dict), f"{name} must be a dict keyed by agent name")
-    _require(sorted(d) == sorted(agents), f"{name} must have one entry per live agent {sorted(agents)}, "
-                                          f"got {sorted(d)}")
-
-
-def _check_spaces(env: ParallelEnv) -> None:
-    names = env.possible_agents
-    _require(isinstance(names, list) and len(names) > 0 and all(isinstance(a, str) for a in names),
-             "possible_agents must be a non-empty list of names")
-    _require(len(set(names)) == len(names), "possible_agents must not repeat a name")
-    for a in names:
-        _require(isinstance(env.observation_space(a), Space), f"observation_space({a!r}) must be a drla_core Space")
-        _require(isinstance(env.action_space(a), (Box, Discrete)), f"action_space({a!r}) must be Box or Discrete")
-
-
-def _check_step(env: ParallelEnv, live: list[str], result: Any) -> tuple[dict, dict, dict, dict, dict]:
-    _require(isinstance(result, tuple) and len(result) == 5,
-             "step() must return (observations, rewards, terminations, truncations, infos)")
-    obs, rewards, terms, truncs, infos = result
-    for name, d in (("observations", obs), ("rewards", rewards), ("terminations", terms), ("truncations", truncs),
-                    ("infos", infos)):
-        _check_keys(f"step() {name}", d, live)
-    for a in live:
-        _require(env.observation_space(a).contains(obs[a]), f"step() observation of {a!r} not in its space")
-        r = rewards[a]
-        _require(isinstance(r, (float, int, np.floating, np.integer)) and not isinstance(r, bool) and np.isfinite(r),
-                 f"reward of {a!r} must be a finite number, got {r!r}")
-        _require(isinstance(terms[a], (bool, np.bool_)) and isinstance(truncs[a], (bool, np.bool_)),
-                 f"terminations and truncations of {a!r} must be bools")
-        _require(isinstance(infos[a], dict), f"info of {a!r} must be a dict")
-    ended = {a for a in live if terms[a] or truncs[a]}
-    _require(sorted(env.agents) == sorted(a for a in live if a not in ended),
-             f"after a step, agents must be the live agents that did not end: {sorted(env.agents)}")
-    return obs, rewards, terms, truncs, infos
-
-
-def check_parallel_env(env: ParallelEnv, steps: int = 50, seed: int = 123) -> None:
-    """Check ``env`` against the parallel contract; raise ``EnvCheckError`` naming the first problem.
-
-    Checks: names and per-agent spaces; reset returns ``(observations, infos)`` keyed by ``agents``,
-    a subset of ``possible_agents``; every step's five dicts are keyed by the agents that acted,
-    observations lie in their spaces, rewards are finite numbers; agents that ended leave ``agents``;
-    the same seed and actions reproduce the same observations and rewards (determinism).
-    """
-    _check_spaces(env)
-
-    def rollout() -> list[Any]:
-        out = env.reset(seed=seed)
-        _require(isinstance(out, tuple) and len(out) == 2, "reset() must return (observations, infos)")
-        obs, infos = out
-        _require(len(env.agents) > 0 and set(env.agents) <= set(env.possible_agents),
-                 "after reset, agents must be a non-empty subset of possible_agents")
-        _check_keys("reset() observations", obs, env.agents)
-        _check_keys("reset() infos", infos, env.agents)
-        for a in env.agents:
-            _require(env.observation_space(a).contains(obs[a]), f"reset() observation of {a!r} not in its space")
-        rng = np.random.default_rng(seed)
-        trace: list[Any] = [{a: np.array(o, copy=True) for a, o in obs.items()}]
-        for _ in range(steps):
-            live = list(env.agents)
-            actions = {a: env.action_space(a).sample(rng) for a in live}
-            obs, rewards, terms, truncs, _ = _check_step(env, live, env.step(actions))
-            trace.append(({a: np.array(o, copy=True) for a, o in obs.items()}, dict(rewards), dict(terms),
-                          dict(truncs)))
+def evaluate_parallel(env: ParallelEnv, policies: Mapping[str, Callable[[Any], Any]], episodes: int,
+                      seed: int | None, max_steps_per_episode: int = 1_000_000
+                      ) -> dict[str, tuple[float, Any, float, int]]:
+    """Each agent acting with its policy (``obs -> action``) for ``episodes`` episodes, the first reset with
+    ``seed``: name -> (mean return, task metric rate or None, metric sum, metric count)."""
+    missing = [a for a in env.possible_agents if a not in policies]
+    if missing:
+        raise ValueError(f"no policy for agent {missing[0]!r} (the environment's agents: {env.possible_agents})")
+    key = env.task_metric
+    returns: dict[str, list[float]] = {a: [] for a in policies}
+    sums = {a: 0.0 for a in policies}
+    counts = {a: 0 for a in policies}
+    for episode in range(episodes):
+        obs, _ = env.reset(seed=seed if episode == 0 else None)
+        totals = {a: 0.0 for a in env.agents}
+        for _ in range(max_steps_per_episode):
             if not env.agents:
-                obs, _ = env.reset()
-                trace.append({a: np.array(o, copy=True) for a, o in obs.items()})
-        return trace
-
-    def same(x: Any, y: Any) -> bool:
-        if isinstance(x, tuple):
-            return all(same(a, b) for a, b in zip(x, y))
-        return x.keys() == y.keys() and all(np.array_equal(x[k], y[k]) for k in x)
-
-    first, second = rollout(), rollout()
-    for i, (a, b) in enumerate(zip(first, second)):
-        _require(same(a, b), f"not deterministic: reset(seed={seed}) with the same actions differs at entry {i}")
+                break
+            live = list(env.agents)
+            obs, rewards, _, _, infos = env.step({a: policies[a](obs[a]) for a in live})
+            for a in live:
+                totals[a] += float(rewards[a])
+                if key is not None and key in infos[a]:
+                    sums[a] += float(infos[a][key])
+                    counts[a] += 1
+        for a, total in totals.items():
+            returns[a].append(total)
+    return {a: (float(np.mean(returns[a])) if returns[a] else 0.0, sums[a] / counts[a] if counts[a] else None,
+                sums[a], counts[a]) for a in policies}
 
 
 # ---- training several agents together -------------------------------------------------------------
@@ -203,11 +95,15 @@ class MultiAgentRun:
         eval_env: a second env of the same kind for greedy evaluations (every agent greedy).
         eval_interval: evaluate every this many steps (0: never, and no final evaluation).
         eval_episodes: episodes per evaluation.
+        swap_every: self-play (0: off, every learner learns at every step). With it, one learning agent at a
+            time learns, for this many steps, while the other learners act greedily from their network as it
+            was when their turn ended (a frozen snapshot, ML-Agents' self-play); then the next one learns. Each
+            learner's exploration schedule runs over its own share of ``total_steps``.
     """
 
     def __init__(self, env: ParallelEnv, agents: Mapping[str, Any], total_steps: int, *,
                  modes: Mapping[str, str] | None = None, seed: int | None = 0, eval_env: ParallelEnv | None = None,
-                 eval_interval: int = 0, eval_episodes: int = 10) -> None:
+                 eval_interval: int = 0, eval_episodes: int = 10, swap_every: int = 0) -> None:
         missing = [a for a in env.possible_agents if a not in agents]
         extra = [a for a in agents if a not in env.possible_agents]
         if missing or extra:
@@ -229,6 +125,9 @@ class MultiAgentRun:
         self.env, self.eval_env = env, eval_env
         self.total_steps, self.seed = int(total_steps), seed
         self.eval_interval, self.eval_episodes = int(eval_interval), int(eval_episodes)
+        if swap_every < 0:
+            raise ValueError(f"MultiAgentRun: swap_every must be 0 (off) or a number of steps, not {swap_every}")
+        self.swap_every = int(swap_every)
         self.steps = 0
         self.episodes = 0
         self.done = False
@@ -259,6 +158,17 @@ class MultiAgentRun:
         return [n for n, s in self.slots.items() if s.mode == "train"]
 
     @property
+    def learner(self) -> str | None:
+        """With self-play (``swap_every``), the one agent that learns at this step; None when every learner does."""
+        if not self.swap_every or len(self.trained) < 2:
+            return None
+        return self.trained[(self.steps // self.swap_every) % len(self.trained)]
+
+    def _learns(self, name: str) -> bool:
+        learner = self.learner
+        return self.slots[name].mode == "train" and (learner is None or name == learner)
+
+    @property
     def histories(self) -> dict[str, History]:
         return {n: s.history for n, s in self.slots.items()}
 
@@ -278,6 +188,8 @@ class MultiAgentRun:
         frozen = [n for n, s in self.slots.items() if s.mode == "frozen"]
         if frozen:
             out["Frozen"] = ", ".join(frozen)
+        if self.learner is not None:
+            out["Learning"] = self.learner  # self-play: whose turn it is
         return out
 
     def to_models(self, meta: dict[str, Any] | None = None) -> dict[str, Model]:
@@ -381,22 +293,25 @@ class MultiAgentRun:
 
     def _start(self) -> None:
         self._started = True
+        share = self.total_steps // len(self.trained) if self.learner is not None else self.total_steps
         for name in self.trained:
             agent = self.slots[name].agent
             if hasattr(agent, "on_training_start"):
-                agent.on_training_start(self.total_steps)
+                agent.on_training_start(max(1, share))
         self._obs, _ = self.env.reset(seed=self.seed)
 
     def _step(self) -> None:
         t0 = time.perf_counter()
         live = list(self.env.agents)
-        actions = {a: self.slots[a].act(self._obs[a]) for a in live}
+        learns = {a: self._learns(a) for a in live}
+        actions = {a: self.slots[a].act(self._obs[a]) if learns[a] else self.slots[a].greedy(self._obs[a])
+                   for a in live}
         next_obs, rewards, terms, truncs, infos = self.env.step(actions)
         self.steps += 1
         key = self.env.task_metric
         for a in live:
             s = self.slots[a]
-            if s.mode == "train":
+            if learns[a]:
                 out = s.agent.observe(self._obs[a], actions[a], rewards[a], next_obs[a], terms[a], truncs[a])
                 self._record_loss(s, out)
             s.history.steps = self.steps
@@ -441,27 +356,8 @@ class MultiAgentRun:
     def evaluate(self, env: ParallelEnv, episodes: int, seed: int | None,
                  max_steps_per_episode: int = 1_000_000) -> dict[str, tuple[float, Any, float, int]]:
         """Every agent greedy for ``episodes`` episodes: name -> (mean return, metric rate, metric sum, count)."""
-        key = env.task_metric
-        returns: dict[str, list[float]] = {a: [] for a in self.slots}
-        sums = {a: 0.0 for a in self.slots}
-        counts = {a: 0 for a in self.slots}
-        for episode in range(episodes):
-            obs, _ = env.reset(seed=seed if episode == 0 else None)
-            totals = {a: 0.0 for a in env.agents}
-            for _ in range(max_steps_per_episode):
-                if not env.agents:
-                    break
-                live = list(env.agents)
-                obs, rewards, _, _, infos = env.step({a: self.slots[a].greedy(obs[a]) for a in live})
-                for a in live:
-                    totals[a] += float(rewards[a])
-                    if key is not None and key in infos[a]:
-                        sums[a] += float(infos[a][key])
-                        counts[a] += 1
-            for a, total in totals.items():
-                returns[a].append(total)
-        return {a: (float(np.mean(returns[a])) if returns[a] else 0.0, sums[a] / counts[a] if counts[a] else None,
-                    sums[a], counts[a]) for a in self.slots}
+        return evaluate_parallel(env, {a: s.greedy for a, s in self.slots.items()}, episodes, seed,
+                                 max_steps_per_episode)
 
     def _evaluate(self, final: bool = False) -> None:
         while self._next_eval <= self.steps:
