@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import os
 import shutil
 import signal
@@ -31,13 +32,78 @@ class CLIError(Exception):
     """A problem the user can fix; printed as ``error: ...`` with exit status 2, no traceback."""
 
 
+# ---- numbers the user types: every numeric flag's argparse ``type`` is one of these, with both bounds --------
+#: The most environment steps (or generations) one command may ask for: about a day at the fastest rates here.
+MAX_STEPS = 1_000_000_000
+#: The most units in one hidden layer (``--hidden``): a 4096 x 4096 layer is 64 MB of weights, plus Adam's state.
+MAX_HIDDEN_UNITS = 4096
+
+
+class Range:
+    """An argparse ``type`` for a number in ``[low, high]`` (``integer``: whole numbers only; ``5e4`` counts);
+    a value outside, or not a number, gives argparse's one ``error:`` line (exit status 2) before anything runs.
+    ``low``/``high`` stay readable: tests check that every numeric flag of every command has both."""
+
+    def __init__(self, low: float, high: float, *, integer: bool = True, low_open: bool = False,
+                 what: str = "") -> None:
+        if not (math.isfinite(low) and math.isfinite(high) and low <= high):
+            raise ValueError(f"a flag's range needs finite bounds, low <= high: got [{low}, {high}]")
+        self.low, self.high, self.integer, self.low_open = low, high, integer, low_open
+        self.__name__ = "int" if integer else "float"  # argparse names the type in some messages
+        if what:
+            self.need = what
+        elif integer:
+            self.need = f"a whole number from {_shown(low)} to {_shown(high)}"
+        else:
+            self.need = f"a number in {'(' if low_open else '['}{_shown(low)}, {_shown(high)}]"
+
+    def __call__(self, text: str) -> float:
+        number: float
+        try:
+            number = int(text.strip().replace("_", "")) if self.integer else float(text)
+        except ValueError:
+            try:
+                number = float(text)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"needs {self.need}, got {text!r}") from None
+            if self.integer:
+                if not (math.isfinite(number) and number.is_integer()):
+                    raise argparse.ArgumentTypeError(f"needs {self.need}, got {text!r}") from None
+                number = int(number)
+        if not (math.isfinite(number) and self.low <= number <= self.high) or (self.low_open and number == self.low):
+            shown = text.strip() if len(text.strip()) <= 30 else text.strip()[:27] + "..."
+            raise argparse.ArgumentTypeError(f"needs {self.need}, got {shown}")
+        return number
+
+    def __repr__(self) -> str:
+        return f"Range({self.low}, {self.high}, integer={self.integer})"
+
+
+def _shown(x: float) -> str:
+    """1000000 -> 1_000_000, 0.5 -> 0.5, 1e-08 -> 1e-08: a bound as a user can type it back."""
+    if float(x).is_integer() and abs(x) < 1e15:
+        return f"{int(x):_}"
+    return f"{x:g}"
+
+
+def int_range(low: int, high: int, what: str = "") -> Range:
+    """Whole numbers in ``[low, high]``."""
+    return Range(low, high, integer=True, what=what)
+
+
+def float_range(low: float, high: float, *, low_open: bool = False, what: str = "") -> Range:
+    """Finite numbers in ``[low, high]`` (``low`` itself excluded where ``low_open``)."""
+    return Range(low, high, integer=False, low_open=low_open, what=what)
+
+
 def parse_hidden(text: str) -> list[tuple[int, str]]:
     """``"64:relu,32:tanh"`` -> ``[(64, "relu"), (32, "tanh")]``; activation defaults to relu."""
     layers = []
     for part in text.split(","):
         size, _, act = part.strip().partition(":")
-        if not size.isdigit() or int(size) <= 0:
-            raise CLIError(f"--hidden: {part!r} is not SIZE[:ACTIVATION] with a positive SIZE")
+        if not size.strip().isdigit() or not 0 < int(size) <= MAX_HIDDEN_UNITS:
+            raise CLIError(f"--hidden: {part.strip()!r} is not SIZE[:ACTIVATION] with a SIZE from 1 to "
+                           f"{MAX_HIDDEN_UNITS}")
         act = act.strip() or "relu"
         if act not in ACTIVATIONS:
             raise CLIError(f"--hidden: unknown activation {act!r} in {part.strip()!r}; use one of "

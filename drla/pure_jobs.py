@@ -140,6 +140,12 @@ def read_state(args: argparse.Namespace) -> None:
         raise CLIError(f"--resume: cannot read {path}: {exc.strerror}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CLIError(f"--resume: {path} is not a JSON population file: {exc}") from None
+    if isinstance(data, dict) and data.get("format") == "drla-model":
+        beside = [p for p in (path.with_name(path.stem + "_population.json"), path.with_name(path.stem + "_ckpt.npz"),
+                              path.with_name(path.stem + "_ckpt.json")) if p.is_file()]
+        raise CLIError(f"--resume: {path} is a model file (the trained network), not a checkpoint: "
+                       + (f"resume from {beside[0]}" if beside else
+                          "resume from the <out>_population.json or <out>_ckpt.npz the run wrote beside it"))
     if not isinstance(data, dict) or data.get("format") not in (CHECKPOINT_FORMAT, COEVOLUTION_FORMAT):
         raise CLIError(f"--resume: {path} is not a population file of `drla train --agent "
                        f"{'|'.join(AGENTS)}`")
@@ -147,11 +153,11 @@ def read_state(args: argparse.Namespace) -> None:
     target, agent = cli.get("target"), cli.get("agent")
     if target is not None and target != args.target:
         raise CLIError(f"--resume: {path} is a run on {target!r}, not on {args.target!r}")
-    if agent in AGENTS and args.agent not in ("dqn", agent):
+    if agent in AGENTS and args.agent not in (None, agent):
         raise CLIError(f"--resume: {path} is a run of --agent {agent}, not {args.agent}")
     if agent in AGENTS:
         args.agent = agent
-    elif args.agent == "dqn":
+    elif args.agent in (None, "dqn"):
         args.agent = "coevolution" if data.get("format") == COEVOLUTION_FORMAT else "ga"
     seed = data.get("seed")
     if args.seed is not None and args.seed != seed:
@@ -167,11 +173,26 @@ def _status_line(job: TrainingJob, unit: str, wall: float) -> str:
     return f"[{job.steps}/{job.total_steps} {unit}s] {figures} | {wall:.1f} s"
 
 
-def train(args: argparse.Namespace) -> int:
+#: ``drla train`` flags of a DQN run that these jobs do not read: refused (never silently ignored).
+DQN_ONLY = ("copies", "eval_interval", "eval_episodes", "grow", "metrics", "tensorboard")
+
+
+def check_flags(args: argparse.Namespace, dqn_fields: tuple[str, ...] = ()) -> None:
+    """Refuse the DQN flags given to an evolution run (``dqn_fields``: DQNConfig's, one flag each)."""
+    given = [name for name in (*DQN_ONLY, *dqn_fields) if getattr(args, name, None) is not None]
+    if given:
+        flag = "--" + given[0].replace("_", "-")
+        raise CLIError(f"{flag}: a DQN setting; --agent {args.agent} does not use it (drop {flag})")
+
+
+def train(args: argparse.Namespace, dqn_fields: tuple[str, ...] = ()) -> int:
     """Build the ``--agent`` job for ``args.target`` and run it to the end (or Ctrl-C); write the champion
     model, the report and the job's state (an evolution run's population) beside ``--out``."""
     if args.resume:
         read_state(args)
+    if args.agent not in AGENTS:
+        raise CLIError(f"--agent {args.agent}: {args.resume} is a population file of an evolution run")
+    check_flags(args, dqn_fields)
     args.seed = 0 if args.seed is None else args.seed
     built = AGENTS[args.agent](args.target, args)
     job = built.job

@@ -329,7 +329,12 @@ def play_scene(args: argparse.Namespace) -> int:
         raise CLIError(f"{args.model} is a {made_by} model but tree {tree.name!r} trains {kind.label}")
     frames = Path(args.frames) if args.frames else None
     if frames is not None:
-        frames.mkdir(parents=True, exist_ok=True)
+        if frames.exists() and not frames.is_dir():
+            raise CLIError(f"--frames {frames} is a file: give a folder for the frames")
+        try:
+            frames.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CLIError(f"--frames: cannot create the folder {frames}: {exc.strerror or exc}") from exc
     try:
         with quiet_egl():
             text = kind.evaluate(scene, compiled, model, args.episodes, args.seed, frames)

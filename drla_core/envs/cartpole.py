@@ -152,7 +152,7 @@ def _libm_functions() -> tuple[Any, Any, Any]:
         return out
 
     def py_square(v: np.ndarray, two: np.ndarray, out: np.ndarray) -> np.ndarray:
-        out[...] = [[t**2 for t in row] for row in v.tolist()]
+        out[...] = np.reshape([t**2 for t in v.ravel().tolist()], v.shape)  # flat or 2-d operands
         return out
 
     def same(fn: Any, ref: Any, v: np.ndarray, *args: np.ndarray) -> bool:
