@@ -317,9 +317,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def cmd_inspect(args: argparse.Namespace) -> int:
     model = load_model_file(args.model)
     arch = model.network.architecture()
-    if arch.get("type") == "graph":  # a NEAT network (docs/model-format.md, graph networks)
-        layers = (f"graph: {arch['input_size']} inputs -> {len(arch['nodes']) - arch['output_size']} hidden nodes, "
-                  f"{len(arch['connections'])} connections -> {arch['output_size']} outputs")
+    if "graph" in arch:  # a NEAT network (docs/model-format.md, graph networks)
+        graph = arch["graph"]
+        layers = (f"graph: {arch['input_size']} inputs -> {len(graph['nodes'])} hidden nodes, "
+                  f"{len(graph['connections'])} connections -> {arch['output_size']} {arch['output_activation']} "
+                  "outputs")
     else:
         layers = " -> ".join([str(arch["input_size"])] + [f"{h['size']} {h['activation']}" for h in arch["hidden"]]
                              + [f"{arch['output_size']} {arch['output_activation']}"])

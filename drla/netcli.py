@@ -136,8 +136,6 @@ def cmd_show(args: argparse.Namespace) -> int:
     from drla_core.png import write_png
 
     model = load_model_file(args.model)
-    if not hasattr(model.network, "weights"):
-        raise CLIError(f"{shown_path(args.model)} holds a graph network (NEAT): drla show draws layered MLPs")
     obs = None
     env_name = args.env or model.meta.get("env")
     if env_name in ENV_NAMES:  # the activations for the environment's first observation
