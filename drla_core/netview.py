@@ -21,7 +21,8 @@ import numpy as np
 
 from .plot import _apply_activation, polyline
 
-__all__ = ["INFRARED", "COLD", "palette", "NetDrawing", "network_drawing", "graph_drawing", "strongest", "project", "render_png_array"]
+__all__ = ["INFRARED", "COLD", "palette", "NetDrawing", "network_drawing", "graph_drawing", "strongest", "project",
+           "render_png_array"]
 
 INFRARED = np.array([[0, 0, 0], [0.85, 0.05, 0.02], [1.0, 0.5, 0.0], [1.0, 0.92, 0.1], [1, 1, 1]], dtype=np.float32)
 """Black, red, orange, yellow, white: positive weights and activations, by magnitude."""
