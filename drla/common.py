@@ -9,6 +9,7 @@ import argparse
 import dataclasses
 import math
 import os
+import shlex
 import shutil
 import signal
 import sys
@@ -153,19 +154,38 @@ def checkpoint_file(model_path: Path, suffix: str = ".npz") -> Path:
     return model_path.with_name(model_path.stem + "_ckpt" + suffix)
 
 
-def checkpoint_saver(model_path: Path, settings: dict[str, Any], suffix: str = ".npz") -> Callable[[Any, str], None]:
+class CheckpointSaver:
     """A job's ``save_fn``: the model so far (``<out>_step<N>.json``, as before) and the full checkpoint
-    (``checkpoint_file``; a DQN run keeps the last two) that ``--resume`` continues from."""
-    path = checkpoint_file(model_path, suffix)
+    (``checkpoint_file``; a DQN run keeps the last two) that ``--resume`` continues from. ``write_state`` is what
+    Ctrl-C writes (``finish_training``), and ``resume_command`` the command that continues it."""
 
-    def save(run: Any, model_file: str) -> None:
+    def __init__(self, model_path: Path, settings: dict[str, Any], suffix: str = ".npz") -> None:
+        self.path = checkpoint_file(model_path, suffix)
+        self.settings = settings
+
+    def __call__(self, run: Any, model_file: str) -> None:
         agent = getattr(run, "agent", None)  # a DQN TrainingRun: its agent's network; else the job's model
         model = agent.to_model({"steps": run.steps, "episodes": run.episodes}) if agent is not None else \
             run.to_model({"steps": run.steps})
         save_model(model_file, model)
-        run.save_checkpoint(path, settings=settings)
+        self.write_state(run)
 
-    return save
+    def write_state(self, run: Any) -> Path:
+        run.save_checkpoint(self.path, settings=self.settings)
+        return self.path
+
+    def resume_command(self) -> str:
+        """``drla train TARGET [--tree TREE] --resume CHECKPOINT``, as this shell can run it."""
+        target = self.settings.get("target", "")
+        target = shown_path(target) if str(target).lower().endswith(".blend") else str(target)
+        tree = self.settings.get("tree")
+        words = [drla_command(), "train", shlex.quote(target)] + (["--tree", shlex.quote(tree)] if tree else [])
+        return " ".join(words + ["--resume", shlex.quote(shown_path(self.path))])
+
+
+def checkpoint_saver(model_path: Path, settings: dict[str, Any], suffix: str = ".npz") -> CheckpointSaver:
+    """The ``CheckpointSaver`` for a run writing ``model_path`` (``settings``: what ``--resume`` checks)."""
+    return CheckpointSaver(model_path, settings, suffix)
 
 
 def read_resume(path: str) -> Any:
@@ -268,20 +288,27 @@ def finish_training(job: Any, model: Model, model_path: Path, report_path: Path,
     for path, each in (extra or {}).items():
         save_model(path, each)
     job.save_report(report_path, title, wall)
-    checkpoint = model_path.with_name(f"{model_path.stem}_step{job.steps}.json")
-    if job.interrupted:
-        save_model(checkpoint, model)
     named = [f"model:  {path}" for path in (extra or {})]
     print("\n".join(["", *job.summary(wall), f"model:  {model_path}", *named, f"report: {report_path}"]))
     if not job.interrupted:
         return 0
-    print(interrupted_text(job.steps, job.total_steps, checkpoint))
+    saver = getattr(job, "save_fn", None)
+    if isinstance(saver, CheckpointSaver):  # the full training state: --resume continues from it
+        checkpoint = saver.write_state(job)
+        print(interrupted_text(job.steps, job.total_steps, checkpoint, saver.resume_command()))
+    else:  # a run without a resumable state: the model so far, under its step
+        checkpoint = model_path.with_name(f"{model_path.stem}_step{job.steps}.json")
+        save_model(checkpoint, model)
+        print(interrupted_text(job.steps, job.total_steps, checkpoint, ""))
     return 130
 
 
-def interrupted_text(steps: int, total: int, checkpoint: Path) -> str:
+def interrupted_text(steps: int, total: int, checkpoint: Path, resume_command: str) -> str:
+    if not resume_command:
+        return (f"interrupted at step {steps} of {total}: saved what was learnt so far (the model and the report); "
+                f"this run cannot be resumed\nmodel so far: {checkpoint}")
     return (f"interrupted at step {steps} of {total}: saved what was learnt so far (the model, a checkpoint and "
-            f"the report)\ncheckpoint: {checkpoint}")
+            f"the report)\ncheckpoint: {checkpoint}\ncontinue with: {resume_command}")
 
 
 def shown_path(path: str | os.PathLike[str]) -> str:

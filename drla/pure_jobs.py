@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from collections.abc import Callable
@@ -31,7 +32,7 @@ from drla_core.evolution import (
 from drla_core.model_io import save_model
 from drla_core.neat import NEATConfig
 
-from .common import CLIError, CtrlC, out_paths
+from .common import CLIError, CtrlC, drla_command, out_paths, shown_path
 
 #: Seconds per ``advance`` slice: how often the progress line and Ctrl-C are looked at.
 SLICE_S = 0.25
@@ -244,6 +245,12 @@ def train(args: argparse.Namespace, dqn_fields: tuple[str, ...] = ()) -> int:
                  *(f"model:  {path}" for path in models), f"report: {report_path}"]
         if built.save_state is not None:
             save_state()
-            lines.append(f"state:  {state_path} (continue with --resume {state_path})")
+            lines.append(f"state:  {state_path}")
+            if stopped or job.steps < job.total_steps:
+                lines.append(f"continue with: {drla_command()} train {args.target} --resume "
+                             f"{shlex.quote(shown_path(state_path))}")
+            else:
+                lines.append(f"(train it further: {drla_command()} train {args.target} --resume "
+                             f"{shlex.quote(shown_path(state_path))} --steps N, N the new total, above {job.steps})")
         print("\n".join(lines))
     return 130 if stopped else 0

@@ -361,12 +361,19 @@ def test_ctrl_c_saves_what_was_learnt_and_says_where(tmp_path):
     saved = load_model(model)
     steps = saved.meta["training_steps"]
     assert saved.meta["interrupted"] is True and 300 <= steps < 100_000_000
-    checkpoint = tmp_path / f"m_step{steps}.json"
+    checkpoint = tmp_path / "m_ckpt.npz"
     assert f"interrupted at step {steps} of 100000000: saved what was learnt so far" in out
     assert f"model:  {model}" in out and f"report: {tmp_path / 'm_report.png'}" in out
     assert f"checkpoint: {checkpoint}" in out
-    assert load_model(checkpoint).meta["training_steps"] == steps
     assert (tmp_path / "m_report.png").read_bytes()[:4] == b"\x89PNG"
+    # the checkpoint is the run's whole state, and the line after it is the command that continues the run
+    command = shlex.split(out.split("continue with: ", 1)[1].splitlines()[0])
+    assert command[command.index("train"):] == ["train", "identity", "--resume", str(checkpoint)]
+    resumed = subprocess.run([sys.executable, "-m", "drla", *command[command.index("train"):], "--steps",
+                              str(steps + 150), "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resuming {checkpoint} at step {steps} of {steps + 150}" in resumed.stderr
+    assert load_model(model).meta["training_steps"] == steps + 150
 
 
 def test_ctrl_c_presses(capsys):
@@ -385,3 +392,24 @@ def test_ctrl_c_presses(capsys):
     ctrl_c.saving = True
     ctrl_c(2, None)
     assert "writing what was learnt, one moment" in capsys.readouterr().err and stops == [1]
+
+
+def test_ctrl_c_without_checkpoint_interval_still_leaves_a_resumable_run(tmp_path):
+    """No --checkpoint-interval: Ctrl-C alone writes the full state (<out>_ckpt.npz) and the resume command."""
+    model, metrics = tmp_path / "m.json", tmp_path / "m.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "drla", "train", "identity", "--steps", "100000000", "--out",
+                             str(model), "--learning-starts", "50", "--eval-interval", "0", "--metrics", str(metrics),
+                             "--quiet"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    t0 = time.monotonic()
+    while not (metrics.exists() and metrics.stat().st_size > 0):  # a few episodes trained
+        assert proc.poll() is None and time.monotonic() - t0 < 120, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "Traceback" not in err, (out, err)
+    steps = load_model(model).meta["training_steps"]
+    assert f"checkpoint: {tmp_path / 'm_ckpt.npz'}" in out and "continue with: " in out
+    command = shlex.split(out.split("continue with: ", 1)[1].splitlines()[0])
+    resumed = subprocess.run([sys.executable, "-m", "drla", *command[command.index("train"):], "--steps",
+                              str(steps + 40), "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0 and f"at step {steps} of {steps + 40}" in resumed.stderr, resumed.stderr
