@@ -300,8 +300,13 @@ def _given(value: Any, saved: Any, default: Any) -> Any:
 def cmd_eval(args: argparse.Namespace) -> int:
     model = load_model_file(args.model)
     env_name = args.env or model.meta.get("env")
+    if env_name in PARALLEL_ENV_NAMES:
+        raise CLIError(f"{args.model} is one side of the two-agent game {env_name}: eval plays one-agent environments "
+                       f"({', '.join(ENV_NAMES)}); its training report shows how the two sides did")
     if env_name not in ENV_NAMES:
-        raise CLIError("which environment? pass --env (one of " + ", ".join(ENV_NAMES) + ")")
+        what = f"{args.model} was trained in {env_name!r}, not a built-in environment" if env_name else (
+            f"{args.model} names no environment")
+        raise CLIError(f"which environment? {what}: pass --env (one of " + ", ".join(ENV_NAMES) + ")")
     env = make(env_name)
     if env.observation_space.shape != model.observation_space.shape or env.action_space != model.action_space:
         raise CLIError(f"the model's spaces do not match environment {env_name!r}")

@@ -246,7 +246,7 @@ def train(args: argparse.Namespace, dqn_fields: tuple[str, ...] = ()) -> int:
         if built.save_state is not None:
             save_state()
             lines.append(f"state:  {state_path}")
-            if stopped or job.steps < job.total_steps:
+            if stopped:
                 lines.append(f"continue with: {drla_command()} train {args.target} --resume "
                              f"{shlex.quote(shown_path(state_path))}")
             else:

@@ -326,7 +326,8 @@ def play_scene(args: argparse.Namespace) -> int:
     kind = kinds.of(compiled)
     if not kind.makes(model):
         made_by = next((k.label for k in kinds.KINDS.values() if k.makes(model)), repr(model.kind))
-        raise CLIError(f"{args.model} is a {made_by} model but tree {tree.name!r} trains {kind.label}")
+        article = "an" if made_by[:1].upper() in "AEIOU" else "a"
+        raise CLIError(f"{args.model} is {article} {made_by} model but tree {tree.name!r} trains {kind.label}")
     frames = Path(args.frames) if args.frames else None
     if frames is not None:
         if frames.exists() and not frames.is_dir():
