@@ -211,6 +211,10 @@ def train_scene(args: argparse.Namespace) -> int:
                     job = build.build_job(compiled, env, seed=seed, total_steps=steps, **options)
             except build.BuildError as exc:
                 raise CLIError(str(exc)) from exc
+            if options["checkpoint_interval"] and not callable(getattr(job, "save_checkpoint", None)):
+                what = "a --workers run is" if workers else f"tree {tree.name!r} trains {kind.label}, whose runs are"
+                raise CLIError(f"--checkpoint-interval: {what} not saved part-way (it cannot be resumed): drop "
+                               "--checkpoint-interval")
             if callable(getattr(job, "save_checkpoint", None)):  # full checkpoints, for --resume
                 job.save_fn = checkpoint_saver(model_path, {"target": str(args.target), "tree": tree.name,
                                                             "out": str(model_path),

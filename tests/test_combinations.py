@@ -108,12 +108,14 @@ def outcome(result: Result) -> tuple[str, str]:
         said = (result.out.strip() or result.err.strip()).splitlines()
         return ("works", said[-1][:100]) if said else ("BROKEN", "exit 0 without a word: a silent no-op?")
     if result.code == 2:
-        errors = [line for line in err if "error:" in line]
-        others = [line for line in err if "error:" not in line and not line.startswith("(for the options")
-                  and not line.startswith(" ")]  # a CLIError may list a tree's problems, indented
-        if len(errors) == 1 and not others and "Traceback" not in result.err:
-            return "refused", errors[0].split("error:", 1)[1].strip()[:160]
-        return "BROKEN", f"exit 2 but not one error line: {err[:4]}"
+        # one error line, the last thing said (after it only argparse's "(for the options" hint, or a tree's
+        # problems, indented); lines before it are what the command did first ("Learned IK on Arm3: ...")
+        errors = [i for i, line in enumerate(err) if "error:" in line]
+        after = [line for line in err[errors[-1] + 1:] if not line.startswith(("(for the options", " "))] \
+            if errors else []
+        if len(errors) == 1 and not after and "Traceback" not in result.err:
+            return "refused", err[errors[0]].split("error:", 1)[1].strip()[:160]
+        return "BROKEN", f"exit 2 but not one error line: {err[-4:]}"
     return "BROKEN", f"exit status {result.code}: {(err or result.out.splitlines())[-3:]}"
 
 
