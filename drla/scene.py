@@ -324,6 +324,9 @@ def play_scene(args: argparse.Namespace) -> int:
     if not args.model:
         raise CLIError("which model? pass --model MODEL.json (or --switcher to play the tree's Expert Switcher)")
     model = load_model_file(args.model)
+    frames = Path(args.frames) if args.frames else None
+    if frames is not None and frames.exists() and not frames.is_dir():  # before the scene is opened
+        raise CLIError(f"--frames {frames} is a file: give a folder for the frames")
     bpy, ext, tree, scene = open_scene(args.scene, args.tree)
     compiled = compile_or_explain(ext, tree, scene)
     kinds = addon_module("runs.kinds")
@@ -332,10 +335,7 @@ def play_scene(args: argparse.Namespace) -> int:
         made_by = next((k.label for k in kinds.KINDS.values() if k.makes(model)), repr(model.kind))
         article = "an" if made_by[:1].upper() in "AEIOU" else "a"
         raise CLIError(f"{args.model} is {article} {made_by} model but tree {tree.name!r} trains {kind.label}")
-    frames = Path(args.frames) if args.frames else None
     if frames is not None:
-        if frames.exists() and not frames.is_dir():
-            raise CLIError(f"--frames {frames} is a file: give a folder for the frames")
         try:
             frames.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

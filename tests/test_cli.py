@@ -413,3 +413,42 @@ def test_ctrl_c_without_checkpoint_interval_still_leaves_a_resumable_run(tmp_pat
     resumed = subprocess.run([sys.executable, "-m", "drla", *command[command.index("train"):], "--steps",
                               str(steps + 40), "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0 and f"at step {steps} of {steps + 40}" in resumed.stderr, resumed.stderr
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tiny")
+    assert main(["train", "identity", "--steps", "60", "--learning-starts", "20", "--eval-interval", "0", "--quiet",
+                 "--hidden", "4", "--out", str(folder / "m.json")]) == 0
+    (folder / "frames.png").write_bytes(b"not a folder")
+    return folder
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["train", "deceptive_maze", "--steps", "10"], "deceptive_maze has continuous actions (Box(shape=(2,), "
+     "dtype=float32)) and DQN needs discrete ones: train it with --agent ga or --agent neat or --agent novelty"),
+    (["train", "cartpole", "--workers", "2"], "--workers: applies to a .blend scene's tree, not to the built-in "
+     "environment 'cartpole' (use --copies N to step N copies here)"),
+    (["train", "cartpole", "--tree", "T"], "--tree: applies to a .blend scene's tree"),
+    (["train", "cartpole", "--population", "10"], "--population: the population of an evolution run"),
+    (["train", "cartpole", "--agent", "neat", "--learning-rate", "0.1"],
+     "--learning-rate: a DQN setting; --agent neat does not use it (drop --learning-rate)"),
+    (["train", "cartpole", "--agent", "ga", "--copies", "2"], "--copies: a DQN setting; --agent ga does not use it"),
+    (["train", "scenes/tank/tank.blend", "--agent", "neat"], "--agent: a .blend file's tree chooses its agent"),
+    (["train", "cartpole", "--resume", "{tiny}/m.json"], "--resume: {tiny}/m.json is a model file (the trained "
+     "network), not a checkpoint: resume from the <out>_population.json or <out>_ckpt.npz the run wrote beside it"),
+    (["play", "scenes/tank/tank.blend", "--model", "{tiny}/m.json", "--frames", "{tiny}/frames.png"],
+     "--frames {tiny}/frames.png is a file: give a folder for the frames"),
+])
+def test_flags_a_command_would_ignore_or_trip_on_are_refused_in_one_line(argv, message, tiny_model, capsys):
+    """Issue 23: each was a traceback or a silent no-op."""
+    argv = [a.replace("{tiny}", str(tiny_model)) for a in argv]
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        assert main(argv) == 2
+    finally:
+        os.chdir(cwd)
+    err = capsys.readouterr().err
+    assert err.strip() == "error: " + message.replace("{tiny}", str(tiny_model)) or (
+        message.replace("{tiny}", str(tiny_model)) in err and len(err.strip().splitlines()) == 1), err
