@@ -188,10 +188,31 @@ def checkpoint_saver(model_path: Path, settings: dict[str, Any], suffix: str = "
     return CheckpointSaver(model_path, settings, suffix)
 
 
+def refuse_model_file(path: Path, data: Any = None) -> None:
+    """``--resume`` given a model file (the trained network, not the run's state): say which file to give."""
+    if data is None:
+        try:
+            with open(path, encoding="utf-8") as f:
+                head = f.read(200)
+        except (OSError, UnicodeDecodeError):
+            return
+        if '"drla-model"' not in head:
+            return
+    elif not (isinstance(data, dict) and data.get("format") == "drla-model"):
+        return
+    beside = [p for p in (path.with_name(path.stem + "_ckpt.npz"), path.with_name(path.stem + "_ckpt.json"),
+                          path.with_name(path.stem + "_population.json")) if p.is_file()]
+    raise CLIError(f"--resume: {path} is a model file (the trained network), not a checkpoint: "
+                   + (f"resume from {beside[0]}" if beside else
+                      "resume from the <out>_ckpt.npz, <out>_ckpt.json or <out>_population.json the run wrote "
+                      "beside it"))
+
+
 def read_resume(path: str) -> Any:
     """The checkpoint ``--resume`` names, or the one before it when it is broken (saying so on stderr); a
     ``.json`` file is an evolution run's (``EvolutionCheckpoint``: the same ``meta``/``settings`` surface)."""
     if path.lower().endswith(".json"):
+        refuse_model_file(Path(path))
         try:
             return read_evolution_checkpoint(path)
         except ValueError as exc:

@@ -32,7 +32,7 @@ from drla_core.evolution import (
 from drla_core.model_io import save_model
 from drla_core.neat import NEATConfig
 
-from .common import CLIError, CtrlC, drla_command, out_paths, shown_path
+from .common import CLIError, CtrlC, drla_command, out_paths, refuse_model_file, shown_path
 
 #: Seconds per ``advance`` slice: how often the progress line and Ctrl-C are looked at.
 SLICE_S = 0.25
@@ -141,12 +141,7 @@ def read_state(args: argparse.Namespace) -> None:
         raise CLIError(f"--resume: cannot read {path}: {exc.strerror}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CLIError(f"--resume: {path} is not a JSON population file: {exc}") from None
-    if isinstance(data, dict) and data.get("format") == "drla-model":
-        beside = [p for p in (path.with_name(path.stem + "_population.json"), path.with_name(path.stem + "_ckpt.npz"),
-                              path.with_name(path.stem + "_ckpt.json")) if p.is_file()]
-        raise CLIError(f"--resume: {path} is a model file (the trained network), not a checkpoint: "
-                       + (f"resume from {beside[0]}" if beside else
-                          "resume from the <out>_population.json or <out>_ckpt.npz the run wrote beside it"))
+    refuse_model_file(path, data)
     if not isinstance(data, dict) or data.get("format") not in (CHECKPOINT_FORMAT, COEVOLUTION_FORMAT):
         raise CLIError(f"--resume: {path} is not a population file of `drla train --agent "
                        f"{'|'.join(AGENTS)}`")

@@ -436,7 +436,9 @@ def tiny_model(tmp_path_factory):
     (["train", "cartpole", "--agent", "ga", "--copies", "2"], "--copies: a DQN setting; --agent ga does not use it"),
     (["train", "scenes/tank/tank.blend", "--agent", "neat"], "--agent: a .blend file's tree chooses its agent"),
     (["train", "cartpole", "--resume", "{tiny}/m.json"], "--resume: {tiny}/m.json is a model file (the trained "
-     "network), not a checkpoint: resume from the <out>_population.json or <out>_ckpt.npz the run wrote beside it"),
+     "network), not a checkpoint: resume from the <out>_ckpt.npz, <out>_ckpt.json or <out>_population.json the "
+     "run wrote beside it"),
+    (["train", "scenes/tank/tank.blend", "--resume", "{tiny}/m.json"], "--resume: {tiny}/m.json is a model file"),
     (["play", "scenes/tank/tank.blend", "--model", "{tiny}/m.json", "--frames", "{tiny}/frames.png"],
      "--frames {tiny}/frames.png is a file: give a folder for the frames"),
 ])
