@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 
+import numpy as np
+
 from drla_core.agents.dqn import DQNAgent, DQNConfig
 from drla_core.envs import ENV_NAMES, PARALLEL_ENV_NAMES, make
 from drla_core.mlp import ACTIVATIONS
@@ -44,6 +46,7 @@ from .common import (
     MAX_STEPS,
     CLIError,
     CtrlC,
+    check_replay_memory,
     config_overrides,
     drla_command,
     finish_training,
@@ -69,7 +72,7 @@ from .progress import ProgressBar
 STEPS = int_range(1, MAX_STEPS)
 COUNT = int_range(0, MAX_STEPS, "a whole number from 0 (0: never) to 1_000_000_000")
 SEED = int_range(0, 2**32 - 1)
-EPISODES = int_range(1, 100_000)
+EPISODES = int_range(1, 10_000)
 PROBABILITY = float_range(0.0, 1.0)
 #: ``--copies``: the Environment node's own limit (each copy of a .blend scene duplicates its objects)
 COPIES = int_range(1, 256)
@@ -251,6 +254,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise CLIError(f"--seed: a resumed run keeps its seed ({saved_run['seed']}); drop --seed")
     args.seed = saved_run.get("seed", 0) if args.seed is None else args.seed
     env, eval_env = make(args.target), make(args.target)
+    check_replay_memory(args.buffer_size, int(np.prod(env.observation_space.shape)))
     if not isinstance(env.action_space, Discrete):
         agents = " or --agent ".join(a for a in pure_jobs.AGENTS if a != "coevolution")
         raise CLIError(f"{args.target} has continuous actions ({env.action_space}) and DQN needs discrete ones: "

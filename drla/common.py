@@ -133,6 +133,27 @@ def make_config(base: DQNConfig | None, overrides: dict[str, Any], steps: int) -
         raise CLIError(str(exc)) from exc
 
 
+def total_memory() -> int:
+    """This machine's memory in bytes (0 where it cannot be told)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return 0
+
+
+def check_replay_memory(buffer_size: int | None, obs_size: int, memory: int | None = None) -> None:
+    """``--buffer-size``: the replay memory (observations and next observations, float32) must fit in half of
+    this machine's memory; refused before training otherwise, with the sizes."""
+    memory = total_memory() if memory is None else memory
+    if not buffer_size or not memory:
+        return
+    need = buffer_size * (2 * obs_size * 4 + 16)
+    if need > memory // 2:
+        raise CLIError(f"--buffer-size {buffer_size}: the replay memory would take {need / 2**30:.1f} GiB "
+                       f"({obs_size} observation values a step), more than half of this machine's "
+                       f"{memory / 2**30:.1f} GiB; give at most {memory // 2 // (2 * obs_size * 4 + 16):_}")
+
+
 def out_paths(out: str | None, default_stem: str) -> tuple[Path, Path]:
     model_path = Path(out) if out else DEFAULT_OUT_DIR / f"{default_stem}.json"
     if model_path.is_dir():

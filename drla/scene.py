@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import sys
 import tempfile
@@ -22,6 +23,7 @@ from . import train_flags
 from .common import (
     CLIError,
     CtrlC,
+    check_replay_memory,
     checkpoint_saver,
     config_overrides,
     finish_training,
@@ -206,6 +208,9 @@ def train_scene(args: argparse.Namespace) -> int:
                         env = build.build_env(compiled, scene, copies=1 if workers else None)
                     except addon_module("scene.copies").CopyError as exc:
                         raise CLIError(f"--copies: {exc}") from exc
+                if kind.grows:  # a DQN tree: its replay memory, when --buffer-size is given
+                    space = getattr(env, "single_observation_space", None) or env.observation_space
+                    check_replay_memory(getattr(args, "buffer_size", None), math.prod(space.shape))
             try:
                 if workers:
                     job = _workers_run(args, build, compiled, env, tree, steps, seed, workers)

@@ -177,11 +177,11 @@ BAD_NUMBERS = [
     (["train", "identity", "--hidden", "99999"],
      "--hidden: '99999' is not SIZE[:ACTIVATION] with a SIZE from 1 to 4096"),
     (["train", "identity", "--loss", "l1"], "--loss: invalid choice: 'l1'"),
-    (["eval", "m.json", "--episodes", "0"], "--episodes: needs a whole number from 1 to 100_000, got 0"),
+    (["eval", "m.json", "--episodes", "0"], "--episodes: needs a whole number from 1 to 10_000, got 0"),
     (["eval", "m.json", "--seed", "-2"], "--seed: needs a whole number from 0 to 4_294_967_295, got -2"),
     (["eval", "m.json", "--env", "pong"], "--env: invalid choice: 'pong'"),
     (["play", "s.blend", "--model", "m.json", "--episodes", "-1"],
-     "--episodes: needs a whole number from 1 to 100_000, got -1"),
+     "--episodes: needs a whole number from 1 to 10_000, got -1"),
     (['play', 's.blend', '--model', 'm.json', '--seed', 'x'],
      "--seed: needs a whole number from 0 to 4_294_967_295, got 'x'"),
     (["demo", "--steps", "0"], "--steps: needs a whole number from 1 to 1_000_000_000, got 0"),
@@ -454,3 +454,14 @@ def test_flags_a_command_would_ignore_or_trip_on_are_refused_in_one_line(argv, m
     err = capsys.readouterr().err
     assert err.strip() == "error: " + message.replace("{tiny}", str(tiny_model)) or (
         message.replace("{tiny}", str(tiny_model)) in err and len(err.strip().splitlines()) == 1), err
+
+
+def test_replay_memory_must_fit_in_half_the_machines_memory():
+    from drla.common import CLIError, check_replay_memory
+
+    check_replay_memory(1000, 211, memory=2**30)  # 1.7 MB of 1 GiB
+    check_replay_memory(None, 211, memory=2**30)  # no --buffer-size: the node's or the default
+    with pytest.raises(CLIError, match=r"--buffer-size 9000000: the replay memory would take 14.3 GiB \(211 "
+                                       r"observation values a step\), more than half of this machine's 16.0 GiB; "
+                                       r"give at most 5_041_230"):
+        check_replay_memory(9_000_000, 211, memory=16 * 2**30)
