@@ -463,5 +463,5 @@ def test_replay_memory_must_fit_in_half_the_machines_memory():
     check_replay_memory(None, 211, memory=2**30)  # no --buffer-size: the node's or the default
     with pytest.raises(CLIError, match=r"--buffer-size 9000000: the replay memory would take 14.3 GiB \(211 "
                                        r"observation values a step\), more than half of this machine's 16.0 GiB; "
-                                       r"give at most 5_041_230"):
+                                       r"give at most 5_041_041"):
         check_replay_memory(9_000_000, 211, memory=16 * 2**30)
