@@ -201,8 +201,9 @@ def train_scene(args: argparse.Namespace) -> int:
     with CtrlC().installed() as ctrl_c, addon_module("scene.snapshot").restored_scene(scene):
         try:
             if build.has_env(compiled):
-                if not workers and compiled.env.copies > 8:  # seconds to a minute or two (256 copies): say so
-                    print(f"making {compiled.env.copies} copies of the environment's objects...", file=sys.stderr)
+                copies = getattr(compiled.env, "copies", 1)  # (a multi-agent tree: its team env, no copies)
+                if not workers and copies > 8:  # seconds to a minute or two (256 copies): say so
+                    print(f"making {copies} copies of the environment's objects...", file=sys.stderr)
                 with quiet_egl():
                     try:
                         env = build.build_env(compiled, scene, copies=1 if workers else None)
