@@ -219,7 +219,8 @@ def train_scene(args: argparse.Namespace) -> int:
                     job = build.build_job(compiled, env, seed=seed, total_steps=steps, **options)
             except build.BuildError as exc:
                 raise CLIError(str(exc)) from exc
-            if options["checkpoint_interval"] and not callable(getattr(job, "save_checkpoint", None)):
+            if options["checkpoint_interval"] and not callable(getattr(job, "save_checkpoint", None)) and not getattr(
+                    job, "checkpoint_interval", 0):  # a job that saves neither way would ignore the flag
                 what = "a --workers run is" if workers else f"tree {tree.name!r} trains {kind.label}, whose runs are"
                 raise CLIError(f"--checkpoint-interval: {what} not saved part-way (it cannot be resumed): drop "
                                "--checkpoint-interval")
