@@ -221,9 +221,10 @@ def train_scene(args: argparse.Namespace) -> int:
                 raise CLIError(str(exc)) from exc
             if options["checkpoint_interval"] and not callable(getattr(job, "save_checkpoint", None)) and not getattr(
                     job, "checkpoint_interval", 0):  # a job that saves neither way would ignore the flag
-                what = "a --workers run is" if workers else f"tree {tree.name!r} trains {kind.label}, whose runs are"
-                raise CLIError(f"--checkpoint-interval: {what} not saved part-way (it cannot be resumed): drop "
-                               "--checkpoint-interval")
+                what = "a --workers run is not saved part-way (it cannot be resumed)" if workers else (
+                    f"tree {tree.name!r} trains {kind.label}, whose runs are not saved part-way (they cannot be "
+                    "resumed)")
+                raise CLIError(f"--checkpoint-interval: {what}: drop --checkpoint-interval")
             if callable(getattr(job, "save_checkpoint", None)):  # full checkpoints, for --resume
                 job.save_fn = checkpoint_saver(model_path, {"target": str(args.target), "tree": tree.name,
                                                             "out": str(model_path),
