@@ -245,8 +245,9 @@ def test_every_numeric_flag_of_every_command_has_a_checked_range():
             if not kind.low_open:
                 kind(str(int(kind.low) if kind.integer else kind.low))
         elif action.type in (int, float) or (isinstance(action.default, (int, float))
-                                             and not isinstance(action.default, bool)):
-            bare.append(name)
+                                             and not isinstance(action.default, bool)) or (
+                action.metavar in ("N", "K", "W", "PX", "INT", "FLOAT", "SECONDS")):
+            bare.append(name)  # a number typed without a range (or a number-like metavar on a text flag)
     assert not bare, f"numeric flags without a checked range: {bare}"
     for must in ("train --steps", "train --copies", "train --workers", "train --population", "train --grow",
                  "train --learning-rate", "play --episodes", "web --port", "show --width", "merge --states",
