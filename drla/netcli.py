@@ -95,8 +95,9 @@ def _distill(args: argparse.Namespace, models: list[Any], names: list[str]) -> A
     states = []
     for i, (model, env_name) in enumerate(zip(models, envs)):
         if env_name not in ENV_NAMES:
-            raise CLIError(f"distillation records states in each teacher's environment: {names[i]} names none "
-                           f"({env_name!r}); pass --envs with one of {', '.join(ENV_NAMES)} per model")
+            named = "names none" if env_name is None else f"names {env_name!r}, not a built-in environment"
+            raise CLIError(f"distillation records states in each teacher's environment: {names[i]} {named}; pass "
+                           f"--envs with one of {', '.join(ENV_NAMES)} per model (or --scene SCENE.blend)")
         env = make(env_name)
         try:
             check_fits(model, env.observation_space, env.action_space)
