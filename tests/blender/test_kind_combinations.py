@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import shutil
 import sys
 from pathlib import Path
 
@@ -39,13 +40,18 @@ def _addon(name):
     return addon_module(name)
 
 
-def scenes_by_kind() -> dict[str, tuple[Path, str]]:
-    """kind name -> (the first example .blend, its tree) that trains it, from the shipped scenes."""
+def scenes_by_kind(folder: Path) -> dict[str, tuple[Path, str]]:
+    """kind name -> (the first example .blend, its tree) that trains it, from copies of the shipped scenes' folders
+    in ``folder`` (a tree's Export node writes beside its .blend: never into the checkout)."""
     from drla.extension import register_extension
 
     register_extension()
     found: dict[str, tuple[Path, str]] = {}
-    for blend in sorted((ROOT / "scenes").glob("*/*.blend")):
+    for original in sorted((ROOT / "scenes").glob("*/*.blend")):
+        copy = folder / original.parent.name
+        if not copy.exists():
+            shutil.copytree(original.parent, copy, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+        blend = copy / original.name
         bpy.ops.wm.open_mainfile(filepath=str(blend), load_ui=False)
         kinds = _addon("runs.kinds")
         for tree in bpy.data.node_groups:
@@ -57,7 +63,7 @@ def scenes_by_kind() -> dict[str, tuple[Path, str]]:
 @pytest.fixture(scope="module")
 def kinds_trained(ext, tmp_path_factory):
     """Each kind's tiny CLI run on its scene, shared by the command rows."""
-    where = scenes_by_kind()
+    where = scenes_by_kind(tmp_path_factory.mktemp("scenes"))
     missing = sorted(set(_addon("runs.kinds").KINDS) - set(where))
     assert not missing, f"no example scene trains the agent kind(s) {missing}: add one to scenes/"
     runs = {}
@@ -170,7 +176,7 @@ def press(name: str, cls: type, kwargs: dict) -> tuple[str, str]:
 
 @pytest.mark.slow
 def test_every_kind_with_every_button(ext, tmp_path, capsys):
-    where = scenes_by_kind()
+    where = scenes_by_kind(tmp_path / "scenes")
     ops = _operator_classes()
     rows = {}
     for kind, (blend, tree_name) in sorted(where.items()):
@@ -200,7 +206,8 @@ def test_property_sensor_bounds_make_a_finite_space_and_clip(ext, tmp_path):
     a value beyond Max reads as Max; Min >= Max is a message on the node."""
     from drla.scene import compile_or_explain, open_scene
 
-    _, ext_mod, tree, scene = open_scene(combos.TANK, "Tank")
+    shutil.copytree(combos.TANK.parent, tmp_path / "tank", ignore=shutil.ignore_patterns("*.py"))
+    _, ext_mod, tree, scene = open_scene(tmp_path / "tank" / combos.TANK.name, "Tank")
     sensors = [n for n in tree.nodes if n.bl_idname == "DRLA_PropertySensorNode"]
     assert sensors and all((n.value_min, n.value_max) == (-1000.0, 1000.0) for n in sensors)
     compiled = compile_or_explain(ext_mod, tree, scene)
