@@ -7,7 +7,7 @@ The table is generated from the registries: the agents are ``drla train --agent`
 ``test_every_command_is_in_the_table``, so a new command is covered as soon as it is written; a new agent is
 covered without any change here. The outcome of each (agent, command) is printed as a table (``pytest -s``).
 
-The .blend agent kinds (``runs.kinds.KINDS``) and the panel's buttons: tests/blender/test_combinations.py, with the
+The .blend agent kinds (``runs.kinds.KINDS``) and the panel's buttons: tests/blender/test_kind_combinations.py, with the
 same ``run_cli`` and ``outcome``.
 """
 
