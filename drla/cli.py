@@ -23,7 +23,6 @@ import ast
 import dataclasses
 import inspect
 import json
-import math
 import re
 import sys
 import time
@@ -32,9 +31,12 @@ from pathlib import Path
 from typing import Any
 
 
+import numpy as np
+
 from drla_core.rl.dqn import DQNAgent, DQNConfig
 from drla_core.envs import ENV_NAMES, PARALLEL_ENV_NAMES, make
 from drla_core.nn.mlp import ACTIVATIONS
+from drla_core.base.spaces import Discrete
 from drla_core.rl.train import TrainingRun, evaluate, metric_text
 from drla_core.rl.vector_train import VectorTrainingRun
 from drla_core.base.vector_env import SyncVectorEnv
@@ -42,15 +44,20 @@ from drla_core.base.vector_env import SyncVectorEnv
 from . import netcli, pure_jobs, scene, train_flags
 from .common import (
     DEFAULT_OUT_DIR,
+    MAX_STEPS,
     CLIError,
     CtrlC,
+    check_replay_memory,
     config_overrides,
     drla_command,
     finish_training,
     load_model_file,
     make_config,
     checkpoint_saver,
+    float_range,
+    int_range,
     out_paths,
+    parse_hidden,
     read_resume,
     report_title,
     resume,
@@ -61,77 +68,44 @@ from .progress import ProgressBar
 
 
 # ---- numbers the user types: checked by argparse (``drla train: error: argument --steps: ...``, exit 2) ------
+# Every numeric flag's type is a ``common.Range`` with both bounds (tests/test_cli.py checks every subcommand).
+
+STEPS = int_range(1, MAX_STEPS)
+COUNT = int_range(0, MAX_STEPS, "a whole number from 0 (0: never) to 1_000_000_000")
+SEED = int_range(0, 2**32 - 1)
+EPISODES = int_range(1, 10_000)
+PROBABILITY = float_range(0.0, 1.0)
+#: ``--copies``: the Environment node's own limit (each copy of a .blend scene duplicates its objects)
+COPIES = int_range(1, 256)
+#: ``--workers``: Blender processes, each a whole Blender in memory
+WORKERS = int_range(1, 64)
 
 
-def _int_type(low: int, what: str = "") -> Callable[[str], int]:
-    """An argparse ``type`` for whole numbers >= ``low``."""
-    need = what or ("a positive whole number" if low == 1 else f"a whole number >= {low}")
+def _hidden_type(text: str) -> str:
+    """``--hidden``: checked when the command line is read (sizes 1..MAX_HIDDEN_UNITS, known activations)."""
+    try:
+        parse_hidden(text)
+    except CLIError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--hidden: ")) from None
+    return text
 
-    def parse(text: str) -> int:
-        try:
-            value = int(text.strip().replace("_", ""))
-        except ValueError:
-            try:  # 5e4 is a whole number too
-                number = float(text)
-            except ValueError:
-                number = math.nan
-            if not (math.isfinite(number) and number.is_integer()):
-                raise argparse.ArgumentTypeError(f"needs {need}, got {text!r}") from None
-            value = int(number)
-        if value < low:
-            raise argparse.ArgumentTypeError(f"needs {need}, got {value}")
-        return value
-
-    parse.__name__ = "int"  # argparse names the type in some messages
-    return parse
-
-
-def _float_type(low: float, high: float = math.inf, *, low_open: bool = False, high_open: bool = False,
-                what: str = "") -> Callable[[str], float]:
-    """An argparse ``type`` for finite numbers in ``[low, high]`` (ends excluded where ``*_open``)."""
-    if what:
-        need = what
-    elif high == math.inf:
-        need = "a number > 0" if (low == 0 and low_open) else f"a number >= {low:g}"
-    else:
-        need = f"a number in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"needs {need}, got {text!r}") from None
-        if not math.isfinite(value) or value < low or value > high or (low_open and value == low) or (
-                high_open and value == high):
-            raise argparse.ArgumentTypeError(f"needs {need}, got {text}")
-        return value
-
-    parse.__name__ = "float"
-    return parse
-
-
-POSITIVE_INT = _int_type(1)
-COUNT = _int_type(0, "a whole number >= 0 (0: never)")
-SEED = _int_type(0, "a whole number >= 0")
-PROBABILITY = _float_type(0.0, 1.0)
-POSITIVE_FLOAT = _float_type(0.0, low_open=True)
 
 #: The argparse type of each DQNConfig field given as a flag (every field a user can type must be here).
 CONFIG_TYPES: dict[str, Callable[[str], Any]] = {
-    "learning_rate": POSITIVE_FLOAT,
+    "learning_rate": float_range(0.0, 10.0, low_open=True),
     "gamma": PROBABILITY,
-    "batch_size": POSITIVE_INT,
-    "buffer_size": POSITIVE_INT,
-    "learning_starts": _int_type(0),
-    "train_freq": POSITIVE_INT,
-    "gradient_steps": POSITIVE_INT,
-    "target_update_interval": POSITIVE_INT,
-    "tau": _float_type(0.0, 1.0, low_open=True),
+    "batch_size": int_range(1, 65_536),
+    "buffer_size": int_range(1, 10_000_000),  # the buffer's memory is this times the observation's size
+    "learning_starts": int_range(0, MAX_STEPS),
+    "train_freq": int_range(1, 1_000_000),
+    "gradient_steps": int_range(1, 1_000),
+    "target_update_interval": int_range(1, MAX_STEPS),
+    "tau": float_range(0.0, 1.0, low_open=True),
     "exploration_fraction": PROBABILITY,
     "exploration_initial_eps": PROBABILITY,
     "exploration_final_eps": PROBABILITY,
-    "max_grad_norm": POSITIVE_FLOAT,
-    "adam_eps": POSITIVE_FLOAT,
+    "max_grad_norm": float_range(0.0, 1e6, low_open=True),
+    "adam_eps": float_range(0.0, 1.0, low_open=True),
 }
 CONFIG_CHOICES: dict[str, tuple[str, ...]] = {"loss": ("huber", "mse")}
 #: Help where the field's docstring reads badly on its own (it continues the one before).
@@ -192,7 +166,7 @@ def _add_config_flags(parser: argparse.ArgumentParser) -> None:
         tuned = sorted(env for env, values in ENV_DEFAULTS.items() if f.name in values)
         default_text = "cartpole default" if tuned else "default"
         if f.name == "hidden":
-            group.add_argument(flag, metavar="SIZE[:ACT],...", default=None,
+            group.add_argument(flag, metavar="SIZE[:ACT],...", default=None, type=_hidden_type,
                                help=help_text + " Example: 64:relu,64:tanh (default 64:relu,64:relu; activations: "
                                     + ", ".join(ACTIVATIONS) + ").")
         elif f.type in (bool, "bool"):
@@ -232,14 +206,43 @@ def cmd_envs(args: argparse.Namespace) -> int:
     return 0
 
 
+#: ``drla train`` flags that only a .blend scene's tree uses: refused on a built-in environment, never ignored.
+BLEND_ONLY = (("--tree", "tree"), ("--workers", "workers"), ("--ray", "ray"))
+#: ... and the ones a .blend tree never reads (its agent node says which agent and how many).
+BUILTIN_ONLY = (("--agent", "agent"), ("--population", "population"))
+
+
+def _check_target_flags(args: argparse.Namespace, blend: bool) -> None:
+    """Refuse, with the reason, a flag the target would not use (a silent no-op otherwise)."""
+    if blend:
+        for flag, name in BUILTIN_ONLY:
+            value = getattr(args, name, None)
+            if value is not None and not (name == "agent" and value == "dqn"):
+                raise CLIError(f"{flag}: a .blend file's tree chooses its agent and its settings (its agent node); "
+                               f"drop {flag}")
+        return
+    for flag, name in BLEND_ONLY:
+        if getattr(args, name, None) is not None:
+            also = " (use --copies N to step N copies here)" if name in ("workers", "ray") else ""
+            raise CLIError(f"{flag}: applies to a .blend scene's tree, not to the built-in environment "
+                           f"{args.target!r}{also}")
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     if args.target.lower().endswith(".blend"):
+        _check_target_flags(args, blend=True)
         return scene.train_scene(args)
     if args.target not in ENV_NAMES + PARALLEL_ENV_NAMES:
         raise CLIError(f"unknown environment {args.target!r}: give a .blend file or one of "
                        f"{', '.join(ENV_NAMES + PARALLEL_ENV_NAMES)}")
+    _check_target_flags(args, blend=False)
     if args.agent in pure_jobs.AGENTS or (args.resume or "").lower().endswith(".json"):
-        return pure_jobs.train(args)  # evolution; a .json --resume is a population file
+        # evolution; a .json --resume is a population file
+        return pure_jobs.train(args, tuple(f.name for f in dataclasses.fields(DQNConfig) if f.name not in _SKIP_FIELDS))
+    if args.population is not None:
+        raise CLIError("--population: the population of an evolution run (--agent "
+                       f"{'|'.join(pure_jobs.AGENTS)}); DQN has none")
+    args.agent = "dqn"
     ckpt = read_resume(args.resume) if args.resume else None
     saved = ckpt.settings if ckpt is not None else {}
     if ckpt is not None and saved.get("target") != args.target:
@@ -252,6 +255,11 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise CLIError(f"--seed: a resumed run keeps its seed ({saved_run['seed']}); drop --seed")
     args.seed = saved_run.get("seed", 0) if args.seed is None else args.seed
     env, eval_env = make(args.target), make(args.target)
+    check_replay_memory(args.buffer_size, int(np.prod(env.observation_space.shape)))
+    if not isinstance(env.action_space, Discrete):
+        agents = " or --agent ".join(a for a in pure_jobs.AGENTS if a != "coevolution")
+        raise CLIError(f"{args.target} has continuous actions ({env.action_space}) and DQN needs discrete ones: "
+                       f"train it with --agent {agents}")
     train_flags.check_resume_hidden(args, ckpt)
     base = resume_config(ckpt) if ckpt is not None else None
     config = make_config(base, {**(ENV_DEFAULTS.get(args.target, {}) if base is None else {}),
@@ -297,8 +305,13 @@ def _given(value: Any, saved: Any, default: Any) -> Any:
 def cmd_eval(args: argparse.Namespace) -> int:
     model = load_model_file(args.model)
     env_name = args.env or model.meta.get("env")
+    if env_name in PARALLEL_ENV_NAMES:
+        raise CLIError(f"{args.model} is one side of the two-agent game {env_name}: eval plays one-agent environments "
+                       f"({', '.join(ENV_NAMES)}); its training report shows how the two sides did")
     if env_name not in ENV_NAMES:
-        raise CLIError("which environment? pass --env (one of " + ", ".join(ENV_NAMES) + ")")
+        what = f"{args.model} was trained in {env_name!r}, not a built-in environment" if env_name else (
+            f"{args.model} names no environment")
+        raise CLIError(f"which environment? {what}: pass --env (one of " + ", ".join(ENV_NAMES) + ")")
     env = make(env_name)
     if env.observation_space.shape != model.observation_space.shape or env.action_space != model.action_space:
         raise CLIError(f"the model's spaces do not match environment {env_name!r}")
@@ -328,9 +341,11 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 def _describe(model: Any) -> None:
     arch = model.network.architecture()
-    if arch.get("type") == "graph":  # a NEAT network (docs/model-format.md, graph networks)
-        layers = (f"graph: {arch['input_size']} inputs -> {len(arch['nodes']) - arch['output_size']} hidden nodes, "
-                  f"{len(arch['connections'])} connections -> {arch['output_size']} outputs")
+    if "graph" in arch:  # a NEAT network (docs/model-format.md, graph networks)
+        graph = arch["graph"]
+        layers = (f"graph: {arch['input_size']} inputs -> {len(graph['nodes'])} hidden nodes, "
+                  f"{len(graph['connections'])} connections -> {arch['output_size']} {arch['output_activation']} "
+                  "outputs")
     else:
         layers = " -> ".join([str(arch["input_size"])] + [f"{h['size']} {h['activation']}" for h in arch["hidden"]]
                              + [f"{arch['output_size']} {arch['output_activation']}"])
@@ -399,7 +414,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("target", metavar="TARGET", help=f"{' | '.join(ENV_NAMES + PARALLEL_ENV_NAMES)} | "
                                                     "path/to/scene.blend")
     p.add_argument("--tree", help="DRLA node tree in the .blend (default: the only one)")
-    p.add_argument("--steps", type=POSITIVE_INT, metavar="N",
+    p.add_argument("--steps", type=STEPS, metavar="N",
                    help="environment steps to train, exactly (default: 50000, or the scene's Trainer node)")
     p.add_argument("--seed", type=SEED, metavar="N", help="random seed; the same seed gives the same run "
                                                           "(default 0, or the scene's Trainer node)")
@@ -407,7 +422,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="model file to write (default: out/<name>.json); the report PNG goes beside it")
     p.add_argument("--eval-interval", type=COUNT, metavar="N",
                    help="greedy evaluation every N steps, 0: never (default 2000, or the scene's Trainer node)")
-    p.add_argument("--eval-episodes", type=POSITIVE_INT, metavar="N",
+    p.add_argument("--eval-episodes", type=int_range(1, 10_000), metavar="N",
                    help="episodes per evaluation (default 10, or the scene's Trainer node)")
     p.add_argument("--checkpoint-interval", type=COUNT, metavar="N",
                    help="every N steps save the model so far as <out>_step<N>.json and the full training state as "
@@ -419,11 +434,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "<out>_ckpt.json; a built-in environment's --agent ga|neat|novelty|coevolution run: its "
                         "<out>_population.json) to its --steps; flags given now (learning rate, exploration, "
                         "steps, ...) apply from there; the network cannot change")
-    p.add_argument("--copies", type=POSITIVE_INT, metavar="N",
+    p.add_argument("--copies", type=COPIES, metavar="N",
                    help="train N copies of the environment at once, one network call for all (default: 1 for a "
                         "built-in environment, the Environment node's Copies for a .blend); --steps counts the steps "
                         "of every copy")
-    p.add_argument("--workers", type=POSITIVE_INT, metavar="W",
+    p.add_argument("--workers", type=WORKERS, metavar="W",
                    help="a .blend scene with a DQN agent: W Blender processes gather the experience (each with its "
                         "own copies), this one learns (default: none, all in this process)")
     p.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
@@ -431,11 +446,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "(needs the ray package: pip install 'drla[ray]'; see docs/cluster.md)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     train_flags.add_train_flags(p)  # --metrics, --tensorboard, --grow (issue 15)
-    p.add_argument("--agent", choices=("dqn", *pure_jobs.AGENTS), default="dqn",
+    p.add_argument("--agent", choices=("dqn", *pure_jobs.AGENTS), default=None,
                    help="built-in environments: dqn (default), or evolve networks: ga (genetic algorithm), neat, "
                         "novelty (GA scored by novelty search); a two-agent game (pacman): coevolution (two GA "
-                        "populations, each scored against the other's champion); for these --steps counts generations")
-    p.add_argument("--population", type=_int_type(2), metavar="N",
+                        "populations, each scored against the other's champion); for these --steps counts generations "
+                        "(a .blend: its tree's agent node)")
+    p.add_argument("--population", type=int_range(3, 10_000), metavar="N",
                    help="population size for ga, neat, novelty, coevolution")
     _add_config_flags(p)
     p.set_defaults(func=cmd_train)
@@ -445,7 +461,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "(and the task's counts, e.g. the tank's hits and shots per episode).")
     p.add_argument("model", help="model .json file")
     p.add_argument("--env", choices=ENV_NAMES, help="environment (default: the one recorded in the model)")
-    p.add_argument("--episodes", type=POSITIVE_INT, default=20, metavar="N", help="episodes to run (default 20)")
+    p.add_argument("--episodes", type=EPISODES, default=20, metavar="N", help="episodes to run (default 20)")
     p.add_argument("--seed", type=SEED, default=1000, metavar="N",
                    help="seed of the first episode; the same seed gives the same episodes (default 1000)")
     p.set_defaults(func=cmd_eval)
@@ -461,7 +477,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="play the tree's Expert Switcher node instead of a model (each step it picks an expert by "
                         "its rule or selector; NODE: its name when the tree has several)")
     p.add_argument("--tree", help="DRLA node tree in the .blend (default: the only one)")
-    p.add_argument("--episodes", type=POSITIVE_INT, default=20, metavar="N",
+    p.add_argument("--episodes", type=EPISODES, default=20, metavar="N",
                    help="episodes to play; for a Learned IK model, random targets to solve (default 20)")
     p.add_argument("--seed", type=SEED, default=1000, metavar="N",
                    help="seed of the first episode (or of the IK targets) (default 1000)")
@@ -492,18 +508,18 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Serve web/ and MODEL.json on 127.0.0.1 and open the demo page for the model's "
                                    "kind: CartPole, the robot arm (IK) or the tank's greedy policy.")
     p.add_argument("model", help="model .json file")
-    p.add_argument("--port", type=_int_type(0), default=0, metavar="N", help="port (default: any free one)")
+    p.add_argument("--port", type=int_range(0, 65_535), default=0, metavar="N", help="port (default: any free one)")
     p.add_argument("--no-browser", action="store_true", help="only print the address")
     p.set_defaults(func=lambda args: _web().cmd_web(args))
 
-    netcli.add_parsers(sub, _int_type)  # merge, experts, show (issue 15)
+    netcli.add_parsers(sub)  # merge, experts, show (issue 15)
 
     p = sub.add_parser("envs", help="list the built-in environments")
     p.set_defaults(func=cmd_envs)
 
     p = sub.add_parser("demo", help="train the tank example headless; write the model and a report picture")
     p.add_argument("--out", default=str(DEFAULT_OUT_DIR), metavar="DIR", help="output folder (default: out)")
-    p.add_argument("--steps", type=POSITIVE_INT, metavar="N", help="training steps (default: the scene's Trainer node)")
+    p.add_argument("--steps", type=STEPS, metavar="N", help="training steps (default: the scene's Trainer node)")
     p.add_argument("--seed", type=SEED, default=0, metavar="N", help="random seed (default 0)")
     p.set_defaults(func=cmd_demo)
     return parser

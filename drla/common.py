@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import os
+import shlex
 import shutil
 import signal
 import sys
@@ -32,13 +34,78 @@ class CLIError(Exception):
     """A problem the user can fix; printed as ``error: ...`` with exit status 2, no traceback."""
 
 
+# ---- numbers the user types: every numeric flag's argparse ``type`` is one of these, with both bounds --------
+#: The most environment steps (or generations) one command may ask for: about a day at the fastest rates here.
+MAX_STEPS = 1_000_000_000
+#: The most units in one hidden layer (``--hidden``): a 4096 x 4096 layer is 64 MB of weights, plus Adam's state.
+MAX_HIDDEN_UNITS = 4096
+
+
+class Range:
+    """An argparse ``type`` for a number in ``[low, high]`` (``integer``: whole numbers only; ``5e4`` counts);
+    a value outside, or not a number, gives argparse's one ``error:`` line (exit status 2) before anything runs.
+    ``low``/``high`` stay readable: tests check that every numeric flag of every command has both."""
+
+    def __init__(self, low: float, high: float, *, integer: bool = True, low_open: bool = False,
+                 what: str = "") -> None:
+        if not (math.isfinite(low) and math.isfinite(high) and low <= high):
+            raise ValueError(f"a flag's range needs finite bounds, low <= high: got [{low}, {high}]")
+        self.low, self.high, self.integer, self.low_open = low, high, integer, low_open
+        self.__name__ = "int" if integer else "float"  # argparse names the type in some messages
+        if what:
+            self.need = what
+        elif integer:
+            self.need = f"a whole number from {_shown(low)} to {_shown(high)}"
+        else:
+            self.need = f"a number in {'(' if low_open else '['}{_shown(low)}, {_shown(high)}]"
+
+    def __call__(self, text: str) -> float:
+        number: float
+        try:
+            number = int(text.strip().replace("_", "")) if self.integer else float(text)
+        except ValueError:
+            try:
+                number = float(text)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"needs {self.need}, got {text!r}") from None
+            if self.integer:
+                if not (math.isfinite(number) and number.is_integer()):
+                    raise argparse.ArgumentTypeError(f"needs {self.need}, got {text!r}") from None
+                number = int(number)
+        if not (math.isfinite(number) and self.low <= number <= self.high) or (self.low_open and number == self.low):
+            shown = text.strip() if len(text.strip()) <= 30 else text.strip()[:27] + "..."
+            raise argparse.ArgumentTypeError(f"needs {self.need}, got {shown}")
+        return number
+
+    def __repr__(self) -> str:
+        return f"Range({self.low}, {self.high}, integer={self.integer})"
+
+
+def _shown(x: float) -> str:
+    """1000000 -> 1_000_000, 0.5 -> 0.5, 1e-08 -> 1e-08: a bound as a user can type it back."""
+    if float(x).is_integer() and abs(x) < 1e15:
+        return f"{int(x):_}"
+    return f"{x:g}"
+
+
+def int_range(low: int, high: int, what: str = "") -> Range:
+    """Whole numbers in ``[low, high]``."""
+    return Range(low, high, integer=True, what=what)
+
+
+def float_range(low: float, high: float, *, low_open: bool = False, what: str = "") -> Range:
+    """Finite numbers in ``[low, high]`` (``low`` itself excluded where ``low_open``)."""
+    return Range(low, high, integer=False, low_open=low_open, what=what)
+
+
 def parse_hidden(text: str) -> list[tuple[int, str]]:
     """``"64:relu,32:tanh"`` -> ``[(64, "relu"), (32, "tanh")]``; activation defaults to relu."""
     layers = []
     for part in text.split(","):
         size, _, act = part.strip().partition(":")
-        if not size.isdigit() or int(size) <= 0:
-            raise CLIError(f"--hidden: {part!r} is not SIZE[:ACTIVATION] with a positive SIZE")
+        if not size.strip().isdigit() or not 0 < int(size) <= MAX_HIDDEN_UNITS:
+            raise CLIError(f"--hidden: {part.strip()!r} is not SIZE[:ACTIVATION] with a SIZE from 1 to "
+                           f"{MAX_HIDDEN_UNITS}")
         act = act.strip() or "relu"
         if act not in ACTIVATIONS:
             raise CLIError(f"--hidden: unknown activation {act!r} in {part.strip()!r}; use one of "
@@ -67,6 +134,27 @@ def make_config(base: DQNConfig | None, overrides: dict[str, Any], steps: int) -
         raise CLIError(str(exc)) from exc
 
 
+def total_memory() -> int:
+    """This machine's memory in bytes (0 where it cannot be told)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return 0
+
+
+def check_replay_memory(buffer_size: int | None, obs_size: int, memory: int | None = None) -> None:
+    """``--buffer-size``: the replay memory (observations and next observations, float32) must fit in half of
+    this machine's memory; refused before training otherwise, with the sizes."""
+    memory = total_memory() if memory is None else memory
+    if not buffer_size or not memory:
+        return
+    need = buffer_size * (2 * obs_size * 4 + 16)
+    if need > memory // 2:
+        raise CLIError(f"--buffer-size {buffer_size}: the replay memory would take {need / 2**30:.1f} GiB "
+                       f"({obs_size} observation values a step), more than half of this machine's "
+                       f"{memory / 2**30:.1f} GiB; give at most {memory // 2 // (2 * obs_size * 4 + 16):_}")
+
+
 def out_paths(out: str | None, default_stem: str) -> tuple[Path, Path]:
     model_path = Path(out) if out else DEFAULT_OUT_DIR / f"{default_stem}.json"
     if model_path.is_dir():
@@ -88,25 +176,65 @@ def checkpoint_file(model_path: Path, suffix: str = ".npz") -> Path:
     return model_path.with_name(model_path.stem + "_ckpt" + suffix)
 
 
-def checkpoint_saver(model_path: Path, settings: dict[str, Any], suffix: str = ".npz") -> Callable[[Any, str], None]:
+class CheckpointSaver:
     """A job's ``save_fn``: the model so far (``<out>_step<N>.json``, as before) and the full checkpoint
-    (``checkpoint_file``; a DQN run keeps the last two) that ``--resume`` continues from."""
-    path = checkpoint_file(model_path, suffix)
+    (``checkpoint_file``; a DQN run keeps the last two) that ``--resume`` continues from. ``write_state`` is what
+    Ctrl-C writes (``finish_training``), and ``resume_command`` the command that continues it."""
 
-    def save(run: Any, model_file: str) -> None:
+    def __init__(self, model_path: Path, settings: dict[str, Any], suffix: str = ".npz") -> None:
+        self.path = checkpoint_file(model_path, suffix)
+        self.settings = settings
+
+    def __call__(self, run: Any, model_file: str) -> None:
         agent = getattr(run, "agent", None)  # a DQN TrainingRun: its agent's network; else the job's model
         model = agent.to_model({"steps": run.steps, "episodes": run.episodes}) if agent is not None else \
             run.to_model({"steps": run.steps})
         save_model(model_file, model)
-        run.save_checkpoint(path, settings=settings)
+        self.write_state(run)
 
-    return save
+    def write_state(self, run: Any) -> Path:
+        run.save_checkpoint(self.path, settings=self.settings)
+        return self.path
+
+    def resume_command(self) -> str:
+        """``drla train TARGET [--tree TREE] --resume CHECKPOINT``, as this shell can run it."""
+        target = self.settings.get("target", "")
+        target = shown_path(target) if str(target).lower().endswith(".blend") else str(target)
+        tree = self.settings.get("tree")
+        words = [drla_command(), "train", shlex.quote(target)] + (["--tree", shlex.quote(tree)] if tree else [])
+        return " ".join(words + ["--resume", shlex.quote(shown_path(self.path))])
+
+
+def checkpoint_saver(model_path: Path, settings: dict[str, Any], suffix: str = ".npz") -> CheckpointSaver:
+    """The ``CheckpointSaver`` for a run writing ``model_path`` (``settings``: what ``--resume`` checks)."""
+    return CheckpointSaver(model_path, settings, suffix)
+
+
+def refuse_model_file(path: Path, data: Any = None) -> None:
+    """``--resume`` given a model file (the trained network, not the run's state): say which file to give."""
+    if data is None:
+        try:
+            with open(path, encoding="utf-8") as f:
+                head = f.read(200)
+        except (OSError, UnicodeDecodeError):
+            return
+        if '"drla-model"' not in head:
+            return
+    elif not (isinstance(data, dict) and data.get("format") == "drla-model"):
+        return
+    beside = [p for p in (path.with_name(path.stem + "_ckpt.npz"), path.with_name(path.stem + "_ckpt.json"),
+                          path.with_name(path.stem + "_population.json")) if p.is_file()]
+    raise CLIError(f"--resume: {path} is a model file (the trained network), not a checkpoint: "
+                   + (f"resume from {beside[0]}" if beside else
+                      "resume from the <out>_ckpt.npz, <out>_ckpt.json or <out>_population.json the run wrote "
+                      "beside it"))
 
 
 def read_resume(path: str) -> Any:
     """The checkpoint ``--resume`` names, or the one before it when it is broken (saying so on stderr); a
     ``.json`` file is an evolution run's (``EvolutionCheckpoint``: the same ``meta``/``settings`` surface)."""
     if path.lower().endswith(".json"):
+        refuse_model_file(Path(path))
         try:
             return read_evolution_checkpoint(path)
         except ValueError as exc:
@@ -211,21 +339,28 @@ def finish_training(job: Any, model: Model | dict[str, Model], model_path: Path,
     for path, each in (extra or {}).items():
         save_model(path, each)
     job.save_report(report_path, title, wall)
-    checkpoint = model_path.with_name(f"{model_path.stem}_step{job.steps}.json")
-    if job.interrupted:
-        save(checkpoint)
     named = [f"model:  {path}" for path in (extra or {})]
     shown = f"model:  {model_path}" + (f" (every agent: {', '.join(team)})" if team else "")
     print("\n".join(["", *job.summary(wall), shown, *named, f"report: {report_path}"]))
     if not job.interrupted:
         return 0
-    print(interrupted_text(job.steps, job.total_steps, checkpoint))
+    saver = getattr(job, "save_fn", None)
+    if isinstance(saver, CheckpointSaver):  # the full training state: --resume continues from it
+        checkpoint = saver.write_state(job)
+        print(interrupted_text(job.steps, job.total_steps, checkpoint, saver.resume_command()))
+    else:  # a run without a resumable state: the model so far, under its step
+        checkpoint = model_path.with_name(f"{model_path.stem}_step{job.steps}.json")
+        save(checkpoint)
+        print(interrupted_text(job.steps, job.total_steps, checkpoint, ""))
     return 130
 
 
-def interrupted_text(steps: int, total: int, checkpoint: Path) -> str:
+def interrupted_text(steps: int, total: int, checkpoint: Path, resume_command: str) -> str:
+    if not resume_command:
+        return (f"interrupted at step {steps} of {total}: saved what was learnt so far (the model and the report); "
+                f"this run cannot be resumed\nmodel so far: {checkpoint}")
     return (f"interrupted at step {steps} of {total}: saved what was learnt so far (the model, a checkpoint and "
-            f"the report)\ncheckpoint: {checkpoint}")
+            f"the report)\ncheckpoint: {checkpoint}\ncontinue with: {resume_command}")
 
 
 def shown_path(path: str | os.PathLike[str]) -> str:

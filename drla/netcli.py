@@ -17,7 +17,7 @@ from drla_core.io.model_io import check_fits, save_model
 
 
 from . import scene as blend
-from .common import CLIError, load_model_file, shown_path
+from .common import CLIError, float_range, int_range, load_model_file, shown_path
 from .experts import ExpertLibrary, LibraryError
 
 DEFAULT_LIBRARY = "experts"
@@ -95,8 +95,9 @@ def _distill(args: argparse.Namespace, models: list[Any], names: list[str]) -> A
     states = []
     for i, (model, env_name) in enumerate(zip(models, envs)):
         if env_name not in ENV_NAMES:
-            raise CLIError(f"distillation records states in each teacher's environment: {names[i]} names none "
-                           f"({env_name!r}); pass --envs with one of {', '.join(ENV_NAMES)} per model")
+            named = "names none" if env_name is None else f"names {env_name!r}, not a built-in environment"
+            raise CLIError(f"distillation records states in each teacher's environment: {names[i]} {named}; pass "
+                           f"--envs with one of {', '.join(ENV_NAMES)} per model (or --scene SCENE.blend)")
         env = make(env_name)
         try:
             check_fits(model, env.observation_space, env.action_space)
@@ -136,8 +137,6 @@ def cmd_show(args: argparse.Namespace) -> int:
     from drla_core.io.png import write_png
 
     model = load_model_file(args.model)
-    if not hasattr(model.network, "weights"):
-        raise CLIError(f"{shown_path(args.model)} holds a graph network (NEAT): drla show draws layered MLPs")
     obs = None
     env_name = args.env or model.meta.get("env")
     if env_name in ENV_NAMES:  # the activations for the environment's first observation
@@ -153,7 +152,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parsers(sub: Any, int_type: Any) -> None:
+def add_parsers(sub: Any) -> None:
     """The network commands' parsers (called by cli.build_parser)."""
     p = sub.add_parser("merge", help="merge networks: weight averaging (same ancestor) or distillation",
                        description="Merge model files into one network. Averaging needs networks of the same shape "
@@ -168,10 +167,11 @@ def add_parsers(sub: Any, int_type: Any) -> None:
     p.add_argument("--scene", metavar="SCENE.blend", help="distil over states recorded in this .blend: each model "
                    "plays in the tree its file names (meta.tree), else in --tree (needs bpy)")
     p.add_argument("--tree", help="with --scene: the tree for models that name none (default: the only one)")
-    p.add_argument("--states", type=int_type(1), default=5000, metavar="N",
+    p.add_argument("--states", type=int_range(1, 1_000_000), default=5000, metavar="N",
                    help="states recorded per teacher (default 5000)")
-    p.add_argument("--epochs", type=int_type(1), default=60, metavar="N", help="distillation epochs (default 60)")
-    p.add_argument("--seed", type=int_type(0), default=0, metavar="N", help="random seed (default 0)")
+    p.add_argument("--epochs", type=int_range(1, 10_000), default=60, metavar="N",
+                   help="distillation epochs (default 60)")
+    p.add_argument("--seed", type=int_range(0, 2**32 - 1), default=0, metavar="N", help="random seed (default 0)")
     p.set_defaults(func=cmd_merge)
 
     p = sub.add_parser("show", help="draw a model's network as a picture (units, strongest connections)",
@@ -181,11 +181,12 @@ def add_parsers(sub: Any, int_type: Any) -> None:
     p.add_argument("model", metavar="MODEL.json", help="model file to draw")
     p.add_argument("--out", required=True, metavar="NET.png", help="picture to write (PNG)")
     p.add_argument("--env", choices=ENV_NAMES, help="environment for the activations (default: the model's)")
-    p.add_argument("--seed", type=int_type(0), default=0, metavar="N", help="seed of that first observation")
-    p.add_argument("--max-lines", type=int_type(1), default=300, metavar="N",
+    p.add_argument("--seed", type=int_range(0, 2**32 - 1), default=0, metavar="N",
+                   help="seed of that first observation")
+    p.add_argument("--max-lines", type=int_range(1, 100_000), default=300, metavar="N",
                    help="strongest connections drawn per layer pair (default 300)")
-    p.add_argument("--width", type=int_type(64), default=900, metavar="PX", help="picture width (default 900)")
-    p.add_argument("--height", type=int_type(64), default=560, metavar="PX", help="picture height (default 560)")
+    p.add_argument("--width", type=int_range(64, 8192), default=900, metavar="PX", help="picture width (default 900)")
+    p.add_argument("--height", type=int_range(64, 8192), default=560, metavar="PX", help="picture height (default 560)")
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("experts", help="the expert library: a folder of models with an index (list, add, remove)",
@@ -199,7 +200,8 @@ def add_parsers(sub: Any, int_type: Any) -> None:
     pa.add_argument("model", metavar="MODEL.json", help="model file to copy in")
     pa.add_argument("--name", help="expert name (default: the file name)")
     pa.add_argument("--task", help="what it does (default: the environment the model records)")
-    pa.add_argument("--score", type=float, help="its score (for example its evaluation's mean return)")
+    pa.add_argument("--score", type=float_range(-1e12, 1e12),
+                    help="its score (for example its evaluation's mean return)")
     pa.add_argument("--scene", help="the scene it was trained in")
     pa.add_argument("--replace", action="store_true", help="replace an expert of the same name")
     pr = esub.add_parser("remove", help="remove an expert and its file")

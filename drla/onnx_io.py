@@ -6,6 +6,8 @@ all read it), with a dynamic batch dimension:
 * input ``obs``: float32 ``[batch, input_size]``, the observation flattened, NOT normalised: the file's
   ``obs_norm`` is part of the graph (``Sub`` mean, ``Div`` std);
 * output ``output``: float32 ``[batch, output_size]``, the network's outputs (Q-values for ``dqn``);
+  a graph network (NEAT) is computed level by level: ``Gemm`` per level and activation, ``Concat``, ``Gather``
+  (``import-onnx`` reads plain MLPs only, so it refuses such a file);
 * output ``action``: the greedy action: int64 ``[batch]`` (argmax, first on ties) for discrete actions;
   float32 ``[batch, output_size]`` clipped to the action box otherwise (joint angles in radians for ``ik``).
   The IK refinement (iterative DLS) is not in the graph: use drla.js or Python for it.
@@ -15,7 +17,8 @@ the model file without its ``params`` and ``architecture`` (spaces, obs_norm, me
 ``import-onnx`` of an exported file give the same model back.
 
 Import: plain MLPs: the graph's single input, then optionally ``Sub``/``Div`` by constants (read as
-``obs_norm``), then layers each ``Gemm`` (alpha = beta = 1, any ``transB``) or ``MatMul`` + ``Add``, each
+``obs_norm``), then layers each ``Gemm`` (any ``alpha``, ``beta``, folded into the weights and bias; any
+``transB``) or ``MatMul`` + ``Add``, each
 optionally followed by one of the format's activations (``Relu``, ``Tanh``, ``Sigmoid``, ``LeakyRelu`` with
 alpha 0.01, ``Identity``). Heads after the last layer (``ArgMax``, ``Max``/``Min``/``Clip``) are ignored. The
 result goes through ``model_from_dict``, so every check of the format applies. Nothing is executed: the graph is
@@ -81,6 +84,9 @@ def to_onnx(model: Model) -> Any:
                                       ["obs_normalised"]))
         x = "obs_normalised"
     acts = [h["activation"] for h in arch["hidden"]] + [arch["output_activation"]]
+    if "graph" in arch:  # a NEAT network: its levels, one Gemm per activation each (no layers.* params)
+        nodes += _graph_nodes(model.network, x, const, inits)
+        acts = []
     for i, act in enumerate(acts):
         last = i == len(acts) - 1
         z = OUTPUT if last and act == "linear" else f"layers.{i}.z"
@@ -121,6 +127,56 @@ def to_onnx(model: Model) -> Any:
     helper.set_model_props(onnx_model, props)
     onnx.checker.check_model(onnx_model)
     return onnx_model
+
+
+def _graph_nodes(net: Any, x: str, const: Any, inits: list[Any]) -> list[Any]:
+    """The ONNX nodes of a ``GraphNetwork`` (NEAT) reading ``x`` and writing ``OUTPUT``.
+
+    Nodes are computed level by level (``graph_levels``): ``values`` holds the inputs, then each level's nodes
+    appended as columns (``Concat``); a level is one ``Gemm`` per activation over every column so far (the weight
+    matrix zero where there is no connection), and ``OUTPUT`` gathers the output nodes' columns in order.
+    """
+    from onnx import helper, numpy_helper
+
+    from drla_core.nn.graph_net import graph_levels
+
+    n_in = net.input_size
+    level = graph_levels(net.n_nodes, n_in, net.connections)
+    order = list(range(n_in))  # node id of each column of ``values``
+    values, nodes = x, []
+    for lv in sorted(set(level[n_in:])):
+        groups: dict[str, list[int]] = {}
+        for node in range(n_in, net.n_nodes):
+            if level[node] == lv:
+                groups.setdefault(net.activations[node - n_in], []).append(node)
+        outs, added = [], []
+        row = {node: k for k, node in enumerate(order)}
+        for act, members in sorted(groups.items()):
+            if act != "linear" and act not in _ACT_OPS:
+                raise ModelFormatError(f"export-onnx: activation {act!r} has no ONNX operator here")
+            col = {node: k for k, node in enumerate(members)}
+            w = np.zeros((len(order), len(members)), np.float32)
+            for (src, dst), weight in zip(net.connections, net.weights):
+                if dst in col:
+                    w[row[src], col[dst]] += weight
+            b = net.biases[np.asarray(members) - n_in]
+            name = f"graph.level{lv}.{act}"
+            nodes.append(helper.make_node("Gemm", [values, const(f"{name}.weight", w), const(f"{name}.bias", b)],
+                                          [f"{name}.z"], name=name))
+            z = f"{name}.z"
+            if act != "linear":
+                attrs = {"alpha": 0.01} if act == "leaky_relu" else {}
+                nodes.append(helper.make_node(_ACT_OPS[act], [z], [f"{name}.h"], **attrs))
+                z = f"{name}.h"
+            outs.append(z)
+            added += members
+        order += added
+        nodes.append(helper.make_node("Concat", [values, *outs], [f"graph.values{lv}"], axis=1))
+        values = f"graph.values{lv}"
+    picked = np.asarray([order.index(n_in + j) for j in range(net.output_size)], np.int64)
+    inits.append(numpy_helper.from_array(picked, "graph.outputs"))
+    nodes.append(helper.make_node("Gather", [values, "graph.outputs"], [OUTPUT], axis=1))
+    return nodes
 
 
 def export_onnx(model: Model, path: str | Path) -> Path:
@@ -202,11 +258,12 @@ class _Chain:
                 _fail(f"unexpected {op} before the first layer")
         elif op == "Gemm":
             a = _attrs(node)
-            if a.get("alpha", 1.0) != 1.0 or a.get("beta", 1.0) != 1.0 or a.get("transA", 0):
-                _fail(f"Gemm {node.name!r}: only alpha = beta = 1 without transA is a DRLA layer")
+            if a.get("transA", 0):
+                _fail(f"Gemm {node.name!r}: transA (the observations transposed) is not a DRLA layer")
             w = self.constant(args[1], "Gemm's weight")
             w = w if a.get("transB", 0) else w.T  # the format's layout: (out, in)
             b = self.constant(args[2], "Gemm's bias") if len(args) > 2 and args[2] else np.zeros(w.shape[0])
+            w, b = w * float(a.get("alpha", 1.0)), b * float(a.get("beta", 1.0))  # folded into the layer
             self.layers.append((w, b))
             self.acts.append("linear")
         elif op == "MatMul":
@@ -245,6 +302,8 @@ def _header(onnx_model: Any) -> dict[str, Any]:
 
 def from_onnx(onnx_model: Any, kind: str | None = None, action_names: list[str] | None = None) -> Model:
     """A DRLA ``Model`` from an ``onnx.ModelProto`` holding a plain MLP (see the module docstring)."""
+    if any(node.op_type in ("Concat", "Gather") for node in onnx_model.graph.node):
+        _fail("a graph network (NEAT, as drla export-onnx writes it) is not a plain MLP; use its model .json file")
     chain = _Chain(onnx_model.graph)
     layers, acts = chain.layers, chain.acts
     header = _header(onnx_model)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 import time
 from collections.abc import Callable
@@ -32,7 +33,7 @@ from drla_core.evolve.evolution import (
 from drla_core.io.model_io import save_model
 from drla_core.evolve.neat import NEATConfig
 
-from .common import CLIError, CtrlC, out_paths
+from .common import CLIError, CtrlC, drla_command, out_paths, refuse_model_file, shown_path
 
 #: Seconds per ``advance`` slice: how often the progress line and Ctrl-C are looked at. Nothing a run saves or
 #: measures depends on it (tests/test_slices.py sets it to 0 and to an hour).
@@ -142,6 +143,7 @@ def read_state(args: argparse.Namespace) -> None:
         raise CLIError(f"--resume: cannot read {path}: {exc.strerror}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CLIError(f"--resume: {path} is not a JSON population file: {exc}") from None
+    refuse_model_file(path, data)
     if not isinstance(data, dict) or data.get("format") not in (CHECKPOINT_FORMAT, COEVOLUTION_FORMAT):
         raise CLIError(f"--resume: {path} is not a population file of `drla train --agent "
                        f"{'|'.join(AGENTS)}`")
@@ -149,11 +151,11 @@ def read_state(args: argparse.Namespace) -> None:
     target, agent = cli.get("target"), cli.get("agent")
     if target is not None and target != args.target:
         raise CLIError(f"--resume: {path} is a run on {target!r}, not on {args.target!r}")
-    if agent in AGENTS and args.agent not in ("dqn", agent):
+    if agent in AGENTS and args.agent not in (None, agent):
         raise CLIError(f"--resume: {path} is a run of --agent {agent}, not {args.agent}")
     if agent in AGENTS:
         args.agent = agent
-    elif args.agent == "dqn":
+    elif args.agent in (None, "dqn"):
         args.agent = "coevolution" if data.get("format") == COEVOLUTION_FORMAT else "ga"
     seed = data.get("seed")
     if args.seed is not None and args.seed != seed:
@@ -169,11 +171,26 @@ def _status_line(job: TrainingJob, unit: str, wall: float) -> str:
     return f"[{job.steps}/{job.total_steps} {unit}s] {figures} | {wall:.1f} s"
 
 
-def train(args: argparse.Namespace) -> int:
+#: ``drla train`` flags of a DQN run that these jobs do not read: refused (never silently ignored).
+DQN_ONLY = ("copies", "eval_interval", "eval_episodes", "grow", "metrics", "tensorboard")
+
+
+def check_flags(args: argparse.Namespace, dqn_fields: tuple[str, ...] = ()) -> None:
+    """Refuse the DQN flags given to an evolution run (``dqn_fields``: DQNConfig's, one flag each)."""
+    given = [name for name in (*DQN_ONLY, *dqn_fields) if getattr(args, name, None) is not None]
+    if given:
+        flag = "--" + given[0].replace("_", "-")
+        raise CLIError(f"{flag}: a DQN setting; --agent {args.agent} does not use it (drop {flag})")
+
+
+def train(args: argparse.Namespace, dqn_fields: tuple[str, ...] = ()) -> int:
     """Build the ``--agent`` job for ``args.target`` and run it to the end (or Ctrl-C); write the champion
     model, the report and the job's state (an evolution run's population) beside ``--out``."""
     if args.resume:
         read_state(args)
+    if args.agent not in AGENTS:
+        raise CLIError(f"--agent {args.agent}: {args.resume} is a population file of an evolution run")
+    check_flags(args, dqn_fields)
     args.seed = 0 if args.seed is None else args.seed
     built = AGENTS[args.agent](args.target, args)
     job = built.job
@@ -227,6 +244,12 @@ def train(args: argparse.Namespace) -> int:
                  *(f"model:  {path}" for path in models), f"report: {report_path}"]
         if built.save_state is not None:
             save_state()
-            lines.append(f"state:  {state_path} (continue with --resume {state_path})")
+            lines.append(f"state:  {state_path}")
+            if stopped:
+                lines.append(f"continue with: {drla_command()} train {args.target} --resume "
+                             f"{shlex.quote(shown_path(state_path))}")
+            else:
+                lines.append(f"(train it further: {drla_command()} train {args.target} --resume "
+                             f"{shlex.quote(shown_path(state_path))} --steps N, N the new total, above {job.steps})")
         print("\n".join(lines))
     return 130 if stopped else 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import sys
 import tempfile
@@ -22,6 +23,7 @@ from . import train_flags
 from .common import (
     CLIError,
     CtrlC,
+    check_replay_memory,
     checkpoint_saver,
     config_overrides,
     finish_training,
@@ -202,11 +204,17 @@ def train_scene(args: argparse.Namespace) -> int:
     with CtrlC().installed() as ctrl_c, addon_module("scene.snapshot").restored_scene(scene):
         try:
             if build.has_env(compiled):
+                copies = getattr(compiled.env, "copies", 1)  # (a multi-agent tree: its team env, no copies)
+                if not workers and copies > 8:  # seconds to a minute or two (256 copies): say so
+                    print(f"making {copies} copies of the environment's objects...", file=sys.stderr)
                 with quiet_egl():
                     try:
                         env = build.build_env(compiled, scene, copies=1 if workers else None)
                     except addon_module("scene.copies").CopyError as exc:
                         raise CLIError(f"--copies: {exc}") from exc
+                if kind.grows:  # a DQN tree: its replay memory, when --buffer-size is given
+                    space = getattr(env, "single_observation_space", None) or env.observation_space
+                    check_replay_memory(getattr(args, "buffer_size", None), math.prod(space.shape))
             try:
                 if workers:
                     job = _workers_run(args, build, compiled, env, tree, steps, seed, workers,
@@ -216,6 +224,12 @@ def train_scene(args: argparse.Namespace) -> int:
                     job = build.build_job(compiled, env, seed=seed, total_steps=steps, **options)
             except build.BuildError as exc:
                 raise CLIError(str(exc)) from exc
+            if options["checkpoint_interval"] and not callable(getattr(job, "save_checkpoint", None)) and not getattr(
+                    job, "checkpoint_interval", 0):  # a job that saves neither way would ignore the flag
+                what = "a --workers run is not saved part-way (it cannot be resumed)" if workers else (
+                    f"tree {tree.name!r} trains {kind.label}, whose runs are not saved part-way (they cannot be "
+                    "resumed)")
+                raise CLIError(f"--checkpoint-interval: {what}: drop --checkpoint-interval")
             if callable(getattr(job, "save_checkpoint", None)):  # full checkpoints, for --resume
                 job.save_fn = checkpoint_saver(model_path, {"target": str(args.target), "tree": tree.name,
                                                             "out": str(model_path),
@@ -340,6 +354,9 @@ def play_scene(args: argparse.Namespace) -> int:
             raise CLIError(f"no such model file: {path}")
         if Path(path).is_dir():
             raise CLIError(f"{path} is a folder, not a model file: give the model's .json file")
+    frames = Path(args.frames) if args.frames else None
+    if frames is not None and frames.exists() and not frames.is_dir():  # before the scene is opened
+        raise CLIError(f"--frames {frames} is a file: give a folder for the frames")
     bpy, ext, tree, scene = open_scene(args.scene, args.tree)
     compiled = compile_or_explain(ext, tree, scene)
     kinds = addon_module("runs.kinds")
@@ -354,10 +371,13 @@ def play_scene(args: argparse.Namespace) -> int:
     for each in (model.values() if kind.team else [model]):
         if not kind.makes(each):
             made_by = next((k.label for k in kinds.KINDS.values() if k.makes(each)), repr(each.kind))
-            raise CLIError(f"{shown} is a {made_by} model but tree {tree.name!r} trains {kind.label}")
-    frames = Path(args.frames) if args.frames else None
+            article = "an" if made_by[:1].upper() in "AEIOU" else "a"
+            raise CLIError(f"{shown} is {article} {made_by} model but tree {tree.name!r} trains {kind.label}")
     if frames is not None:
-        frames.mkdir(parents=True, exist_ok=True)
+        try:
+            frames.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CLIError(f"--frames: cannot create the folder {frames}: {exc.strerror or exc}") from exc
     try:
         with quiet_egl():
             text = kind.evaluate(scene, compiled, model, args.episodes, args.seed, frames)

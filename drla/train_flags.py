@@ -9,7 +9,7 @@ from typing import Any
 
 from drla_core.nets.growth import GrowthRule
 
-from .common import CLIError
+from .common import CLIError, int_range
 from .dashboards import MetricsWriter, open_tensorboard
 
 
@@ -19,9 +19,10 @@ def add_train_flags(p: argparse.ArgumentParser) -> None:
                    "(episode, train, eval, growth, end events)")
     p.add_argument("--tensorboard", metavar="DIR", help="write TensorBoard event files here (needs tensorboardX: "
                    "pip install 'drla[tensorboard]')")
-    p.add_argument("--grow", type=int, metavar="K", help="grow the network when the evaluation return has not "
-                   "improved for K evaluations: each hidden layer x4, up to 256 units, 4 times at most (a .blend "
-                   "tree whose Network node grows keeps its own rule, with patience K)")
+    p.add_argument("--grow", type=int_range(1, 1000), metavar="K",
+                   help="grow the network when the evaluation return has not improved for K evaluations: each "
+                   "hidden layer x4, up to 256 units, 4 times at most (a .blend tree whose Network node grows "
+                   "keeps its own rule, with patience K)")
 
 
 def train_callbacks(args: argparse.Namespace, resumed: Any = None) -> list[Any]:

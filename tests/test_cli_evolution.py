@@ -65,7 +65,8 @@ def test_coevolution_on_pacman_writes_both_champions_report_and_population(tmp_p
     (["train", "pacman", "--agent", "neat"], "pacman is a two-agent game: train it with --agent coevolution"),
     (["train", "cartpole", "--agent", "coevolution"], "--agent coevolution needs a two-agent game (pacman), not "
                                                        "cartpole"),
-    (["train", "cartpole", "--agent", "ga", "--population", "1"], "argument --population: needs a whole number >= 2"),
+    (["train", "cartpole", "--agent", "ga", "--population", "1"],
+     "argument --population: needs a whole number from 3 to 10_000, got 1"),
     (["train", "cartpole", "--agent", "evolve"], "argument --agent: invalid choice: 'evolve'"),
 ])
 def test_evolution_flag_mistakes_are_one_line(argv, message, capsys):

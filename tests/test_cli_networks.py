@@ -132,3 +132,35 @@ def test_train_writes_metrics_as_json_lines_and_tensorboard_events_and_grows(tmp
     tb_evals = [(step, value) for tag, step, value in scalars if tag == "eval/mean_return"]
     assert tb_evals == [(e["step"], pytest.approx(e["mean_return"])) for e in evals]
     assert "weights/layer0" in histograms
+
+
+def test_show_and_inspect_draw_a_neat_graph_network(tmp_path, capsys):
+    """A NEAT network (a graph, not layers): columns by level (inputs, hidden levels, outputs last), one line per
+    connection between its two units' points, unit colours from the first observation's values."""
+    import numpy as np
+
+    from drla_core.nn.graph_net import GraphNetwork
+    from drla_core.io.model_io import Model, save_model
+    from drla_core.nets.netview import network_drawing
+    from drla_core.base.spaces import Box, Discrete
+
+    conns = [(0, 5), (1, 5), (1, 6), (2, 6), (5, 7), (6, 7), (7, 3), (0, 3), (6, 4), (2, 4)]
+    net = GraphNetwork(3, 2, "tanh", ["relu", "sigmoid", "leaky_relu"], conns, np.linspace(-2, 2, len(conns)),
+                       np.zeros(5))
+    d = network_drawing(net, max_lines=4)
+    assert d.layer_sizes == [3, 2, 1, 2] and d.total == [10] and d.shown == [4]
+    columns = {float(x) for x in d.points[:, 0]}
+    assert columns == {0.0, 1.0, 2.0, 3.0}
+    # the 4 strongest (|w| = 2, 2, 1.56, 1.56): (0,5) w=-2 and (2,4) w=+2 among them, each a segment between points
+    ends = {tuple(map(tuple, d.lines[k:k + 2])) for k in range(0, len(d.lines), 2)}
+    point = {node: tuple(p) for node, p in zip([0, 1, 2, 5, 6, 7, 3, 4], d.points)}
+    assert (point[0], point[5]) in ends and (point[2], point[4]) in ends
+    lit = network_drawing(net, obs=np.array([1.0, -1.0, 0.5], np.float32))
+    assert not np.allclose(lit.point_colors, d.point_colors)
+
+    model = Model(net, Box(-np.inf, np.inf, (3,)), Discrete(2), kind="mlp", meta={"agent": "neat"})
+    save_model(tmp_path / "neat.json", model)
+    assert main(["show", str(tmp_path / "neat.json"), "--out", str(tmp_path / "neat.png")]) == 0
+    assert "wrote" in capsys.readouterr().out and (tmp_path / "neat.png").stat().st_size > 1000
+    assert main(["inspect", str(tmp_path / "neat.json")]) == 0
+    assert "graph: 3 inputs -> 3 hidden nodes, 10 connections -> 2 tanh outputs" in capsys.readouterr().out

@@ -12,7 +12,7 @@ from drla_core.envs import PARALLEL_ENV_NAMES, make
 from drla_core.envs.pacman import PacmanEnv
 from drla_core.evolve.evolution import EvolutionConfig, GAConfig
 from drla_core.io.model_io import load_model, save_model
-from drla_core.rl.multi_agent import check_parallel_env
+from drla_core.base.parallel_env import check_parallel_env
 
 
 def small_config(generations: int) -> EvolutionConfig:

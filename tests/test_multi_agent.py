@@ -11,7 +11,8 @@ from drla_core.envs.tank_duel import TankDuel
 from drla_core.envs.tank_grid import FIRE, MOVE_BACK, MOVE_FRONT, MOVE_RIGHT, WAIT
 from drla_core.nn.mlp import LayerSpec
 from drla_core.io.model_io import Model, ModelFormatError, load_model, save_model
-from drla_core.rl.multi_agent import MultiAgentRun, ParallelEnv, check_parallel_env
+from drla_core.rl.multi_agent import MultiAgentRun
+from drla_core.base.parallel_env import ParallelEnv, check_parallel_env
 from drla_core.io.plot import AGENT_COLORS, render_agents_report, save_agents_report
 from drla_core.io.png import read_png
 from drla_core.base.spaces import Box, Discrete

@@ -143,3 +143,58 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
                              timeout=120)
         assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
         assert message in out.stderr
+
+
+def neat_model(with_norm: bool = True):
+    """A NEAT-shaped graph network: 3 inputs, 2 tanh outputs, hidden nodes of three activations on two levels,
+    a skip connection from an input to an output, and an output fed by a hidden node only."""
+    from drla_core.nn.graph_net import GraphNetwork
+    from drla_core.io.model_io import Model
+    from drla_core.base.spaces import Box
+
+    # nodes: 0-2 inputs, 3-4 outputs, 5 relu (level 1), 6 sigmoid (level 1), 7 leaky_relu (level 2)
+    conns = [(0, 5), (1, 5), (1, 6), (2, 6), (5, 7), (6, 7), (7, 3), (0, 3), (6, 4), (2, 4)]
+    rng = np.random.default_rng(3)
+    net = GraphNetwork(3, 2, "tanh", ["relu", "sigmoid", "leaky_relu"], conns, rng.normal(0, 1.5, len(conns)),
+                       rng.normal(0, 0.5, 5))
+    norm = {"mean": [0.1, -0.2, 0.3], "std": [1.5, 0.5, 2.0]} if with_norm else None
+    return Model(net, Box(-np.inf, np.inf, (3,)), Discrete(2, ["a", "b"]), kind="mlp", obs_norm=norm,
+                 meta={"agent": "neat"})
+
+
+def test_a_neat_graph_network_exports_and_matches_numpy(tmp_path: Path) -> None:
+    from drla_core.io.model_io import save_model
+
+    model = neat_model()
+    save_model(tmp_path / "neat.json", model)
+    assert main(["export-onnx", str(tmp_path / "neat.json"), str(tmp_path / "neat.onnx")]) == 0
+    x = np.random.default_rng(4).normal(0, 2, size=(1000, 3)).astype(np.float32)
+    got = run(tmp_path / "neat.onnx", x)
+    y = model.predict(x)
+    assert np.abs(got["output"] - y).max() <= 1e-5 * max(1.0, float(np.abs(y).max()))
+    assert np.array_equal(got["action"], model.act(x))
+    with pytest.raises(ModelFormatError, match="a graph network .* is not a plain MLP"):
+        onnx_io.import_onnx(tmp_path / "neat.onnx")
+
+
+def test_gemm_alpha_and_beta_are_folded_into_the_layer(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    w1, b1, w2, b2 = rng.normal(size=(4, 3)), rng.normal(size=4), rng.normal(size=(2, 4)), rng.normal(size=2)
+    init = [numpy_helper.from_array(a.astype(np.float32), n) for a, n in ((w1, "w1"), (b1, "b1"), (w2, "w2"),
+                                                                          (b2, "b2"))]
+    nodes = [helper.make_node("Gemm", ["x", "w1", "b1"], ["z1"], transB=1, alpha=0.5, beta=2.0),
+             helper.make_node("Relu", ["z1"], ["h1"]),
+             helper.make_node("Gemm", ["h1", "w2", "b2"], ["y"], transB=1, alpha=-3.0)]
+    graph = helper.make_graph(nodes, "scaled", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", 2])], initializer=init)
+    path = tmp_path / "scaled.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    model = onnx_io.import_onnx(path)
+    x = rng.normal(size=(500, 3)).astype(np.float32)
+    y = run(path, x)["y"]
+    assert np.abs(model.predict(x) - y).max() <= 1e-5 * max(1.0, float(np.abs(y).max()))
+    proto = onnx.load(str(path))
+    proto.graph.node[0].attribute.append(helper.make_attribute("transA", 1))
+    path.write_bytes(proto.SerializeToString())
+    with pytest.raises(ModelFormatError, match="transA"):
+        onnx_io.import_onnx(path)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...drla_core.rl.multi_agent import ParallelEnv
+from ...drla_core.base.parallel_env import ParallelEnv
 from .scene_env import SceneEnv
 
 

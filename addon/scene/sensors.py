@@ -194,15 +194,18 @@ class BonesReader:
 
 
 class PropertyReader:
-    bounds = UNBOUNDED  # whatever the property holds
+    """The property's value, clipped to the node's Min and Max (its bounds; a spec without them: unbounded)."""
 
     def __init__(self, spec, scene):
         owner = scene if spec.options.get("source") == 'SCENE' else scene.objects[spec.obj]
         self.get = property_probe(owner, spec.path)
         self.size = spec.size
+        self.bounds = (float(spec.options.get("min", -math.inf)), float(spec.options.get("max", math.inf)))
 
     def read(self, out):
-        out[0] = float(self.get())
+        value = float(self.get())
+        low, high = self.bounds
+        out[0] = value if low <= value <= high or value != value else (low if value < low else high)  # NaN: kept
 
 
 class DistanceReader:

@@ -21,7 +21,8 @@ import numpy as np
 
 from ..io.plot import _apply_activation, polyline
 
-__all__ = ["INFRARED", "COLD", "palette", "NetDrawing", "network_drawing", "strongest", "project", "render_png_array"]
+__all__ = ["INFRARED", "COLD", "palette", "NetDrawing", "network_drawing", "graph_drawing", "strongest", "project",
+           "render_png_array"]
 
 INFRARED = np.array([[0, 0, 0], [0.85, 0.05, 0.02], [1.0, 0.5, 0.0], [1.0, 0.92, 0.1], [1, 1, 1]], dtype=np.float32)
 """Black, red, orange, yellow, white: positive weights and activations, by magnitude."""
@@ -80,9 +81,56 @@ def strongest(values: np.ndarray, k: int) -> np.ndarray:
     return chosen[np.argsort(values[chosen], kind="stable")]
 
 
+def graph_drawing(network: Any, obs: Any = None, max_lines: int = 300, layer_gap: float = 1.0,
+                  height: float = 1.0) -> NetDrawing:
+    """The drawing of a ``GraphNetwork`` (NEAT): a column per level (inputs first, the outputs last), a line per
+    connection (the ``max_lines`` strongest), units coloured by their value for ``obs``."""
+    from .graph_net import graph_levels
+
+    n_in, n_out, n = network.input_size, network.output_size, network.n_nodes
+    level = graph_levels(n, n_in, network.connections)
+    last = max(level[n_in:n_in + n_out] + [max(level) if n > n_in else 1])
+    column = [level[i] if not n_in <= i < n_in + n_out else last for i in range(n)]
+    members = [[i for i in range(n) if column[i] == c] for c in range(last + 1)]
+    members = [m for m in members if m]
+    sizes = [len(m) for m in members]
+    widest = max(math.ceil(math.sqrt(k)) for k in sizes)
+    spacing = height / max(widest - 1, 1)
+    where = np.zeros((n, 3), np.float32)
+    for c, m in enumerate(members):
+        where[m] = _layer_positions(len(m), c * layer_gap, spacing)
+    if obs is not None:
+        values = np.zeros(n, np.float64)
+        values[:n_in] = np.asarray(obs, dtype=np.float64).reshape(-1)[:n_in]
+        incoming: list[list[tuple[int, float]]] = [[] for _ in range(n)]
+        for (s, d), w in zip(network.connections, network.weights):
+            incoming[d].append((s, float(w)))
+        for i in sorted(range(n_in, n), key=lambda i: level[i]):
+            z = float(network.biases[i - n_in]) + sum(values[s] * w for s, w in incoming[i])
+            values[i] = float(_apply_activation(network.activations[i - n_in], np.array([z]))[0])
+        point_colors = [palette(0.15 + 0.85 * np.abs(values[m]) / (float(np.abs(values[m]).max()) or 1.0))
+                        for m in members]
+    else:
+        point_colors = [np.tile(np.asarray(UNIT_GREY, np.float32), (k, 1)) for k in sizes]
+    weights = np.asarray(network.weights, np.float64)
+    flat = np.abs(weights)
+    keep = strongest(flat, max_lines)
+    pairs = np.asarray(network.connections, np.int64).reshape(-1, 2)[keep]
+    strength = flat[keep] / (flat.max() if flat.size and flat.max() else 1.0)
+    colour = np.where((weights[keep] >= 0)[:, None], palette(strength, INFRARED), palette(strength, COLD))
+    seg = np.empty((2 * len(keep), 3), dtype=np.float32)
+    seg[0::2], seg[1::2] = where[pairs[:, 0]], where[pairs[:, 1]]
+    order = np.concatenate(members)
+    return NetDrawing(where[order], np.concatenate(point_colors).astype(np.float32), seg,
+                      np.repeat(colour, 2, axis=0).astype(np.float32), sizes, [len(keep)], [len(weights)])
+
+
 def network_drawing(network: Any, obs: Any = None, max_lines: int = 300, layer_gap: float = 1.0,
                     height: float = 1.0) -> NetDrawing:
-    """The drawing of an ``MLP`` (``weights[i]`` of shape (in, out)); ``obs`` adds the activations."""
+    """The drawing of an ``MLP`` (``weights[i]`` of shape (in, out)), or of a graph network (``graph_drawing``);
+    ``obs`` adds the activations."""
+    if hasattr(network, "connections"):
+        return graph_drawing(network, obs, max_lines, layer_gap, height)
     sizes = [network.weights[0].shape[0]] + [w.shape[1] for w in network.weights]
     widest = max(math.ceil(math.sqrt(n)) for n in sizes)
     spacing = height / max(widest - 1, 1)

@@ -240,7 +240,8 @@ def test_cli_evolution_checkpoints_and_resume(tmp_path):
     assert resumed["params"] == straight["params"]
     bad = subprocess.run([*cli, "--resume", tmp_path / "cp.json"], cwd=ROOT, capture_output=True, text=True,
                          timeout=300)
-    assert bad.returncode != 0 and "not a DRLA evolution checkpoint" in bad.stderr
+    assert bad.returncode == 2 and (f"{tmp_path / 'cp.json'} is a model file (the trained network), not a "
+                                    f"checkpoint: resume from {tmp_path / 'cp_ckpt.json'}") in bad.stderr
 
 
 def test_panel_stop_and_resume_an_evolution_run(cartpole, tmp_path):

@@ -159,7 +159,8 @@ def test_ctrl_c_during_scene_training_saves_the_model_so_far(reach_blend, tmp_pa
     steps = saved.meta["training_steps"]
     assert saved.meta["interrupted"] is True and steps >= 100
     assert f"interrupted at step {steps} of 10000000" in out
-    assert f"checkpoint: {tmp_path / f'reach_step{steps}.json'}" in out
+    assert f"checkpoint: {tmp_path / 'reach_ckpt.npz'}" in out  # the whole state: --resume continues it
+    assert f"--resume {tmp_path / 'reach_ckpt.npz'}" in out.split("continue with: ", 1)[1]
     assert (tmp_path / "reach_report.png").is_file()
     assert reach_blend.read_bytes() == before
 
