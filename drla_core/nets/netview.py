@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..io.plot import _apply_activation, polyline
+from ..nn.graph_net import graph_levels
 
 __all__ = ["INFRARED", "COLD", "palette", "NetDrawing", "network_drawing", "graph_drawing", "strongest", "project",
            "render_png_array"]
@@ -85,8 +86,6 @@ def graph_drawing(network: Any, obs: Any = None, max_lines: int = 300, layer_gap
                   height: float = 1.0) -> NetDrawing:
     """The drawing of a ``GraphNetwork`` (NEAT): a column per level (inputs first, the outputs last), a line per
     connection (the ``max_lines`` strongest), units coloured by their value for ``obs``."""
-    from .graph_net import graph_levels
-
     n_in, n_out, n = network.input_size, network.output_size, network.n_nodes
     level = graph_levels(n, n_in, network.connections)
     last = max(level[n_in:n_in + n_out] + [max(level) if n > n_in else 1])
