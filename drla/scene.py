@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TANK_SCENE = ROOT / "scenes" / "tank" / "tank.blend"
 TREE_IDNAME = "DRLA_NodeTree"
 #: Seconds per ``advance`` slice of ``drla train SCENE``: how often the progress bar and Ctrl-C are looked at.
-#: Nothing a run saves or measures depends on it (tests/blender/test_slices.py sets it to 0 and to an hour).
+#: Nothing a run saves or measures depends on it (tests/blender/test_scene_slices.py sets it to 0 and to an hour).
 SLICE_S = float(os.environ.get("DRLA_SLICE_S", "0.1"))
 
 
