@@ -21,7 +21,7 @@ $(DEMO_STAMP): requirements-demo.txt pyproject.toml setup.py
 	@test -x $(PY) || $(PYTHON_311) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-demo.txt
-	$(PY) -m pip install --quiet --no-deps -e .  # the `drla` command: .venv/bin/drla
+	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install --quiet --no-deps -e .  # the `drla` command: .venv/bin/drla
 	@rm -rf drla.egg-info build  # setuptools' build leftovers; the install lives in .venv
 	@touch $(DEMO_STAMP)
 
@@ -80,7 +80,7 @@ $(STAMP45): tests/matrix/requirements-bpy45.txt pyproject.toml setup.py
 	$(PYTHON_311) -m venv $(VENV45)
 	$(VENV45)/bin/python -m pip install --quiet --upgrade pip
 	$(VENV45)/bin/python -m pip install --quiet -r tests/matrix/requirements-bpy45.txt
-	$(VENV45)/bin/python -m pip install --quiet --no-deps -e .  # the `drla` command the CLI tests run
+	PYTHONWARNINGS="ignore:Editable installation" $(VENV45)/bin/python -m pip install --quiet --no-deps -e .  # the `drla` command the CLI tests run
 	@rm -rf drla.egg-info build
 	@touch $(STAMP45)
 
