@@ -27,8 +27,7 @@ IGNORED = shutil.ignore_patterns(".git", ".venv*", "node_modules", "out", "dist"
                                  "__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache", ".ruff_cache")
 #: What pip prints when it cannot reach an index (then the test is skipped with these words).
 NO_INDEX = re.compile(r"Failed to establish a new connection|Temporary failure in name resolution|"
-                      r"Network is unreachable|No matching distribution found|Could not find a version that "
-                      r"satisfies|ProxyError|Max retries exceeded")
+                      r"Network is unreachable|Connection refused|ProxyError|Max retries exceeded")
 
 
 def clean_env() -> dict[str, str]:

@@ -54,7 +54,7 @@ def test_manifest_minimum_is_the_oldest_version_the_matrix_runs():
 
 
 def test_the_wheels_the_matrix_runs_are_those_versions():
-    """4.5 runs on tests/matrix/requirements-bpy45.txt's wheel, 5.0 on requirements-demo.txt's (make demo, make test)."""
+    """4.5 runs on tests/matrix/requirements-bpy45.txt's wheel, 5.0 on requirements-demo.txt's (make demo)."""
     minimum = _version(_minimum())
     bpy45 = _pinned_bpy(ROOT / "tests" / "matrix" / "requirements-bpy45.txt")
     bpy50 = _pinned_bpy(ROOT / "requirements-demo.txt")
