@@ -14,8 +14,10 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import urllib.request
 import zipfile
 from pathlib import Path
 
@@ -117,6 +119,31 @@ def test_installed_wheel_trains_cartpole(wheel, tmp_path):
     scene = subprocess.run([drla, "train", "nothing.blend"], cwd=work, capture_output=True, text=True,
                            timeout=60, env=clean_env())
     assert scene.returncode == 2 and "no such .blend file: nothing.blend" in scene.stderr
+    demo = subprocess.run([drla, "demo", "--out", "out"], cwd=work, capture_output=True, text=True, timeout=60,
+                          env=clean_env())  # the tank scene is in the wheel; bpy is not (no blender extra)
+    assert demo.returncode == 2 and "Blender scenes need the bpy module" in demo.stderr, demo.stderr
+    served = serve_once([drla, "web", "out/cartpole.json", "--no-browser"], work)
+    assert served["/model.json"] == (work / "out" / "cartpole.json").read_bytes()
+    assert b"cartpole" in served["page"] and b"export" in served["/web/drla.js"]  # the web demo the wheel ships
+
+
+def serve_once(command: list[str], cwd: Path) -> dict[str, bytes]:
+    """Start ``drla web``, fetch its demo page, the model and drla.js, stop it with Ctrl-C."""
+    proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=clean_env())
+    try:
+        first = proc.stdout.readline() if proc.stdout else ""
+        url = re.search(r"http://[^/\s]+", first)
+        assert url, first
+        page = re.search(r"http://\S+", first)
+        assert page
+        fetched = {"page": urllib.request.urlopen(page[0], timeout=30).read()}
+        for path in ("/model.json", "/web/drla.js"):
+            fetched[path] = urllib.request.urlopen(url[0] + path, timeout=30).read()
+        return fetched
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
 
 
 @pytest.mark.slow
