@@ -240,6 +240,9 @@ def _check_scale_flags(args: argparse.Namespace, compiled: Any, kind: Any, tree:
     workers = int(getattr(args, "workers", None) or (2 if getattr(args, "ray", None) else 0))
     if workers and not kind.workers:
         raise CLIError(f"--workers: tree {tree.name!r} trains {kind.label}, which learns in this process only")
+    if workers and getattr(args, "checkpoint_interval", None):
+        raise CLIError("--checkpoint-interval: not with --workers (a run with workers writes no checkpoint yet); "
+                       "drop one of them")
     copies = getattr(args, "copies", None)
     if copies:
         if compiled.env is None:

@@ -32,6 +32,13 @@ def test_two_workers_with_copies_train_every_step(reach_blend, tmp_path):
     assert reach_blend.read_bytes() == before
 
 
+def test_checkpoints_with_workers_are_refused_not_silently_dropped(reach_blend, tmp_path):
+    out = subprocess.run(train(reach_blend, tmp_path / "r.json", "--workers", "2", "--checkpoint-interval", "100"),
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "error: --checkpoint-interval: not with --workers" in out.stderr, out.stderr
+    assert not (tmp_path / "r.json").exists()
+
+
 def test_a_killed_worker_is_replaced_and_the_run_finishes(reach_blend, tmp_path):
     proc = subprocess.Popen(train(reach_blend, tmp_path / "r.json", "--workers", "2", "--steps", "20000"), cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
