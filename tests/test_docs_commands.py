@@ -76,6 +76,7 @@ NOT_RUN = {
 NOT_COMMANDS = {
     "drla play": "the command's name",
     "drla train": "the command's name",
+    "drla web": "the command's name",
     "python -m drla": "the module's name (python -m drla with nothing after it prints the usage)",
 }
 #: Commands that serve until Ctrl-C.
