@@ -9,7 +9,7 @@ VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' blender_manifest.toml)
 ZIP := dist/drla-$(VERSION).zip
 OUT ?= out
 
-.PHONY: setup setup-demo setup-bpy45 setup-browser test test-fast test-blender test-gui test-matrix demo bench bench-evolution lint format type check build validate clean help
+.PHONY: setup setup-demo setup-bpy45 setup-browser test test-cpu-paths test-fast test-blender test-gui test-matrix demo bench bench-evolution lint format type check build validate clean help
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -35,6 +35,13 @@ setup: $(STAMP)  ## setup-demo, then the pinned development tools (pytest, ruff,
 
 test: setup setup-browser  ## the whole suite: pure core, real Blender (headless), then headless Chromium (tests/web)
 	$(PY) -m pytest -q -rs tests/test_*.py tests/blender tests/web
+
+# The pure suite as a CPU without AVX-512 runs it: numpy's AVX-512 kernels off (NPY_DISABLE_CPU_FEATURES) and
+# OpenBLAS on its Haswell (AVX2) kernels; the results must not change (tests/test_exact_math.py does the same for
+# the code's own probe). Run it on an AVX-512 machine; on an older one it is the plain suite.
+NO_AVX512 := AVX512F AVX512CD AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL
+test-cpu-paths: setup  ## the pure suite with numpy's AVX-512 kernels and OpenBLAS's AVX-512 kernels turned off
+	NPY_DISABLE_CPU_FEATURES="$(NO_AVX512)" OPENBLAS_CORETYPE=Haswell $(PY) -m pytest -q -rs tests/test_*.py
 
 test-fast: setup  ## the suite without tests marked slow
 	$(PY) -m pytest -q -rs -m "not slow" tests/test_*.py tests/blender tests/web
