@@ -3,29 +3,45 @@ PYTHON_311 ?= $(shell command -v python3.11 2>/dev/null || echo python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.installed-demo
 BLENDER_EXT = $(shell ls $(VENV)/lib/python3.11/site-packages/bpy/*/scripts/addons_core/bl_pkg/cli/blender_ext.py 2>/dev/null | head -n1)
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' blender_manifest.toml)
 ZIP := dist/drla-$(VERSION).zip
 OUT ?= out
 
-.PHONY: setup setup-bpy45 setup-browser test test-fast test-blender test-gui test-matrix demo bench bench-evolution lint format type check build validate clean help
+.PHONY: setup setup-demo setup-bpy45 setup-browser test test-cpu-paths test-fast test-blender test-gui test-matrix demo bench bench-evolution lint format type check build validate clean help
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-$(STAMP): requirements-dev.txt pyproject.toml
+# Two stages in the one .venv: what the demo needs (requirements-demo.txt: bpy, numpy; about 390 MB to
+# download) and, for the tests and the other targets, the development tools (requirements-dev.txt).
+$(DEMO_STAMP): requirements-demo.txt pyproject.toml setup.py
 	@$(PYTHON_311) -c 'import sys; assert sys.version_info[:2] == (3, 11), "DRLA needs Python 3.11 (the bpy wheels are cp311 only); set PYTHON_311=/path/to/python3.11"'
-	$(PYTHON_311) -m venv $(VENV)
+	@test -x $(PY) || $(PYTHON_311) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-demo.txt
+	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install --quiet --no-deps -e .  # the `drla` command: .venv/bin/drla
+	@rm -rf drla.egg-info build  # setuptools' build leftovers; the install lives in .venv
+	@touch $(DEMO_STAMP)
+
+$(STAMP): $(DEMO_STAMP) requirements-dev.txt
 	$(PY) -m pip install --quiet -r requirements-dev.txt
-	$(PY) -m pip install --quiet --no-deps -e .  # the `drla` command: .venv/bin/drla
-	@rm -rf drla.egg-info  # setuptools' build leftover; the install lives in .venv
 	@touch $(STAMP)
 
-setup: $(STAMP)  ## create .venv with Python 3.11, the pinned dev requirements (bpy==5.0.1 included) and the drla command
+setup-demo: $(DEMO_STAMP)  ## create .venv with Python 3.11, bpy==5.0.1, numpy and the drla command: all make demo needs
+
+setup: $(STAMP)  ## setup-demo, then the pinned development tools (pytest, ruff, mypy, ray, onnx, ...)
 
 test: setup setup-browser  ## the whole suite: pure core, real Blender (headless), then headless Chromium (tests/web)
 	$(PY) -m pytest -q -rs tests/test_*.py tests/blender tests/web
+
+# The pure suite as a CPU without AVX-512 runs it: numpy's AVX-512 kernels off (NPY_DISABLE_CPU_FEATURES) and
+# OpenBLAS on its Haswell (AVX2) kernels; the results must not change (tests/test_exact_math.py does the same for
+# the code's own probe). Run it on an AVX-512 machine; on an older one it is the plain suite.
+NO_AVX512 := AVX512F AVX512CD AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL
+test-cpu-paths: setup  ## the pure suite with numpy's AVX-512 kernels and OpenBLAS's AVX-512 kernels turned off
+	NPY_DISABLE_CPU_FEATURES="$(NO_AVX512)" OPENBLAS_CORETYPE=Haswell $(PY) -m pytest -q -rs tests/test_*.py
 
 test-fast: setup  ## the suite without tests marked slow
 	$(PY) -m pytest -q -rs -m "not slow" tests/test_*.py tests/blender tests/web
@@ -66,20 +82,20 @@ VENV45 := .venv-bpy45
 STAMP45 := $(VENV45)/.installed
 setup-bpy45: $(STAMP45)  ## the bpy 4.5 wheel in .venv-bpy45: what scenes/*/build_*.py save the example .blend files with
 
-$(STAMP45): tests/matrix/requirements-bpy45.txt pyproject.toml
+$(STAMP45): tests/matrix/requirements-bpy45.txt pyproject.toml setup.py
 	@$(PYTHON_311) -c 'import sys; assert sys.version_info[:2] == (3, 11), "the bpy 4.5 wheel is cp311 only; set PYTHON_311=/path/to/python3.11"'
 	$(PYTHON_311) -m venv $(VENV45)
 	$(VENV45)/bin/python -m pip install --quiet --upgrade pip
 	$(VENV45)/bin/python -m pip install --quiet -r tests/matrix/requirements-bpy45.txt
-	$(VENV45)/bin/python -m pip install --quiet --no-deps -e .  # the `drla` command the CLI tests run
-	@rm -rf drla.egg-info
+	PYTHONWARNINGS="ignore:Editable installation" $(VENV45)/bin/python -m pip install --quiet --no-deps -e .  # the `drla` command the CLI tests run
+	@rm -rf drla.egg-info build
 	@touch $(STAMP45)
 
 test-matrix: setup $(STAMP45)  ## the Blender suite on Blender 4.5 (bpy), 5.0 (bpy) and 5.2 (Debian, chroot); a table
 	DRLA_GUI_ROOT=$(GUI_ROOT) $(PY) tests/matrix/matrix.py $(MATRIX)
 
-demo: setup  ## train the tank agent headless, write the model JSON and a report picture to out/
-	$(PY) -m drla demo --out $(OUT)
+demo: setup-demo  ## train the tank agent headless, write the model JSON and a report picture to out/ (STEPS=N: shorter)
+	$(PY) -m drla demo --out $(OUT)$(if $(STEPS), --steps $(STEPS))
 
 bench: setup setup-browser  ## run the benchmarks; each prints one JSON line of figures
 	$(PY) bench/portable.py
@@ -108,7 +124,7 @@ check: lint type test  ## lint, type, test
 FIND_BLENDER_EXT = ls $(VENV)/lib/python3.11/site-packages/bpy/*/scripts/addons_core/bl_pkg/cli/blender_ext.py 2>/dev/null | head -n1
 
 build:  ## build the installable extension zip into dist/
-	@test -n "$$($(FIND_BLENDER_EXT))" || $(MAKE) setup
+	@test -n "$$($(FIND_BLENDER_EXT))" || $(MAKE) setup-demo
 	@mkdir -p dist
 	@rm -f $(ZIP)
 	$(PY) "$$($(FIND_BLENDER_EXT))" build --source-dir . --output-dir dist

@@ -203,6 +203,11 @@ def cmd_envs(args: argparse.Namespace) -> int:
     for name in ENV_NAMES + PARALLEL_ENV_NAMES:
         doc = (env_class(name).__doc__ or "").strip().splitlines()
         print(f"{name:12s} {plain_text(doc[0]) if doc else ''}")
+    examples = sorted(scene.TANK_SCENE.parents[1].glob("*/*.blend"))  # shipped by the checkout and the wheel
+    if examples:
+        print("\nexample scenes (drla train PATH; they need bpy: pip install 'drla[blender]'):")
+        for path in examples:
+            print(f"  {shown_path(path)}")
     return 0
 
 

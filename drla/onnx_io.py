@@ -351,18 +351,29 @@ def import_onnx(path: str | Path, kind: str | None = None, action_names: list[st
 
 
 def cmd_export_onnx(args: Any) -> int:
+    """One model file to one ONNX file; a team file (several agents) to one ONNX file per agent,
+    ``<out>_<agent>.onnx``."""
+    from drla_core.io.team_model import load_any
+
     from .common import CLIError, load_model_file
 
-    model = load_model_file(args.model)
     try:
-        path = export_onnx(model, args.out)
-    except (OnnxMissing, ModelFormatError) as exc:
-        raise CLIError(str(exc)) from None
-    except OSError as exc:
-        raise CLIError(f"cannot write {args.out}: {exc.strerror or exc}") from None
-    names = f", '{ACTION}' (greedy action)"
-    print(f"wrote {path}: input '{INPUT}' [batch, {model.network.input_size}] (raw observations), outputs "
-          f"'{OUTPUT}' [batch, {model.network.output_size}]{names}; opset {OPSET}")
+        loaded = load_any(args.model)
+    except (OSError, ValueError):
+        loaded = load_model_file(args.model)  # (its one-line message for a missing or broken file)
+    out = Path(args.out)
+    jobs = ({out.with_name(f"{out.stem}_{name}{out.suffix or '.onnx'}"): m for name, m in loaded.items()}
+            if isinstance(loaded, dict) else {out: loaded})
+    for target, model in jobs.items():
+        try:
+            path = export_onnx(model, target)
+        except (OnnxMissing, ModelFormatError) as exc:
+            raise CLIError(str(exc)) from None
+        except OSError as exc:
+            raise CLIError(f"cannot write {target}: {exc.strerror or exc}") from None
+        names = f", '{ACTION}' (greedy action)"
+        print(f"wrote {path}: input '{INPUT}' [batch, {model.network.input_size}] (raw observations), outputs "
+              f"'{OUTPUT}' [batch, {model.network.output_size}]{names}; opset {OPSET}")
     return 0
 
 

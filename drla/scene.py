@@ -19,7 +19,7 @@ from typing import Any
 
 from drla_core.nets.growth import GrowthRule
 
-from . import train_flags
+from . import extension, train_flags
 from .common import (
     CLIError,
     CtrlC,
@@ -36,11 +36,11 @@ from .common import (
 )
 from .progress import ProgressBar
 
-ROOT = Path(__file__).resolve().parent.parent
-TANK_SCENE = ROOT / "scenes" / "tank" / "tank.blend"
+ROOT = extension.ROOT  # the checkout, or the installed drla_ext package (its scenes/ in both)
+TANK_SCENE = extension.SCENES / "tank" / "tank.blend"
 TREE_IDNAME = "DRLA_NodeTree"
 #: Seconds per ``advance`` slice of ``drla train SCENE``: how often the progress bar and Ctrl-C are looked at.
-#: Nothing a run saves or measures depends on it (tests/blender/test_slices.py sets it to 0 and to an hour).
+#: Nothing a run saves or measures depends on it (tests/blender/test_scene_slices.py sets it to 0 and to an hour).
 SLICE_S = float(os.environ.get("DRLA_SLICE_S", "0.1"))
 
 
@@ -95,9 +95,7 @@ def open_scene(path: str | Path, tree_name: str | None) -> tuple[Any, Any, Any, 
     if not path.is_file():
         raise CLIError(f"no such .blend file: {path}")
     bpy = _import_bpy()
-    from .extension import register_extension
-
-    ext = register_extension()
+    ext = extension.register_extension()
     # A .blend can carry Python scripts that run on load when auto-run is on: never from the CLI.
     bpy.context.preferences.filepaths.use_scripts_auto_execute = False
     try:

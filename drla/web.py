@@ -19,7 +19,8 @@ from urllib.parse import unquote, urlsplit
 from drla_core.io.model_io import Model
 from drla_core.base.spaces import Discrete
 
-ROOT = Path(__file__).resolve().parents[1]
+from .extension import ROOT  # the checkout, or the installed drla_ext package (the wheel ships web/'s demo in it)
+
 #: URL prefix -> folder served under it
 FOLDERS = {"/web/": ROOT / "web", "/scenes/robot_arm/": ROOT / "scenes" / "robot_arm"}
 TYPES = {".js": "text/javascript", ".mjs": "text/javascript", ".json": "application/json", ".html": "text/html",

@@ -21,7 +21,7 @@ The periodic actions of the pure kinds, and where each is checked here:
   champion check each generation: ``test_cli_evolution_agents``, ``test_cli_evolution_every_other_generation``.
 
 The Blender kinds (scene DQN, copies, workers, evolution, co-evolution, the panel) are in
-tests/blender/test_slices.py.
+tests/blender/test_scene_slices.py.
 """
 
 import io

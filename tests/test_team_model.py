@@ -110,3 +110,20 @@ def test_drla_inspect_lists_every_agent_of_a_team_file(tmp_path, capsys):
     (tmp_path / "bad.json").write_text('{"format": "drla-team", "version": 1, "agents": {"hero": {}}}')
     assert main(["inspect", str(tmp_path / "bad.json")]) == 2
     assert "agent 'hero': missing required key 'format'" in capsys.readouterr().err
+
+
+def test_export_onnx_of_a_team_file_writes_one_onnx_per_agent_with_equal_outputs(tmp_path, capsys):
+    ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed: ONNX outputs NOT verified")
+    from drla.cli import main
+
+    models = _models()
+    team = save_team(tmp_path / "team.json", models)
+    assert main(["export-onnx", str(team), str(tmp_path / "team.onnx")]) == 0
+    printed = capsys.readouterr().out
+    obs = np.random.default_rng(1).uniform(-1, 1, (16, models["hero"].network.input_size)).astype(np.float32)
+    for name, model in models.items():
+        path = tmp_path / f"team_{name}.onnx"
+        assert str(path) in printed
+        session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        q = session.run(None, {session.get_inputs()[0].name: obs})[0]
+        np.testing.assert_allclose(q, model.network.forward(obs), rtol=1e-5, atol=1e-6)

@@ -54,10 +54,10 @@ def test_manifest_minimum_is_the_oldest_version_the_matrix_runs():
 
 
 def test_the_wheels_the_matrix_runs_are_those_versions():
-    """4.5 runs on tests/matrix/requirements-bpy45.txt's wheel, 5.0 on requirements-dev.txt's (make test)."""
+    """4.5 runs on tests/matrix/requirements-bpy45.txt's wheel, 5.0 on requirements-demo.txt's (make demo)."""
     minimum = _version(_minimum())
     bpy45 = _pinned_bpy(ROOT / "tests" / "matrix" / "requirements-bpy45.txt")
-    bpy50 = _pinned_bpy(ROOT / "requirements-dev.txt")
+    bpy50 = _pinned_bpy(ROOT / "requirements-demo.txt")
     assert bpy45[:2] == minimum[:2] and bpy45 >= minimum, (bpy45, _minimum())
     assert f"{bpy45[0]}.{bpy45[1]}" in _matrix_versions() and f"{bpy50[0]}.{bpy50[1]}" in _matrix_versions()
 

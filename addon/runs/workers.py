@@ -143,14 +143,16 @@ def child_main(fd: int, blend: str, tree_name: str, copies: int, seed: int) -> N
         conn.close()
 
 
-#: What a worker process runs: find this add-on (enabled in a Blender, or loaded from its folder with the
-#: ``bpy`` module), then ``child_main``. Arguments come as the last items of ``sys.argv``.
+#: What a worker process runs: find this add-on (enabled in a Blender, so imported at its start, or loaded
+#: from its folder with the ``bpy`` module and registered: importable is not enough, as with the package
+#: ``pip install`` puts beside the ``drla`` command), then ``child_main``. Arguments come as the last items
+#: of ``sys.argv``.
 CHILD_CODE = """\
 import importlib, importlib.util, sys
 fd, blend, tree, copies, seed, package, root = sys.argv[-7:]
-try:
+if package in sys.modules:
     workers = importlib.import_module(package + ".addon.runs.workers")
-except ImportError:
+else:
     import bpy
     spec = importlib.util.spec_from_file_location(package, root + "/__init__.py", submodule_search_locations=[root])
     ext = importlib.util.module_from_spec(spec)

@@ -28,7 +28,8 @@ PACKAGES = ("addon/", "drla_core/")
 REQUIRED = {"__init__.py", "blender_manifest.toml", "LICENSE", "addon/__init__.py", "addon/scene/camera.py",
             "drla_core/__init__.py", "scenes/tank/tank.blend"}
 FORBIDDEN_PREFIXES = ("tests/", "bench/", "docs/", "drla/", "dist/", ".venv/", ".git/", "out/", "tmp/")
-FORBIDDEN_FILES = {"Makefile", "pyproject.toml", "requirements-dev.txt", "scenes/tank/build_tank.py"}
+FORBIDDEN_FILES = {"Makefile", "pyproject.toml", "setup.py", "requirements-dev.txt", "requirements-demo.txt",
+                   "scenes/tank/build_tank.py"}
 
 
 def blender_ext_cli() -> Path:

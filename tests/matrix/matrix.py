@@ -39,7 +39,7 @@ IN_CHROOT = "drla_matrix"  # a Python identifier: pytest imports the checkout's 
 #: version -> how it is run. tests/test_versions.py reads these keys: the manifest's minimum must be one.
 MATRIX = {
     "4.5": "bpy wheel in .venv-bpy45 (tests/matrix/requirements-bpy45.txt)",
-    "5.0": "bpy wheel in .venv (requirements-dev.txt)",
+    "5.0": "bpy wheel in .venv (requirements-demo.txt)",
     "5.2": "Debian sid's blender binary in the make test-gui chroot",
 }
 VENVS = {"4.5": ".venv-bpy45", "5.0": ".venv"}
