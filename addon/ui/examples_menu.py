@@ -108,9 +108,10 @@ def _pacman_extent() -> tuple[tuple[float, float, float], tuple[float, float, fl
     return (-w, -h, 0.0), (w, h, 1.0)
 
 
-def world_box(ob) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
-    """The world-space box around ``ob``'s geometry, or None for an object without any (camera, light, empty)."""
-    if ob.type not in GEOMETRY:
+def world_box(ob, kinds=GEOMETRY) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+    """The world-space box around ``ob``'s geometry, or None for an object of none of ``kinds`` (a camera, a
+    light, an empty)."""
+    if ob.type not in kinds:
         return None
     corners = [ob.matrix_world @ Vector(c) for c in ob.bound_box]
     return (tuple(min(c[i] for c in corners) for i in range(3)), tuple(max(c[i] for c in corners) for i in range(3)))
@@ -126,7 +127,7 @@ def example_extent(name: str, objects) -> tuple[tuple[float, ...], tuple[float, 
         return _pacman_extent()
     if name in BUILT_EXTENTS:
         return BUILT_EXTENTS[name]
-    boxes = [b for b in (world_box(ob) for ob in objects) if b is not None]
+    boxes = [b for b in (world_box(ob, GEOMETRY | {'ARMATURE'}) for ob in objects) if b is not None]
     if not boxes:
         return None
     return (tuple(min(b[0][i] for b in boxes) for i in range(3)), tuple(max(b[1][i] for b in boxes) for i in range(3)))

@@ -132,6 +132,8 @@ def _stored_networks(tree: Any, now: float) -> tuple[list[tuple[str, Any, Any]],
     """The models stored in the file for ``tree``: its own, or one per named agent ("DRLA model: T [name]")."""
     own = model_store.text_name(tree)
     texts = [t for t in bpy.data.texts if t.name == own or (t.name.startswith(own + " [") and t.name.endswith("]"))]
+    if any(t.name != own for t in texts):  # a team: its agents (the tree's own text repeats the first)
+        texts = [t for t in texts if t.name != own]
     out, why = [], ""
     for text in sorted(texts, key=lambda t: t.name):
         if not any(line.body.strip() for line in text.lines[:2]):
@@ -163,7 +165,8 @@ def networks(scene: Any, now: float | None = None) -> tuple[list[tuple[str, Any,
         job = getattr(sess, "job", None)
         if job is not None:
             entries, why = _job_networks(job)
-            source = "training" if getattr(sess, "state", "") == sessions.RUNNING else "the stopped run"
+            state = getattr(sess, "state", "")
+            source = {sessions.RUNNING: "training", sessions.STOPPED: "stopped run"}.get(state, "trained run")
         elif getattr(sess, "state", "") == sessions.RUNNING:
             entries, source = _play_networks(sess), "playing"
     if not entries and not why:

@@ -79,3 +79,57 @@ def test_the_height_estimate_follows_what_the_node_draws(ext, empty_scene):
     limited = examples.estimated_height(action)
     assert wait < move < limited
     assert limited - move == 24 * 4  # Min and Max side by side: a label and three rows, once
+
+
+# --------------------------------------------------------------------------- where an example goes
+def _default_file():
+    """Blender's default file: the Cube at the origin, a camera and a light."""
+    bpy.ops.wm.read_homefile(use_empty=False, use_factory_startup=True)
+    scene = bpy.context.scene
+    assert "Cube" in scene.objects
+    return scene
+
+
+@pytest.mark.parametrize("name, objects", [("Tank", ("TankA", "Ground")), ("Pac-Man (co-evolution)", ("PacMan",)),
+                                           ("Robot Arm 3 (Learned IK)", ("Arm3",))])
+def test_an_example_goes_to_a_new_scene_when_the_default_cube_is_in_its_way(ext, name, objects):
+    scene = _default_file()
+    before = {ob.name for ob in scene.objects}
+    assert bpy.ops.drla.add_example(name=name) == {'FINISHED'}
+    new = [s for s in bpy.data.scenes if s != scene]
+    assert len(new) == 1 and new[0].drla.tree is not None
+    assert all(n in new[0].objects for n in objects) and "Cube" not in new[0].objects
+    assert {ob.name for ob in scene.objects} == before and not scene.objects["Cube"].hide_get()
+    assert f"in a new scene '{new[0].name}' ('Cube' in the way)" in new[0].drla.message
+    window = bpy.context.window_manager.windows[0] if bpy.context.window_manager.windows else None
+    if bpy.context.window is not None and window is not None:
+        assert window.scene == new[0]  # the window shows the example
+
+
+def test_an_example_goes_into_this_scene_when_nothing_is_in_its_way(ext):
+    scene = _default_file()
+    scene.objects["Cube"].location = (200.0, 0.0, 0.0)  # far from the arena
+    assert bpy.ops.drla.add_example(name="Tank") == {'FINISHED'}
+    assert list(bpy.data.scenes) == [scene] and "TankA" in scene.objects
+    assert not scene.objects["Cube"].hide_get() and "new scene" not in scene.drla.message
+
+
+def test_an_example_put_in_this_scene_hides_and_names_what_is_in_its_way(ext):
+    scene = _default_file()
+    assert bpy.ops.drla.add_example(name="Tank", place='HERE') == {'FINISHED'}
+    assert list(bpy.data.scenes) == [scene] and "TankA" in scene.objects
+    assert scene.objects["Cube"].hide_get() and "hid 'Cube'" in scene.drla.message
+    assert not scene.objects["Camera"].hide_get()  # a camera or a light hides nothing
+
+
+def test_an_example_in_a_new_scene_by_choice(ext, empty_scene):
+    assert bpy.ops.drla.add_example(name="Reach (transform)", place='NEW_SCENE') == {'FINISHED'}
+    new = [s for s in bpy.data.scenes if s != empty_scene]
+    assert len(new) == 1 and "Agent" in new[0].objects and "Agent" not in empty_scene.objects
+    assert "in a new scene 'Reach'" in new[0].drla.message
+
+
+def test_the_examples_menu_reads_as_written(ext):
+    from drla_ext.addon.ui import examples_menu
+
+    assert examples_menu.label("Robot Arm 6 (Learned IK)") == "Robot Arm 6 (Learned IK)"
