@@ -376,3 +376,15 @@ def test_the_old_two_column_grid_cut_figures_off(ui):
     ctx = SimpleNamespace(region=SimpleNamespace(width=300), preferences=bpy.context.preferences)
     measure = wrap.text_measure(ctx)
     assert measure("ghost best -3.53, mean -4.1, vs first -2.75") > wrap.text_space(ctx) / 2
+
+
+def test_node_tooltips_read_as_help(ext):
+    """What Blender shows over a node in the Add menu: sentences, no search words, no code paths."""
+    from drla_ext.addon import nodes
+
+    for cls in nodes.classes:
+        tip = bpy.types.Node.bl_rna_get_subclass(cls.bl_idname).description
+        assert tip and "Triggers" not in tip and "drla_core" not in tip and "addon/" not in tip, cls.bl_idname
+        assert "\n" not in tip.strip() or all(len(p) > 40 for p in tip.split("\n")), cls.bl_idname
+    dqn = bpy.types.Node.bl_rna_get_subclass("DRLA_DQNAgentNode").description
+    assert dqn.startswith("A Deep Q-Network agent: learns the value of each discrete action, Q(s, a)")

@@ -280,6 +280,10 @@ def stage_open_default():
     except Exception:
         failed_stage("open default")
     yield 1.0
+    # Blender shows its splash over the default file (not over a file opened from the command line): a person
+    # closes it with Esc
+    yield from xdo("mousemove", win().width // 2, win().height // 2, "sleep", "0.3", "key", "Escape")
+    yield 1.0
 
 
 def stage_layout():
@@ -307,8 +311,9 @@ def stage_layout():
     try:
         for a in (Ctx.v3d, Ctx.ne):
             region(a, 'UI').active_panel_category = 'DRLA'
-        with override(Ctx.ne):
-            bpy.ops.node.view_all()
+        if Ctx.tree is not None:  # (Blender's default file has no tree to show yet)
+            with override(Ctx.ne):
+                bpy.ops.node.view_all()
         with override(Ctx.v3d):
             bpy.ops.view3d.view_all(center=False)
     except Exception:
@@ -1146,12 +1151,16 @@ def stage_examples():
                 Ctx.ne.spaces.active.node_tree = Ctx.tree
             with override(Ctx.v3d):
                 bpy.ops.view3d.view_all(center=False)
-            if Ctx.ne is not None:
-                with override(Ctx.ne):
-                    bpy.ops.node.view_all()
         except Exception:
             failed_stage(f"add example {name}")
             continue
+        yield 1.5
+        try:
+            if Ctx.ne is not None:  # (once the editor has drawn the new tree: its nodes have their sizes)
+                with override(Ctx.ne):
+                    bpy.ops.node.view_all()
+        except Exception:
+            failed_stage(f"view example tree {name}")
         yield 2.0
         shot(f"{tag}_added")
         yield from show_network(f"{tag}_untrained", expect_drawn=False)
