@@ -166,12 +166,12 @@ def draw_curve(layout, context) -> None:
     history = getattr(sess, "history", None)
     if history is not None:  # the curve follows the run as the panel redraws (the operator asks it to)
         live_curve.follow(scene.name, history, s.curve, running=sess.state == sessions.RUNNING)
-    live_curve.draw(layout, scene.name, s, context)
     layout.operator("drla.network_overlay", icon='NETWORK_DRIVE', depress=net_overlay.enabled(),
                     text="Hide Network" if net_overlay.enabled() else "Show Network")
     shown = net_overlay.status()
-    if shown:
+    if shown:  # what the overlay draws, or why nothing (right under its button, whatever the curve's size)
         label_wrapped(layout, context, shown, 'INFO' if shown.startswith("Showing") else 'ERROR')
+    live_curve.draw(layout, scene.name, s, context)
     if s.report_path and sessions.ui_state(scene) != "TRAINING":
         label_wrapped(layout, context, f"Report: {outputs.files_words([s.report_path])}", 'IMAGE_DATA')
 
