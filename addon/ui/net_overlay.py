@@ -34,6 +34,7 @@ REBUILD_S = 0.25
 MAX_LINES = 200  # per layer pair: large layers show their strongest connections only
 BOX = (360, 220)  # overlay size in pixels (at UI scale 1), in the viewport's lower right corner
 BACKDROP = (0.03, 0.03, 0.04, 0.75)
+GAP = 6  # pixels between two networks' boxes (a team's agents)
 
 _handler: Any = None
 
@@ -195,7 +196,7 @@ class OverlayCache:
         self.quad_at: tuple[float, float] | None = None
         self.shown = self.total = 0
         self.titles: list[str] = []
-        self.box_height = 0
+        self.box_width = 0
         #: What the sidebar says under Show Network: what is drawn, or why nothing is
         self.status = ""
         self.why_not = ""
@@ -215,19 +216,20 @@ class OverlayCache:
         """Draw the network into the cached texture (``width`` x ``height`` pixels)."""
         self.rebuild_many([("", network, obs)], width, height, fingerprint)
 
-    def rebuild_many(self, entries: list[tuple[str, Any, Any]], width: int, box_height: int,
+    def rebuild_many(self, entries: list[tuple[str, Any, Any]], box_width: int, height: int,
                      fingerprint: Any = None) -> None:
-        """Draw ``entries`` (title, network, observation) into the cached texture, one ``width`` x ``box_height``
-        box each, the first on top."""
+        """Draw ``entries`` (title, network, observation) into the cached texture, one ``box_width`` x ``height``
+        box each, side by side (the first on the left), ``GAP`` pixels apart."""
         self.built = time.perf_counter()  # (the start: the 4 Hz timer then finds the next rebuild due on time)
-        height = box_height * max(len(entries), 1)
+        n = max(len(entries), 1)
+        width = n * box_width + (n - 1) * GAP
         if self.offscreen is None or self.size != (width, height):
             if self.offscreen is not None:
                 self.offscreen.free()
             self.offscreen = gpu.types.GPUOffScreen(width, height)
             self.size = (width, height)
             self.quad = None
-        boxes = [build_batches(network, obs, 0, height - (k + 1) * box_height, width, box_height)
+        boxes = [build_batches(network, obs, k * (box_width + GAP), 0, box_width, height)
                  for k, (_, network, obs) in enumerate(entries)]
         with self.offscreen.bind():
             gpu.state.active_framebuffer_get().clear(color=(0.0, 0.0, 0.0, 0.0))
@@ -237,7 +239,7 @@ class OverlayCache:
                     draw_batches(batches)  # into a transparent texture: colours premultiplied by alpha
         self.fingerprint = fingerprint
         self.titles = [title for title, _, _ in entries]
-        self.box_height = box_height
+        self.box_width = box_width
         self.shown, self.total = sum(b["shown"] for b in boxes), sum(b["total"] for b in boxes)
 
     def draw(self, x0: float, y0: float) -> None:
@@ -356,11 +358,12 @@ def _draw() -> None:
     right = context.region.width - _sidebar_width(context)  # region overlap: the sidebar covers the right
     x0, y0 = max(right - w - 20 * scale, 0), 20 * scale
     if _cache.offscreen is not None:
+        x0 = max(right - _cache.size[0] - 20 * scale, 0)  # a team's boxes side by side, the last one at the right
         _cache.draw(x0, y0)
         top = y0 + _cache.size[1]
         for k, title in enumerate(_cache.titles):
             if title:
-                _text(x0 + 8 * scale, top - k * _cache.box_height - 18 * scale, title, 12 * scale)
+                _text(x0 + k * (_cache.box_width + GAP) + 8 * scale, top - 18 * scale, title, 12 * scale)
         return
     if not _cache.why_not:
         return
@@ -419,7 +422,7 @@ def _refresh() -> float | None:
                tuple(fingerprint(network, obs) for _, network, obs in entries))
         _cache.why_not = ""
         _cache.status = describe(entries, source)
-        if _cache.stale(key, (w, h * len(entries)), now):
+        if _cache.stale(key, (len(entries) * (w + GAP) - GAP, h), now):
             _cache.rebuild_many(entries, w, h, key)
             _tag_viewports()
     except Exception as exc:  # a timer that raises is dropped silently: say why and keep going

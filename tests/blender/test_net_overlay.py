@@ -168,20 +168,21 @@ def test_show_network_for_a_team_draws_each_agent_live_and_stored(ext, empty_sce
         sessions.discard_all()  # a reopened file: only what is stored
         entries, source, _ = net_overlay.networks(scene)
         assert [t for t, _, _ in entries] == ["tank_a", "tank_b"] and source == "stored model"
-        # both drawn, one box each: ink in the upper and the lower half of the picture
+        # both drawn, one box each side by side: ink in the left and the right box, none in the gap
         cache = net_overlay.OverlayCache()
         from drla_ext.addon.scene.camera import ensure_gpu_context
 
         ensure_gpu_context()
+        gap = net_overlay.GAP
         try:
             cache.rebuild_many(entries, 120, 80)
-            with cache.offscreen.bind():
-                px = np.array(cache.offscreen.texture_color.read().to_list(), np.float32).reshape(160, 120, 4)
+            assert cache.size == (240 + gap, 80) and cache.titles == ["tank_a", "tank_b"]
+            px = np.array(cache.offscreen.texture_color.read().to_list(), np.float32).reshape(80, 240 + gap, 4)
         finally:
             cache.free()
         assert cache.size == (0, 0)  # freed
         ink = px[..., 3] > 0.5
-        assert ink[:80].mean() > 0.3 and ink[80:].mean() > 0.3
+        assert ink[:, :120].mean() > 0.3 and ink[:, 120 + gap:].mean() > 0.3 and not ink[:, 121:119 + gap].any()
     finally:
         sessions.discard_all()
 

@@ -268,7 +268,8 @@ def test_examples_menu_lists_the_examples(ext):
     layout = MagicMock()
     examples_menu.DRLA_MT_examples.draw(SimpleNamespace(layout=layout), bpy.context)
     assert operators(layout) == ["drla.add_example"] * len(examples_menu._examples())
-    assert {c.kwargs["text"] for c in calls(layout, "operator")} >= {"Tank", "Reach (transform)", "Robot Arm 6 (Learned IK)"}
+    assert {c.kwargs["text"] for c in calls(layout, "operator")} >= {"Tank", "Reach (transform)",
+                                                                     "Robot Arm 6 (Learned IK)"}
     add = MagicMock()
     examples_menu.draw_view3d_add(SimpleNamespace(layout=add), bpy.context)
     assert calls(add, "menu")[0].args[0] == "DRLA_MT_examples"
