@@ -60,31 +60,69 @@ RIGID_BODY_FRAMES = 250
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the extension root
 
 
-def append_example_objects(scene, name: str) -> list[str]:
-    """Append the objects of example ``name``'s bundled scene that ``scene`` lacks; returns their names.
-
-    Objects keep their parents, materials and custom properties. Objects the user already has
-    under the same names are left alone (the example then uses the user's).
-    """
-    _, loaded = load_example_objects(name)
-    return link_example_objects(scene, loaded)
-
-
-def load_example_objects(name: str) -> tuple[list[str], list]:
+def load_example_objects(name: str, fresh: bool = False) -> tuple[list[str], list]:
     """``(names, appended)``: the names of the objects in example ``name``'s bundled scene, and those of them
-    this file lacked, appended into ``bpy.data`` (not yet in any scene)."""
+    this file lacked (``fresh``: all of them, a copy of one whose name is taken named 'TankB.001'), appended
+    into ``bpy.data`` (not yet in any scene), in the order of ``names`` (None for one not appended)."""
     rel = EXAMPLE_SCENES.get(name)
     path = os.path.join(_ROOT, rel) if rel else ""
     if not path or not os.path.isfile(path):
         return [], []
     with bpy.data.libraries.load(path, link=False) as (source, loaded):
         names = list(source.objects)
-        loaded.objects = [ob for ob in source.objects if ob not in bpy.data.objects]
-    return names, [ob for ob in loaded.objects if ob is not None]
+        wanted = [n for n in names if fresh or n not in bpy.data.objects]
+        loaded.objects = list(wanted)  # (filled in place with the objects once loaded)
+    got = dict(zip(wanted, loaded.objects))
+    return names, [got.get(n) for n in names]
+
+
+def example_object_names(name: str) -> list[str]:
+    """The names of the objects in example ``name``'s bundled scene (nothing is loaded)."""
+    rel = EXAMPLE_SCENES.get(name)
+    path = os.path.join(_ROOT, rel) if rel else ""
+    if not path or not os.path.isfile(path):
+        return []
+    with bpy.data.libraries.load(path, link=False) as (source, _):
+        return list(source.objects)
+
+
+class _Named:
+    """A scene's objects as an example's builder looks them up: by the example's own names (``renamed``: the
+    example's name -> the name its fresh copy got, where the file had the name already)."""
+
+    def __init__(self, objects, renamed: dict[str, str]) -> None:
+        self._objects, self._renamed = objects, renamed
+
+    def __getitem__(self, name: str):
+        return self._objects[self._renamed.get(name, name)]
+
+    def get(self, name: str, default=None):
+        return self._objects.get(self._renamed.get(name, name), default)
+
+    def __contains__(self, name: str) -> bool:
+        return self._renamed.get(name, name) in self._objects
+
+    def __iter__(self):
+        return iter(self._objects)
+
+    def __len__(self) -> int:
+        return len(self._objects)
+
+
+class ExampleScene:
+    """``scene`` for an example's builder, its objects found under the example's names (``_Named``)."""
+
+    def __init__(self, scene, renamed: dict[str, str]) -> None:
+        self._scene = scene
+        self.objects = _Named(scene.objects, renamed)
+
+    def __getattr__(self, name: str):
+        return getattr(self._scene, name)
 
 
 def link_example_objects(scene, objects) -> list[str]:
     """Put appended example objects into ``scene`` (rigid bodies into its rigid-body world); their names."""
+    objects = [ob for ob in objects if ob is not None and ob.name not in scene.objects]
     for ob in objects:
         scene.collection.objects.link(ob)
     adopt_rigid_bodies(scene, objects)
@@ -236,22 +274,29 @@ class DRLA_OT_add_example(bpy.types.Operator):
             return {'CANCELLED'}
         scene = context.scene
         try:
-            names, loaded = load_example_objects(self.name)
-            own = set(names) | {ob.name for ob in loaded}
-            existing = [bpy.data.objects[n] for n in names if n in bpy.data.objects]
-            blocking = in_the_way(scene, example_extent(self.name, existing + loaded), own)
+            names = example_object_names(self.name)
+            renamed: dict[str, str] = {}
             where = ""
-            if self.place == 'NEW_SCENE' or (self.place == 'AUTO' and blocking):
-                scene = new_example_scene(context, self.name)
-                # objects of the example this file already had (in another scene) are shared with the new one
-                loaded = loaded + [ob for ob in existing if ob.name not in scene.objects and ob not in loaded]
-                where = f" in a new scene '{scene.name}'" + (f" ({_names(blocking)} in the way)" if blocking else "")
-            elif blocking:  # HERE: what would hide the example is hidden, and named
-                for ob in blocking:
-                    ob.hide_set(True)
-                where = f"; hid {_names(blocking)}, in its way (Alt H shows it)"
-            added = link_example_objects(scene, loaded)
-            tree = builder(scene)
+            if self.place != 'NEW_SCENE' and names and all(n in scene.objects for n in names):
+                # the example's own scene (its .blend opened): its objects are used, what is missing appended
+                _, loaded = load_example_objects(self.name)
+            else:
+                # a copy of every object of the example (one of the same name elsewhere in the file may differ:
+                # the Tank's TankB has no score, the Tank Duel's has), put where nothing hides it
+                _, loaded = load_example_objects(self.name, fresh=True)
+                renamed = {n: ob.name for n, ob in zip(names, loaded) if ob is not None and ob.name != n}
+                loaded = [ob for ob in loaded if ob is not None]
+                blocking = in_the_way(scene, example_extent(self.name, loaded), {ob.name for ob in loaded})
+                if self.place == 'NEW_SCENE' or (self.place == 'AUTO' and blocking):
+                    scene = new_example_scene(context, self.name)
+                    where = f" in a new scene '{scene.name}'" + (f" ({_names(blocking)} in the way)"
+                                                                 if blocking else "")
+                elif blocking:  # This Scene: what would hide the example is hidden, and named
+                    for ob in blocking:
+                        ob.hide_set(True)
+                    where = f"; hid {_names(blocking)}, in its way (Alt H shows it)"
+            added = link_example_objects(scene, [ob for ob in loaded if ob is not None])
+            tree = builder(ExampleScene(scene, renamed) if renamed else scene)
         except KeyError as exc:  # the example's objects are missing from this scene
             found = re.search(r'key "([^"]+)"', str(exc))
             missing = found.group(1) if found else str(exc.args[0] if exc.args else exc)

@@ -133,3 +133,27 @@ def test_the_examples_menu_reads_as_written(ext):
     from drla_ext.addon.ui import examples_menu
 
     assert examples_menu.label("Robot Arm 6 (Learned IK)") == "Robot Arm 6 (Learned IK)"
+
+
+def test_an_example_in_a_new_scene_gets_its_own_objects_where_the_file_has_others_of_those_names(ext, tmp_path):
+    """Tank, then Tank Duel, in Blender's default file: the duel's TankB (with its score) is its own copy, not the
+    Tank example's TankB (a target without one); the duel's tree compiles and trains on its copies."""
+    from drla_ext.addon.runs import sessions
+    from drla_ext.addon.tree.compiler import compile_tree
+
+    _default_file()
+    assert bpy.ops.drla.add_example(name="Tank") == {'FINISHED'}
+    tank_scene = bpy.data.scenes["Tank"]
+    assert "score" not in tank_scene.objects["TankB"]
+    assert bpy.ops.drla.add_example(name="Tank Duel (two agents)") == {'FINISHED'}
+    duel = bpy.data.scenes["Tank Duel"]
+    tank_b = next(ob for ob in duel.objects if ob.name.startswith("TankB") and ob.type == 'MESH'
+                  and not ob.name.startswith("TankBCamera"))
+    assert tank_b.name != "TankB" and tank_b["score"] == 0 and "TankA" not in tank_scene.objects["TankB"].name
+    assert not set(duel.objects) & set(tank_scene.objects)  # nothing shared between the two scenes
+    compiled = compile_tree(duel.drla.tree, duel)
+    assert len(compiled.team) == 2
+    duel.drla.output_dir = str(tmp_path)
+    with bpy.context.temp_override(scene=duel):
+        assert bpy.ops.drla.train(steps=30) == {'FINISHED'}, duel.drla.error
+    sessions.discard_all()
