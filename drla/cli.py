@@ -440,7 +440,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("play", help="run a model's greedy policy in a Blender scene and report its return",
                        description="Play a trained model in a .blend scene (headless). The scene file is not changed.")
     p.add_argument("scene", help="path/to/scene.blend")
-    p.add_argument("--model", help="model .json file (from drla train, or exported from Blender)")
+    p.add_argument("--model", action="append", metavar="[NAME=]FILE",
+                   help="model .json file (from drla train, or exported from Blender); a multi-agent tree takes the "
+                        "team file drla train writes to --out (every agent), or one --model per agent: its own "
+                        "<out>_<name>.json, or NAME=FILE")
     p.add_argument("--switcher", nargs="?", const="", metavar="NODE",
                    help="play the tree's Expert Switcher node instead of a model (each step it picks an expert by "
                         "its rule or selector; NODE: its name when the tree has several)")

@@ -22,6 +22,7 @@ from drla_core.checkpoint import Checkpoint, CheckpointError, read_latest
 from drla_core.evolution import read_evolution_checkpoint
 from drla_core.mlp import ACTIVATIONS
 from drla_core.model_io import Model, ModelFormatError, load_model, save_model
+from drla_core.team_model import save_team
 
 
 DEFAULT_OUT_DIR = Path("out")
@@ -189,24 +190,33 @@ class CtrlC:
             signal.signal(signal.SIGINT, old)
 
 
-def finish_training(job: Any, model: Model, model_path: Path, report_path: Path, title: str, wall: float,
-                    ctrl_c: CtrlC | None = None, extra: dict[Path, Model] | None = None) -> int:
+def finish_training(job: Any, model: Model | dict[str, Model], model_path: Path, report_path: Path, title: str,
+                    wall: float, ctrl_c: CtrlC | None = None, extra: dict[Path, Model] | None = None) -> int:
     """Write the model and the report of any ``TrainingJob``, print its summary; after Ctrl-C also a
-    checkpoint, and say where. ``extra``: more model files (each agent of a multi-agent run).
+    checkpoint, and say where. ``extra``: more model files (each agent of a multi-agent run); ``model`` a dict
+    name -> model: a team file of them all (``drla_core.team_model``).
 
     Returns the exit status: 0, or 130 (the convention for Ctrl-C) when the run was interrupted.
     """
     if ctrl_c is not None:
         ctrl_c.saving = True
-    save_model(model_path, model)
+    team = model if isinstance(model, dict) else None  # several named agents: one team file holding them all
+
+    def save(path: Path) -> None:
+        if team is not None:
+            save_team(path, team)
+        else:
+            save_model(path, model)  # type: ignore[arg-type]
+    save(model_path)
     for path, each in (extra or {}).items():
         save_model(path, each)
     job.save_report(report_path, title, wall)
     checkpoint = model_path.with_name(f"{model_path.stem}_step{job.steps}.json")
     if job.interrupted:
-        save_model(checkpoint, model)
+        save(checkpoint)
     named = [f"model:  {path}" for path in (extra or {})]
-    print("\n".join(["", *job.summary(wall), f"model:  {model_path}", *named, f"report: {report_path}"]))
+    shown = f"model:  {model_path}" + (f" (every agent: {', '.join(team)})" if team else "")
+    print("\n".join(["", *job.summary(wall), shown, *named, f"report: {report_path}"]))
     if not job.interrupted:
         return 0
     print(interrupted_text(job.steps, job.total_steps, checkpoint))

@@ -230,11 +230,12 @@ def train_scene(args: argparse.Namespace) -> int:
         if job.interrupted:
             meta["interrupted"] = True
         title = report_title(f"{kind.label} on {tree.name} ({Path(args.target).name})", job, seed)
-        extra = {}
-        if callable(getattr(job, "to_models", None)):  # several agents: each trained one its own file
-            extra = {model_path.with_name(f"{model_path.stem}_{name}.json"): m
+        extra, model = {}, job.to_model(meta)
+        if callable(getattr(job, "to_models", None)):  # several agents: each trained one its own file, and
+            extra = {model_path.with_name(f"{model_path.stem}_{name}.json"): m  # the model file holds them all
                      for name, m in job.to_models(meta).items()}
-        return finish_training(job, job.to_model(meta), model_path, report_path, title, wall, ctrl_c, extra)
+            model = job.policies(meta)
+        return finish_training(job, model, model_path, report_path, title, wall, ctrl_c, extra)
 
 
 def _check_scale_flags(args: argparse.Namespace, compiled: Any, kind: Any, tree: Any) -> int:
@@ -319,14 +320,22 @@ def play_scene(args: argparse.Namespace) -> int:
         return _play_switcher(args)
     if not args.model:
         raise CLIError("which model? pass --model MODEL.json (or --switcher to play the tree's Expert Switcher)")
-    model = load_model_file(args.model)
+    given = args.model if isinstance(args.model, list) else [args.model]
     bpy, ext, tree, scene = open_scene(args.scene, args.tree)
     compiled = compile_or_explain(ext, tree, scene)
     kinds = addon_module("runs.kinds")
     kind = kinds.of(compiled)
-    if not kind.makes(model):
-        made_by = next((k.label for k in kinds.KINDS.values() if k.makes(model)), repr(model.kind))
-        raise CLIError(f"{args.model} is a {made_by} model but tree {tree.name!r} trains {kind.label}")
+    if kind.team:
+        model: Any = team_models(given, [m.name for m in compiled.team], tree.name)
+        shown = ", ".join(given)
+    else:
+        if len(given) > 1:
+            raise CLIError(f"tree {tree.name!r} has one agent: give one --model (got {len(given)})")
+        model, shown = load_model_file(given[0]), given[0]
+    for each in (model.values() if kind.team else [model]):
+        if not kind.makes(each):
+            made_by = next((k.label for k in kinds.KINDS.values() if k.makes(each)), repr(each.kind))
+            raise CLIError(f"{shown} is a {made_by} model but tree {tree.name!r} trains {kind.label}")
     frames = Path(args.frames) if args.frames else None
     if frames is not None:
         frames.mkdir(parents=True, exist_ok=True)
@@ -334,9 +343,71 @@ def play_scene(args: argparse.Namespace) -> int:
         with quiet_egl():
             text = kind.evaluate(scene, compiled, model, args.episodes, args.seed, frames)
     except ValueError as exc:  # the model does not fit the tree (ModelFormatError is a ValueError too)
-        raise CLIError(f"cannot play {args.model} on tree {tree.name!r}: {exc}") from exc
+        raise CLIError(f"cannot play {shown} on tree {tree.name!r}: {exc}") from exc
     print(text)
     return 0
+
+
+def _load_one(value: str, names: list[str]) -> dict[str, Any]:
+    """One ``--model`` value of a multi-agent tree as name -> model (a team file, ``NAME=FILE``, or an agent's own
+    file whose ``meta.agent`` names it)."""
+    from drla_core.team_model import load_any
+
+    who, sep, path = value.partition("=")
+    if not sep or who not in names:  # a plain path (which may hold '=')
+        who, path = "", value
+    if Path(path).is_dir():
+        raise CLIError(f"{path} is a folder, not a model file: give the model's .json file")
+    try:
+        loaded = load_any(path)
+    except FileNotFoundError as exc:
+        raise CLIError(f"no such model file: {path}") from exc
+    except ValueError as exc:  # ModelFormatError
+        raise CLIError(f"{path}: {exc}") from exc
+    except OSError as exc:
+        raise CLIError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if isinstance(loaded, dict):
+        if who:
+            raise CLIError(f"{value}: {path} is a team file holding {', '.join(loaded)}: give it without '{who}='")
+        return loaded
+    named = loaded.meta.get("agent", loaded.meta.get("side", ""))
+    who = who or (named if isinstance(named, str) else "")
+    if not who:
+        raise CLIError(f"{path} names no agent (meta.agent): give it as --model NAME={path}, NAME one of "
+                       f"{', '.join(names)}")
+    return {who: loaded}
+
+
+def _missing_hint(given: list[str], found: list[str], missing: list[str]) -> str:
+    """Where the missing agents' models may be: ``<out>_<name>.json`` beside the first file, or ``<out>.json``."""
+    first = Path(given[0].split("=", 1)[1] if "=" in given[0] and not Path(given[0]).is_file() else given[0])
+    stem = first.stem.removesuffix(f"_{found[0]}") if found else first.stem
+    beside = [first.with_name(f"{stem}_{name}.json") for name in missing]
+    if all(p.is_file() for p in beside):
+        return ": add " + " ".join(f"--model {p}" for p in beside)
+    combined = first.with_name(f"{stem}.json")
+    if combined.is_file() and combined != first:
+        return f", or give {combined} (every agent's model in one file)"
+    return ": give a team file (drla train writes one to --out) or --model NAME=FILE for each"
+
+
+def team_models(given: list[str], names: list[str], tree_name: str) -> dict[str, Any]:
+    """The model of every named agent of a multi-agent tree from ``--model`` values: a team file (every agent's
+    model, as ``drla train`` writes to ``--out``), ``NAME=FILE``, or one agent's file (its ``meta.agent`` names
+    it, as ``<out>_<name>.json``); each agent once, every agent covered."""
+    models: dict[str, Any] = {}
+    for value in given:
+        for name, each in _load_one(value, names).items():
+            if name not in names:
+                raise CLIError(f"{value} holds agent {name!r}, but tree {tree_name!r} has agents {', '.join(names)}")
+            if name in models:
+                raise CLIError(f"two models given for agent {name!r}: give each agent once")
+            models[name] = each
+    missing = [name for name in names if name not in models]
+    if missing:
+        raise CLIError(f"tree {tree_name!r} has agents {', '.join(names)}; no model given for {', '.join(missing)}"
+                       + _missing_hint(given, list(models), missing))
+    return {name: models[name] for name in names}
 
 
 def _play_switcher(args: argparse.Namespace) -> int:

@@ -448,6 +448,10 @@ def model_from_dict(d: Any) -> Model:
         raise ModelFormatError(f"a model must be a JSON object, got {_type_name(d)}")
     if "format" not in d:
         raise ModelFormatError("missing required key 'format' (expected \"drla-model\"): not a DRLA model file")
+    if d["format"] == "drla-team":  # drla_core.team_model
+        names = ", ".join(map(str, d["agents"])) if isinstance(d.get("agents"), dict) else "?"
+        raise ModelFormatError(f"this is a team file holding several agents' models ({names:.200}), not one "
+                               "model: play, bake or import it on a multi-agent tree")
     if d["format"] != FORMAT:
         raise ModelFormatError(f"format is {d['format']!r:.40}, expected {FORMAT!r}: not a DRLA model file")
     if "version" not in d:

@@ -26,7 +26,7 @@ from .model_io import Model, check_fits
 from .spaces import Box, Discrete, Space
 from .train import EVAL_SEED_OFFSET, History, TrainingError
 
-__all__ = ["ParallelEnv", "check_parallel_env", "MultiAgentRun", "MODES"]
+__all__ = ["ParallelEnv", "check_parallel_env", "MultiAgentRun", "MODES", "evaluate_parallel"]
 
 MODES = ("train", "frozen")
 
@@ -169,6 +169,37 @@ def check_parallel_env(env: ParallelEnv, steps: int = 50, seed: int = 123) -> No
         _require(same(a, b), f"not deterministic: reset(seed={seed}) with the same actions differs at entry {i}")
 
 
+def evaluate_parallel(env: ParallelEnv, policies: Mapping[str, Callable[[Any], Any]], episodes: int,
+                      seed: int | None, max_steps_per_episode: int = 1_000_000
+                      ) -> dict[str, tuple[float, Any, float, int]]:
+    """Each agent acting with its policy (``obs -> action``) for ``episodes`` episodes, the first reset with
+    ``seed``: name -> (mean return, task metric rate or None, metric sum, metric count)."""
+    missing = [a for a in env.possible_agents if a not in policies]
+    if missing:
+        raise ValueError(f"no policy for agent {missing[0]!r} (the environment's agents: {env.possible_agents})")
+    key = env.task_metric
+    returns: dict[str, list[float]] = {a: [] for a in policies}
+    sums = {a: 0.0 for a in policies}
+    counts = {a: 0 for a in policies}
+    for episode in range(episodes):
+        obs, _ = env.reset(seed=seed if episode == 0 else None)
+        totals = {a: 0.0 for a in env.agents}
+        for _ in range(max_steps_per_episode):
+            if not env.agents:
+                break
+            live = list(env.agents)
+            obs, rewards, _, _, infos = env.step({a: policies[a](obs[a]) for a in live})
+            for a in live:
+                totals[a] += float(rewards[a])
+                if key is not None and key in infos[a]:
+                    sums[a] += float(infos[a][key])
+                    counts[a] += 1
+        for a, total in totals.items():
+            returns[a].append(total)
+    return {a: (float(np.mean(returns[a])) if returns[a] else 0.0, sums[a] / counts[a] if counts[a] else None,
+                sums[a], counts[a]) for a in policies}
+
+
 # ---- training several agents together -------------------------------------------------------------
 
 
@@ -203,11 +234,15 @@ class MultiAgentRun:
         eval_env: a second env of the same kind for greedy evaluations (every agent greedy).
         eval_interval: evaluate every this many steps (0: never, and no final evaluation).
         eval_episodes: episodes per evaluation.
+        swap_every: self-play (0: off, every learner learns at every step). With it, one learning agent at a
+            time learns, for this many steps, while the other learners act greedily from their network as it
+            was when their turn ended (a frozen snapshot, ML-Agents' self-play); then the next one learns. Each
+            learner's exploration schedule runs over its own share of ``total_steps``.
     """
 
     def __init__(self, env: ParallelEnv, agents: Mapping[str, Any], total_steps: int, *,
                  modes: Mapping[str, str] | None = None, seed: int | None = 0, eval_env: ParallelEnv | None = None,
-                 eval_interval: int = 0, eval_episodes: int = 10) -> None:
+                 eval_interval: int = 0, eval_episodes: int = 10, swap_every: int = 0) -> None:
         missing = [a for a in env.possible_agents if a not in agents]
         extra = [a for a in agents if a not in env.possible_agents]
         if missing or extra:
@@ -229,6 +264,9 @@ class MultiAgentRun:
         self.env, self.eval_env = env, eval_env
         self.total_steps, self.seed = int(total_steps), seed
         self.eval_interval, self.eval_episodes = int(eval_interval), int(eval_episodes)
+        if swap_every < 0:
+            raise ValueError(f"MultiAgentRun: swap_every must be 0 (off) or a number of steps, not {swap_every}")
+        self.swap_every = int(swap_every)
         self.steps = 0
         self.episodes = 0
         self.done = False
@@ -257,6 +295,17 @@ class MultiAgentRun:
     def trained(self) -> list[str]:
         """Names of the agents that learn, in the env's order."""
         return [n for n, s in self.slots.items() if s.mode == "train"]
+
+    @property
+    def learner(self) -> str | None:
+        """With self-play (``swap_every``), the one agent that learns at this step; None when every learner does."""
+        if not self.swap_every or len(self.trained) < 2:
+            return None
+        return self.trained[(self.steps // self.swap_every) % len(self.trained)]
+
+    def _learns(self, name: str) -> bool:
+        learner = self.learner
+        return self.slots[name].mode == "train" and (learner is None or name == learner)
 
     @property
     def histories(self) -> dict[str, History]:
@@ -381,22 +430,25 @@ class MultiAgentRun:
 
     def _start(self) -> None:
         self._started = True
+        share = self.total_steps // len(self.trained) if self.learner is not None else self.total_steps
         for name in self.trained:
             agent = self.slots[name].agent
             if hasattr(agent, "on_training_start"):
-                agent.on_training_start(self.total_steps)
+                agent.on_training_start(max(1, share))
         self._obs, _ = self.env.reset(seed=self.seed)
 
     def _step(self) -> None:
         t0 = time.perf_counter()
         live = list(self.env.agents)
-        actions = {a: self.slots[a].act(self._obs[a]) for a in live}
+        learns = {a: self._learns(a) for a in live}
+        actions = {a: self.slots[a].act(self._obs[a]) if learns[a] else self.slots[a].greedy(self._obs[a])
+                   for a in live}
         next_obs, rewards, terms, truncs, infos = self.env.step(actions)
         self.steps += 1
         key = self.env.task_metric
         for a in live:
             s = self.slots[a]
-            if s.mode == "train":
+            if learns[a]:
                 out = s.agent.observe(self._obs[a], actions[a], rewards[a], next_obs[a], terms[a], truncs[a])
                 self._record_loss(s, out)
             s.history.steps = self.steps
@@ -441,27 +493,8 @@ class MultiAgentRun:
     def evaluate(self, env: ParallelEnv, episodes: int, seed: int | None,
                  max_steps_per_episode: int = 1_000_000) -> dict[str, tuple[float, Any, float, int]]:
         """Every agent greedy for ``episodes`` episodes: name -> (mean return, metric rate, metric sum, count)."""
-        key = env.task_metric
-        returns: dict[str, list[float]] = {a: [] for a in self.slots}
-        sums = {a: 0.0 for a in self.slots}
-        counts = {a: 0 for a in self.slots}
-        for episode in range(episodes):
-            obs, _ = env.reset(seed=seed if episode == 0 else None)
-            totals = {a: 0.0 for a in env.agents}
-            for _ in range(max_steps_per_episode):
-                if not env.agents:
-                    break
-                live = list(env.agents)
-                obs, rewards, _, _, infos = env.step({a: self.slots[a].greedy(obs[a]) for a in live})
-                for a in live:
-                    totals[a] += float(rewards[a])
-                    if key is not None and key in infos[a]:
-                        sums[a] += float(infos[a][key])
-                        counts[a] += 1
-            for a, total in totals.items():
-                returns[a].append(total)
-        return {a: (float(np.mean(returns[a])) if returns[a] else 0.0, sums[a] / counts[a] if counts[a] else None,
-                    sums[a], counts[a]) for a in self.slots}
+        return evaluate_parallel(env, {a: s.greedy for a, s in self.slots.items()}, episodes, seed,
+                                 max_steps_per_episode)
 
     def _evaluate(self, final: bool = False) -> None:
         while self._next_eval <= self.steps:

@@ -265,3 +265,58 @@ def test_tank_duel_red_learns_to_hit_a_frozen_blue():
     _, hits, shots, _ = run.histories["red"].final_eval_metric_totals
     assert shots >= 20 and hits / shots >= 0.8, f"{hits:g} hits of {shots} shots; evals {run.histories['red'].evals}"
     assert run.trained == ["red"] and set(run.to_models()) == {"red"}
+
+
+class _Logged:
+    """A learner that writes down at which step it acted while exploring, and when it learnt."""
+
+    def __init__(self, agent, log):
+        self.agent, self.log = agent, log
+
+    def act(self, obs, explore=True):
+        return self.agent.act(obs, explore=explore)
+
+    def observe(self, *args):
+        self.log.append(self.agent.num_timesteps)
+        return self.agent.observe(*args)
+
+    def predict(self, obs):
+        return self.agent.predict(obs)
+
+    def on_training_start(self, total):
+        self.total = total
+        self.agent.on_training_start(total)
+
+    def to_model(self, meta=None):
+        return self.agent.to_model(meta)
+
+
+def test_self_play_lets_one_side_learn_at_a_time_against_the_other_frozen():
+    """swap_every=100: steps 0-99 the hero learns and the target acts greedily from its network as it was, steps
+    100-199 the other way round, and so on; each learner's exploration runs over its share of the steps."""
+    env = ChaseEnv(target="agent")
+    logs = {"hero": [], "target": []}
+    agents = {name: _Logged(_dqn(env, name, seed=i, learning_starts=50), logs[name])
+              for i, name in enumerate(("hero", "target"))}
+    run = MultiAgentRun(env, agents, 400, seed=0, swap_every=100)
+    learners = []
+    while not run.done:
+        learners.append(run.learner)
+        run.advance(max_steps=1)
+    assert learners == (["hero"] * 100 + ["target"] * 100) * 2
+    assert logs["hero"] == list(range(0, 100)) + list(range(100, 200))  # it learnt at steps 0-99 and 200-299 only
+    assert len(logs["target"]) == 200 and agents["hero"].total == agents["target"].total == 200
+    with pytest.raises(ValueError, match="swap_every must be 0"):
+        MultiAgentRun(env, agents, 10, swap_every=-1)
+
+
+def test_self_play_freezes_the_side_that_waits():
+    env = ChaseEnv(target="agent")
+    hero, target = _dqn(env, "hero", seed=0, learning_starts=20), _dqn(env, "target", seed=1, learning_starts=20)
+    run = MultiAgentRun(env, {"hero": hero, "target": target}, 300, seed=0, swap_every=100)
+    run.advance(max_steps=100)  # the hero's turn: the target never learns
+    assert run.learner == "target" and target.num_timesteps == 0 and hero.n_updates > 0
+    hero_params = hero.q_network.params.copy()
+    run.advance(max_steps=100)  # the target's turn: the hero's network is a frozen snapshot
+    np.testing.assert_array_equal(hero.q_network.params, hero_params)
+    assert target.n_updates > 0 and run.learner == "hero"

@@ -29,6 +29,7 @@ from ..scene.snapshot import restored_scene
 from ..tree.compiler import compile_tree
 from . import model_store
 from .build import build_env
+from .play import check_team_fits
 
 #: (object name, bone name or "", property) -> one recorded vector per frame
 Key = tuple[str, str, str]
@@ -107,9 +108,16 @@ def capture(scene) -> dict[Key, tuple[float, ...]]:
 
 
 def record_episode(scene, tree, model=None, *, seed: int | None = None, max_steps: int = 0) -> Recording:
-    """Play the greedy policy for one episode (or ``max_steps``) on a snapshot of ``scene``; restore it."""
-    model = model if model is not None else model_store.load_stored_model(tree)
+    """Play the greedy policy for one episode (or ``max_steps``) on a snapshot of ``scene``; restore it.
+
+    A multi-agent tree plays every named agent at once, each from its stored model (or from ``model``: a
+    dict name -> model); the rewards recorded are their sum per step, the actions a dict per step."""
     compiled = compile_tree(tree, scene)
+    if compiled.team:
+        if model is None:
+            model = {m.name: model_store.load_stored_model(tree, m.name) for m in compiled.team}
+    elif model is None:
+        model = model_store.load_stored_model(tree)
     if seed is None:
         seed = compiled.trainer.seed if compiled.trainer is not None else 0
     rec = Recording()
@@ -117,16 +125,27 @@ def record_episode(scene, tree, model=None, *, seed: int | None = None, max_step
     with restored_scene(scene):
         env = build_env(compiled, scene)
         try:
-            check_fits(model, env.observation_space, env.action_space)
+            if compiled.team:
+                check_team_fits(model, env)
+            else:
+                check_fits(model, env.observation_space, env.action_space)
             obs, _ = env.reset(seed=seed)
             rec.samples.append(capture(scene))
             for _ in range(limit):
-                action = model.act(obs)
-                obs, reward, terminated, truncated, _info = env.step(action)
+                if compiled.team:
+                    if not env.agents:  # an episode ended and max_steps asks for more: the next one
+                        obs, _ = env.reset()
+                    action = {name: model[name].act(obs[name]) for name in env.agents}
+                    obs, rewards, _terms, _truncs, _info = env.step(action)
+                    reward, ended = sum(float(r) for r in rewards.values()), not env.agents
+                else:
+                    action = model.act(obs)
+                    obs, reward, terminated, truncated, _info = env.step(action)
+                    ended = terminated or truncated
                 rec.actions.append(action)
                 rec.rewards.append(float(reward))
                 rec.samples.append(capture(scene))
-                if max_steps <= 0 and (terminated or truncated):
+                if max_steps <= 0 and ended:
                     break
         finally:
             with contextlib.suppress(Exception):

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..tree.node_tree import linked_nodes
 from ..words import count
 from . import bake, ik, ik_follow, model_store, play
 
@@ -47,6 +48,8 @@ class AgentKind:
     grows: bool = False
     #: What its run's steps count (the progress bar's word): environment steps, or generations (evolution)
     unit: str = "step"
+    #: Several named agents, each with its own model (one team file holds them all: ``drla_core.team_model``)
+    team: bool = False
 
     def makes(self, model) -> bool:
         """Whether ``model`` (a loaded model file) is of the kind this agent kind trains."""
@@ -120,21 +123,11 @@ def _team_trained_text(session) -> str:
             f"{session.train_seconds:.1f} s")
 
 
-def _team_evaluate(scene, compiled, model, n: int, seed: int, frames_dir=None) -> str:
-    raise ValueError("playing a multi-agent tree from the command line is not supported yet: "
-                     "press Play in Blender's DRLA sidebar")
-
-
-def _team_bake(scene, tree, s, steps: int) -> str:
-    raise ValueError("baking a multi-agent tree is not supported yet")
-
-
 TEAM = AgentKind(
     name="team", label="Multi-agent", can_play=True, can_follow=False, no_play_reason="",
     bake_label="Bake to Keyframes", bake_settings=(), curve="",
-    trained_text=_team_trained_text, after_training=lambda session: "", workers=False, evaluate=_team_evaluate,
-    bake=_team_bake,
-    bake_hint=lambda scene: "")
+    trained_text=_team_trained_text, after_training=lambda session: "", workers=False, evaluate=play.evaluate_team,
+    bake=_dqn_bake, bake_hint=lambda scene: "", model_kind="dqn", team=True)
 
 
 # --------------------------------------------------------------------------- evolution
@@ -167,8 +160,8 @@ def _coevolution_trained_text(session) -> str:
 COEVOLUTION = AgentKind(
     name="coevolution", label="Co-evolution", can_play=True, can_follow=False, no_play_reason="",
     bake_label="Bake to Keyframes", bake_settings=(), curve='RETURN', trained_text=_coevolution_trained_text,
-    after_training=lambda session: "", workers=False, evaluate=_team_evaluate, bake=_team_bake,
-    bake_hint=lambda scene: "", model_kind="mlp", unit="generation")
+    after_training=lambda session: "", workers=False, evaluate=play.evaluate_team, bake=_dqn_bake,
+    bake_hint=lambda scene: "", model_kind="mlp", unit="generation", team=True)
 
 
 #: Every agent kind by ``AgentSpec.kind`` (the agent node's ``agent_kind``).
@@ -197,6 +190,35 @@ def agent_node(tree):
         return alone[0]
     with_env = [n for n in agents if getattr(n, "needs_environment", True)]
     return with_env[0] if with_env else None
+
+
+def team_names(tree) -> list[str]:
+    """The names of a multi-agent tree's Named Agents linked into its Multi-Agent Trainer, in order ([] for a
+    tree of one agent); read from the nodes, without compiling."""
+    node = agent_node(tree)
+    if node is None or not getattr(node, "team", False):
+        return []
+    return [m.agent_name.strip() for m in linked_nodes(node.inputs["Agents"]) if hasattr(m, "agent_name")]
+
+
+def export_what(tree) -> str:
+    """What Export writes for ``tree``, in words (a button's tooltip or label can say it): every agent of a
+    multi-agent tree in one team file, else its model."""
+    names = team_names(tree)
+    if not names:
+        return "its model, one JSON file"
+    return f"all {len(names)} agents ({', '.join(names)}) in one team file" if len(names) > 1 else \
+        f"agent {names[0]} in a team file"
+
+
+def missing_models_text(tree) -> str:
+    """For a multi-agent tree, which agents have no stored model ('' when all have one, or one agent)."""
+    names = team_names(tree)
+    missing = [name for name in names if model_store.find_text(tree, name) is None]
+    if not missing:
+        return ""
+    return (f"No trained model for agent{'s' if len(missing) > 1 else ''} {', '.join(missing)} of "
+            f"'{tree.name}' yet: train the tree or import a team file")
 
 
 def of_tree(tree) -> AgentKind:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import bpy
 
-from ...drla_core import model_io
+from ...drla_core import model_io, team_model
 from ...drla_core.model_io import Model
 from . import outputs
 
@@ -97,6 +97,55 @@ def import_model(tree, filepath: str, check=None) -> Model:
         check(model)
     store_model(tree, model)
     return model
+
+
+# --------------------------------------------------------------------------- several named agents
+def has_team_models(tree, names: list[str]) -> bool:
+    """Whether every named agent of a multi-agent tree has a stored model."""
+    return bool(names) and all(find_text(tree, name) is not None for name in names)
+
+
+def stored_team(tree, names: list[str]) -> dict[str, Model]:
+    """Every named agent's stored model, by name; ``ModelFormatError`` names the first one missing or damaged."""
+    return {name: load_stored_model(tree, name) for name in names}
+
+
+def export_team(tree, names: list[str], filepath: str) -> str:
+    """Write every named agent's stored model into one team file (``drla_core.team_model``); returns the path."""
+    return outputs.write_team(filepath, stored_team(tree, names), {"tree": tree.name})
+
+
+def _agent_of(model: Model) -> str:
+    """The agent a single model file says it belongs to (``meta.agent``; a co-evolution's ``meta.side``)."""
+    who = model.meta.get("agent", model.meta.get("side", ""))
+    return who if isinstance(who, str) else ""
+
+
+def import_models(tree, filepath: str, names: list[str]) -> list[str]:
+    """Read ``filepath`` for a multi-agent tree whose agents are ``names``, then store what it holds; returns the
+    agents imported. A team file stores each of its agents (every name must be one of the tree's); a single
+    model file stores the agent its ``meta.agent`` names. Everything is checked before anything is stored."""
+    try:
+        loaded = team_model.load_any(filepath)
+    except OSError as exc:
+        raise model_io.ModelFormatError(f"Cannot read '{filepath}': {exc.strerror or exc}") from exc
+    if isinstance(loaded, Model):
+        who = _agent_of(loaded)
+        if who not in names:
+            named = f"is agent '{who}'s model" if who else "names no agent (meta.agent)"
+            raise model_io.ModelFormatError(f"this model file {named}, and tree '{tree.name}' has agents "
+                                            f"{', '.join(names)}: import a team file holding every agent's "
+                                            "model (Export on a multi-agent tree writes one), or one agent's model")
+        loaded = {who: loaded}
+    unknown = [name for name in loaded if name not in names]
+    if unknown:
+        raise model_io.ModelFormatError(f"the file holds agent '{unknown[0]}', but tree '{tree.name}' has agents "
+                                        f"{', '.join(names)}")
+    for name, model in loaded.items():
+        store_model(tree, model, name)
+    first = next(name for name in names if name in loaded)
+    store_model(tree, loaded[first])  # the tree's own text: it has a model (what Play and Bake look for)
+    return [name for name in names if name in loaded]
 
 
 def remove_model(tree) -> None:

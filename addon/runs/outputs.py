@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 
-from ...drla_core import model_io
+from ...drla_core import model_io, team_model
 from ..preferences import checkpoint_dir
 
 
@@ -23,6 +23,13 @@ def write_model(path: str, model) -> str:
     """Write ``model`` to ``path`` (folders created); returns the path."""
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     model_io.save_model(path, model)
+    return path
+
+
+def write_team(path: str, models, meta=None) -> str:
+    """Every named agent's model (a dict name -> model) in one team file at ``path`` (folders created)."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    team_model.save_team(path, models, meta)
     return path
 
 

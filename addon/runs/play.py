@@ -9,7 +9,8 @@ from typing import Any
 
 import bpy
 
-from ...drla_core.model_io import check_fits
+from ...drla_core.model_io import ModelFormatError, check_fits
+from ...drla_core.multi_agent import evaluate_parallel
 from ...drla_core.train import evaluate, metric_text
 from ..properties import settings
 from ..scene.snapshot import restored_scene
@@ -190,3 +191,49 @@ def evaluate_episodes(scene, compiled, model, episodes: int, seed: int, frames_d
             bpy.data.images.remove(removed)
         text += f"\nframes: {frames_dir} ({policy.frames} PNG files)"
     return text
+
+
+def check_team_fits(models: dict[str, Any], env: Any) -> None:
+    """Every agent of ``env`` has a model that fits its spaces; ``ModelFormatError`` names the agent otherwise."""
+    for name in env.possible_agents:
+        if name not in models:
+            raise ModelFormatError(f"no model for agent '{name}'")
+        try:
+            check_fits(models[name], env.observation_space(name), env.action_space(name))
+        except ModelFormatError as exc:
+            raise ModelFormatError(f"agent '{name}': {exc}") from None
+
+
+def evaluate_team(scene, compiled, models: dict[str, Any], episodes: int, seed: int,
+                  frames_dir: Path | None = None) -> str:
+    """Play ``episodes`` episodes of a multi-agent tree, every named agent greedy from its model in ``models``
+    (name -> model), in ``scene`` (restored afterwards); per agent its mean return (and task metric), in words.
+    With ``frames_dir`` the first episode is rendered there, one PNG per step."""
+    if frames_dir is not None and scene.camera is None:
+        raise ValueError("rendering frames needs a scene camera to render from")
+    unknown = [name for name in models if name not in [m.name for m in compiled.team]]
+    if unknown:
+        raise ModelFormatError(f"tree '{compiled.tree}' has no agent named '{unknown[0]}' (its agents: "
+                               f"{', '.join(m.name for m in compiled.team)})")
+    with restored_scene(scene):
+        env = build.build_env(compiled, scene)
+        try:
+            check_team_fits(models, env)
+            filmed = _GreedyFilmed(models[env.possible_agents[0]], env.envs[env.possible_agents[0]], frames_dir)
+            policies = {name: models[name].act for name in env.possible_agents}
+            policies[env.possible_agents[0]] = filmed.predict  # films the shared scene once per step
+            result = evaluate_parallel(env, policies, episodes, seed)
+        finally:
+            env.close()
+    lines = [f"{compiled.tree}: {count(episodes, 'episode')} with every agent greedy"]
+    for name, (mean, _rate, total, n) in result.items():
+        text = f"  {name}: mean return {mean:.2f}"
+        if env.task_metric:
+            text += f"; {metric_text(env.task_metric, total, n, episodes)}"
+        lines.append(text)
+    if frames_dir is not None:
+        removed = bpy.data.images.get("Render Result")
+        if removed is not None:
+            bpy.data.images.remove(removed)
+        lines.append(f"frames: {frames_dir} ({filmed.frames} PNG files)")
+    return "\n".join(lines)

@@ -235,7 +235,12 @@ class TrainSession(Session):
     def _finish(self) -> None:
         self.job.finish()
         model = self._store_model()
-        self.exported = outputs.write_models(outputs.export_paths(self.compiled), model)
+        if callable(getattr(self.job, "policies", None)):  # several agents: an Export node writes them all
+            team = self.job.policies({"tree": self.tree_name, "seed": self.seed})
+            self.exported = [outputs.write_team(path, team, {"tree": self.tree_name})
+                             for path in outputs.export_paths(self.compiled)]
+        else:
+            self.exported = outputs.write_models(outputs.export_paths(self.compiled), model)
         if callable(getattr(self.job, "to_models", None)):  # several agents: each trained one its own file
             for name, each in self.job.to_models({"tree": self.tree_name, "seed": self.seed}).items():
                 self.exported.append(outputs.write_model(outputs.member_path(self.compiled, name, self.output_dir),

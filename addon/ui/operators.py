@@ -336,7 +336,7 @@ class DRLA_OT_play(_ModalSession, bpy.types.Operator):
     def poll(cls, context):
         reason = _why_not_idle(context)
         if not reason and switcher.play_node(settings(context.scene).tree) is None:  # a switcher needs no model
-            reason = _why_no_model(context)
+            reason = _why_no_model(context) or kinds.missing_models_text(settings(context.scene).tree)
         kind = kinds.of_tree(settings(context.scene).tree) if not reason else None
         if kind is not None and not kind.can_play:
             reason = kind.no_play_reason
@@ -390,6 +390,12 @@ class DRLA_OT_export_model(bpy.types.Operator, ExportHelper):
         return _poll(cls, "" if model_store.has_model(tree) else
                      f"No trained model for '{tree.name}' yet: train it or import one")
 
+    @classmethod
+    def description(cls, context, properties):
+        tree = settings(context.scene).tree if context.scene is not None and hasattr(context.scene, "drla") else None
+        what = kinds.export_what(tree) if tree is not None else "the trained network"
+        return f"Write {what} (DRLA model format v1) to use in a game, a web page or a robot"
+
     def invoke(self, context, event):
         tree = settings(context.scene).tree
         if not self.filepath:
@@ -398,11 +404,16 @@ class DRLA_OT_export_model(bpy.types.Operator, ExportHelper):
 
     def execute(self, context):
         tree = settings(context.scene).tree
+        names = kinds.team_names(tree)  # a multi-agent tree: every agent's model in one team file
         try:
-            model_store.export_model(tree, self.filepath)
+            if names:
+                model_store.export_team(tree, names, self.filepath)
+            else:
+                model_store.export_model(tree, self.filepath)
         except (ModelFormatError, OSError) as exc:
             return _report_failure(self, context, exc)
-        settings(context.scene).message = f"Exported '{tree.name}' to {self.filepath}"
+        settings(context.scene).message = (f"Exported '{tree.name}' ({kinds.export_what(tree)}) to {self.filepath}"
+                                           if names else f"Exported '{tree.name}' to {self.filepath}")
         self.report({'INFO'}, settings(context.scene).message)
         return {'FINISHED'}
 
@@ -426,12 +437,18 @@ class DRLA_OT_import_model(bpy.types.Operator, ImportHelper):
         path = bpy.path.abspath(self.filepath)
         if not os.path.isfile(path):
             return _report_failure(self, context, ModelFormatError(f"No such file: {path}"))
+        names = kinds.team_names(s.tree)
         try:
-            model_store.import_model(s.tree, path)
+            if names:  # a multi-agent tree: a team file (every agent), or one agent's model file
+                imported = model_store.import_models(s.tree, path, names)
+            else:
+                model_store.import_model(s.tree, path)
         except ModelFormatError as exc:
             return _report_failure(self, context, ModelFormatError(f"{os.path.basename(path)}: {exc}"))
         s.error = ""
         s.message = f"Imported {os.path.basename(path)} into '{s.tree.name}'"
+        if names:
+            s.message += f" (agents {', '.join(imported)})"
         self.report({'INFO'}, s.message)
         return {'FINISHED'}
 
@@ -449,7 +466,10 @@ class DRLA_OT_bake(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return _poll(cls, _why_no_model(context))
+        reason = _why_no_model(context)
+        if not reason:
+            reason = kinds.missing_models_text(settings(context.scene).tree)
+        return _poll(cls, reason)
 
     def execute(self, context):
         s = settings(context.scene)

@@ -1,0 +1,91 @@
+"""The team file (format drla-team): every named agent's model in one JSON file, read as strictly as a model file."""
+
+import json
+
+import numpy as np
+import pytest
+
+from drla_core.agents.dqn import DQNAgent, DQNConfig
+from drla_core.envs.chase import ChaseEnv
+from drla_core.mlp import LayerSpec
+from drla_core.model_io import MAX_FILE_BYTES, ModelFormatError, load_model, model_to_dict, save_model
+from drla_core.team_model import (MAX_AGENTS, load_any, load_team, read_models, save_team, team_from_dict,
+                                  team_to_dict)
+
+
+def _models():
+    env = ChaseEnv(target="agent")
+    cfg = DQNConfig(hidden=[LayerSpec(8)])
+    return {name: DQNAgent(env.observation_space(name), env.action_space(name), cfg, seed=i).to_model({"agent": name})
+            for i, name in enumerate(("hero", "target"))}
+
+
+def test_a_team_file_round_trips_every_agent_bit_for_bit(tmp_path):
+    models = _models()
+    path = save_team(tmp_path / "team.json", models, {"tree": "Chase"})
+    back = load_team(path)
+    assert list(back) == ["hero", "target"]
+    obs = np.random.default_rng(0).uniform(-1, 1, (20, models["hero"].network.input_size)).astype(np.float32)
+    for name, model in models.items():
+        np.testing.assert_array_equal(back[name].network.params, model.network.params)
+        assert [back[name].act(o) for o in obs] == [model.act(o) for o in obs]
+    data = json.loads(path.read_text())
+    assert data["format"] == "drla-team" and data["version"] == 1 and data["meta"]["tree"] == "Chase"
+    assert set(load_any(path)) == {"hero", "target"}
+
+
+def test_a_model_file_and_a_team_file_say_which_is_which(tmp_path):
+    models = _models()
+    single = save_model(tmp_path / "hero.json", models["hero"])
+    team = save_team(tmp_path / "team.json", models)
+    assert load_any(single).meta["agent"] == "hero"
+    with pytest.raises(ModelFormatError, match="one agent's model file, not a team file"):
+        load_team(single)
+    with pytest.raises(ModelFormatError, match=r"team file holding several agents' models \(hero, target\)"):
+        load_model(team)
+
+
+def _team(**changes):
+    data = team_to_dict(_models())
+    data.update(changes)
+    return data
+
+
+@pytest.mark.parametrize("data, message", [
+    ([], "a team file must be a JSON object, got an array"),
+    (_team(format="drla-model"), "expected 'drla-team': not a DRLA team file"),
+    (_team(version=2), "unsupported team file version 2: this DRLA reads version 1 (a newer DRLA wrote it"),
+    (_team(version="1"), "version must be an integer, got a string"),
+    (_team(code="__import__('os')"), "team: unknown key 'code'"),
+    (_team(agents={}), "agents: no agent in the file"),
+    (_team(agents=[1]), "agents must be an object, got an array"),
+    (_team(agents={"": model_to_dict(_models()["hero"])}), "an agent's name must be a non-empty string"),
+    (_team(agents={f"a{i}": {} for i in range(MAX_AGENTS + 1)}), f"more than the limit of {MAX_AGENTS}"),
+])
+def test_a_bad_team_file_is_refused_with_the_reason(data, message):
+    with pytest.raises(ModelFormatError) as err:
+        team_from_dict(data)
+    assert message in str(err.value)
+
+
+def test_a_broken_member_names_its_agent():
+    data = team_to_dict(_models())
+    data["agents"]["target"]["params"]["layers.0.bias"] = [float("nan")] * 8
+    text = json.dumps(data)  # NaN, as Python writes it: no JSON reader should take it
+    with pytest.raises(ModelFormatError, match="NaN is not allowed"):
+        read_models(text)
+    data["agents"]["target"]["params"]["layers.0.bias"] = [0.0] * 3
+    with pytest.raises(ModelFormatError, match=r"agent 'target': params.layers.0.bias"):
+        team_from_dict(data)
+
+
+def test_an_oversized_or_garbage_file_is_refused_before_reading(tmp_path):
+    big = tmp_path / "big.json"
+    with open(big, "wb") as f:
+        f.truncate(MAX_FILE_BYTES + 1)
+    with pytest.raises(ModelFormatError, match="more than the limit"):
+        load_any(big)
+    junk = tmp_path / "junk.json"
+    junk.write_bytes(b"\xff\xfe{not json")
+    with pytest.raises(ModelFormatError, match="not UTF-8"):
+        load_any(junk)
