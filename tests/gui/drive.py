@@ -1123,6 +1123,17 @@ def stage_show_network_while_training():
     yield 1.0
 
 
+def view_solid(scene):
+    """The viewport framed on the scene's solid things (not on its far camera and light)."""
+    layer = win().view_layer
+    for ob in scene.objects:
+        ob.select_set(ob.type in {'MESH', 'ARMATURE'} and ob.visible_get(view_layer=layer), view_layer=layer)
+    with override(Ctx.v3d):
+        bpy.ops.view3d.view_selected()
+    for ob in scene.objects:
+        ob.select_set(False, view_layer=layer)
+
+
 EXAMPLE_TIMES = {"Pac-Man (co-evolution)": 25, "Walker": 25, "Cart-Pole (rigid body)": 20}
 
 
@@ -1149,8 +1160,7 @@ def stage_examples():
             Ctx.tree = scene.drla.tree
             if Ctx.ne is not None:
                 Ctx.ne.spaces.active.node_tree = Ctx.tree
-            with override(Ctx.v3d):
-                bpy.ops.view3d.view_all(center=False)
+            view_solid(scene)
         except Exception:
             failed_stage(f"add example {name}")
             continue
@@ -1190,8 +1200,7 @@ def stage_example_here():
         check("Tank in this scene: the Cube in its way is hidden and named", result == {'FINISHED'}
               and scene_now() == start and cube is not None and cube.hide_get() and "'Cube'" in start.drla.message,
               start.drla.message)
-        with override(Ctx.v3d):
-            bpy.ops.view3d.view_all(center=False)
+        view_solid(start)
     except Exception:
         failed_stage("example here")
     yield 2.0
