@@ -88,6 +88,29 @@ def ext():
     return register_extension()
 
 
+@pytest.fixture(autouse=True)
+def _runs_never_write_into_the_checkout(ext, tmp_path_factory, monkeypatch):
+    """A run's default folder is next to its .blend: for the example scenes of this checkout (tests open them),
+    a temporary folder instead, so that no test leaves resume files or reports in the repository."""
+    import os
+
+    from drla_ext.addon import preferences
+
+    real = getattr(preferences.default_checkpoint_dir, "real", preferences.default_checkpoint_dir)
+
+    def default_checkpoint_dir(create: bool = True) -> str:
+        path = real(create=False)
+        if os.path.abspath(path).startswith(str(ROOT) + os.sep):
+            path = str(tmp_path_factory.getbasetemp() / "drla-output" / os.path.basename(path))
+            if create:
+                os.makedirs(path, exist_ok=True)
+            return path
+        return real(create=create)
+
+    default_checkpoint_dir.real = real  # type: ignore[attr-defined]
+    monkeypatch.setattr(preferences, "default_checkpoint_dir", default_checkpoint_dir)
+
+
 @pytest.fixture
 def empty_scene(ext):
     """A fresh empty file; keeps our registered classes (read_homefile does)."""

@@ -389,3 +389,21 @@ def test_node_tooltips_read_as_help(ext):
         assert "\n" not in tip.strip() or all(len(p) > 40 for p in tip.split("\n")), cls.bl_idname
     dqn = bpy.types.Node.bl_rna_get_subclass("DRLA_DQNAgentNode").description
     assert dqn.startswith("A Deep Q-Network agent: learns the value of each discrete action, Q(s, a)")
+
+
+def test_runs_write_to_a_visible_folder_next_to_the_blend_or_in_documents(ext, empty_scene, tmp_path, monkeypatch):
+    import os
+
+    from drla_ext.addon import preferences
+    from drla_ext.addon.runs import outputs
+
+    real = getattr(preferences.default_checkpoint_dir, "real", preferences.default_checkpoint_dir)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home" / "Documents").mkdir(parents=True)
+    assert not bpy.data.filepath  # never saved: the documents folder, not a hidden one under Blender's config
+    assert real(create=False) == str(tmp_path / "home" / "Documents" / "DRLA")
+    assert outputs.folder_words(real(create=False)) == "~/Documents/DRLA"
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "arena.blend"))
+    assert real() == str(tmp_path / "arena_drla") and os.path.isdir(tmp_path / "arena_drla")
+    assert outputs.files_words([str(tmp_path / "arena_drla" / "a.json"), str(tmp_path / "arena_drla" / "b.json")]) \
+        == f"a.json, b.json in {tmp_path / 'arena_drla'}"
