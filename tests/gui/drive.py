@@ -1077,6 +1077,28 @@ def show_network(tag, expect_drawn=True, names=None):
     yield 0.5
 
 
+def stage_team_bake():
+    """Bake on a multi-agent tree (the duel, pac-man): every agent's objects are keyed, from its own model."""
+    try:
+        movers = {"tank_duel": ("TankA", "TankB"), "pacman": ("PacMan", "Ghost")}.get(SCENARIO, ())
+        before = {a.name for a in bpy.data.actions}
+        drla().bake_steps = 30
+        with override(Ctx.v3d, 'UI'):
+            result = bpy.ops.drla.bake('INVOKE_DEFAULT')
+        new = {a.name for a in bpy.data.actions} - before
+        keyed = {n: (bpy.data.objects[n].animation_data.action.name
+                     if bpy.data.objects[n].animation_data and bpy.data.objects[n].animation_data.action else None)
+                 for n in movers}
+        check("Bake on a multi-agent tree keys every agent", result == {'FINISHED'} and movers
+              and all(k in new for k in keyed.values()), f"{result} {drla().error!r} new={sorted(new)} keyed={keyed}")
+    except Exception:
+        failed_stage("team bake")
+    yield 1.0
+    shot("09_team_baked", area=Ctx.v3d)
+    shot("09_team_baked_panel", area=Ctx.v3d, region_type='UI')
+    panel_labels_fit("09_team_baked")
+
+
 def stage_show_network_team():
     """The duel after training (stopped run), after Play and as stored models: a box per agent."""
     yield from show_network("20_duel_stopped", names=["tank_a", "tank_b"])
@@ -1224,10 +1246,12 @@ SCENARIOS = {
              stage_broken_node),
     "robot_arm": (stage_open, stage_layout, stage_drawn_layout, stage_ik, stage_show_network_while_training),
     "tank_bake_undo": (stage_open, stage_layout, stage_train_and_esc, stage_bake, stage_node_editor),
-    "tank_duel": (stage_open, stage_layout, stage_team, stage_show_network_team),
+    "tank_duel": (stage_open, stage_layout, stage_team, stage_export_import, stage_team_bake,
+                  stage_show_network_team),
     "tank_copies": (stage_open, stage_layout, stage_copies, stage_overlay, stage_workers),
     "tank_nets": (stage_open, stage_layout, stage_grow, stage_switcher_play),
-    "pacman": (stage_open, stage_layout, stage_coevolution, stage_show_network_while_training),
+    "pacman": (stage_open, stage_layout, stage_coevolution, stage_export_import, stage_team_bake,
+               stage_show_network_while_training),
     "examples": (stage_open_default, stage_layout, stage_examples, stage_example_here),
     "walker_copies": (stage_open, stage_layout, stage_physics_copies),
 }
