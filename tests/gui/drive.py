@@ -1080,17 +1080,22 @@ def show_network(tag, expect_drawn=True, names=None):
 def stage_team_bake():
     """Bake on a multi-agent tree (the duel, pac-man): every agent's objects are keyed, from its own model."""
     try:
-        movers = {"tank_duel": ("TankA", "TankB"), "pacman": ("PacMan", "Ghost")}.get(SCENARIO, ())
+        # each agent's objects (a tank and its cannon): a policy that only turns its cannon keys the cannon
+        movers = {"tank_duel": {"tank_a": ("TankA", "Cannon"), "tank_b": ("TankB", "CannonB")},
+                  "pacman": {"pacman": ("PacMan",), "ghost": ("Ghost",)}}.get(SCENARIO, {})
         before = {a.name for a in bpy.data.actions}
         drla().bake_steps = 30
         with override(Ctx.v3d, 'UI'):
             result = bpy.ops.drla.bake('INVOKE_DEFAULT')
         new = {a.name for a in bpy.data.actions} - before
-        keyed = {n: (bpy.data.objects[n].animation_data.action.name
-                     if bpy.data.objects[n].animation_data and bpy.data.objects[n].animation_data.action else None)
-                 for n in movers}
-        check("Bake on a multi-agent tree keys every agent", result == {'FINISHED'} and movers
-              and all(k in new for k in keyed.values()), f"{result} {drla().error!r} new={sorted(new)} keyed={keyed}")
+
+        def action(name):
+            ob = bpy.data.objects.get(name)
+            return ob.animation_data.action.name if ob and ob.animation_data and ob.animation_data.action else None
+
+        keyed = {agent: [n for n in names if action(n) in new] for agent, names in movers.items()}
+        check("Bake on a multi-agent tree keys every agent's objects", result == {'FINISHED'} and movers
+              and all(keyed.values()), f"{result} {drla().error!r} new={sorted(new)} keyed={keyed}")
     except Exception:
         failed_stage("team bake")
     yield 1.0
