@@ -1228,6 +1228,8 @@ def stage_example_here():
               and scene_now() == start and cube is not None and cube.hide_get() and "'Cube'" in start.drla.message,
               start.drla.message)
         view_solid(start)
+        if Ctx.ne is not None:
+            Ctx.ne.spaces.active.node_tree = start.drla.tree
     except Exception:
         failed_stage("example here")
     yield 2.0
