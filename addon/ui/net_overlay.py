@@ -167,9 +167,9 @@ def networks(scene: Any, now: float | None = None) -> tuple[list[tuple[str, Any,
         if job is not None:
             entries, why = _job_networks(job)
             state = getattr(sess, "state", "")
-            source = {sessions.RUNNING: "training", sessions.STOPPED: "stopped run"}.get(state, "trained run")
+            source = {sessions.RUNNING: "training run", sessions.STOPPED: "stopped run"}.get(state, "trained run")
         elif getattr(sess, "state", "") == sessions.RUNNING:
-            entries, source = _play_networks(sess), "playing"
+            entries, source = _play_networks(sess), "model playing"
     if not entries and not why:
         if tree is None:
             return [], "", "No RL tree picked: pick one in the DRLA panel"

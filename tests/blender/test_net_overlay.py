@@ -162,12 +162,20 @@ def test_show_network_for_a_team_draws_each_agent_live_and_stored(ext, empty_sce
     try:
         assert _tick_until(sess, lambda: sess.steps > 5)
         entries, source, _ = net_overlay.networks(scene)
-        assert [t for t, _, _ in entries] == ["tank_a", "tank_b"] and source == "training"
+        assert [t for t, _, _ in entries] == ["tank_a", "tank_b"] and source == "training run"
         assert all(obs is None or np.size(obs) == n.weights[0].shape[0] for _, n, obs in entries)
         sess.stop()  # each agent's model so far stored in the file
         sessions.discard_all()  # a reopened file: only what is stored
         entries, source, _ = net_overlay.networks(scene)
         assert [t for t, _, _ in entries] == ["tank_a", "tank_b"] and source == "stored model"
+        from drla_ext.addon.runs.play import PlaySession
+
+        play = PlaySession(scene, scene.drla.tree, seed=0).start()  # Play: the models it runs, with what they see
+        play.step()
+        entries, source, _ = net_overlay.networks(scene)
+        assert [t for t, _, _ in entries] == ["tank_a", "tank_b"] and source == "model playing"
+        assert all(obs is not None and np.size(obs) == n.weights[0].shape[0] for _, n, obs in entries)
+        play.stop()
         # both drawn, one box each side by side: ink in the left and the right box, none in the gap
         cache = net_overlay.OverlayCache()
         from drla_ext.addon.scene.camera import ensure_gpu_context
@@ -199,7 +207,7 @@ def test_show_network_for_learned_ik_and_co_evolution_while_they_train(ext, empt
     try:
         assert _tick_until(sess, lambda: sess.steps > 0)
         entries, source, why = net_overlay.networks(scene)
-        assert [t for t, _, _ in entries] == ["Learned IK"] and source == "training" and not why
+        assert [t for t, _, _ in entries] == ["Learned IK"] and source == "training run" and not why
         assert entries[0][1] is sess.job.solver.network
         sess.stop()
         assert net_overlay.networks(scene)[1] == "stopped run"
@@ -213,7 +221,7 @@ def test_show_network_for_learned_ik_and_co_evolution_while_they_train(ext, empt
     sess = TrainSession(scene, scene.drla.tree, total_steps=1).start()
     try:
         entries, source, _ = net_overlay.networks(scene)
-        assert [t for t, _, _ in entries] == ["pacman champion", "ghost champion"] and source == "training"
+        assert [t for t, _, _ in entries] == ["pacman champion", "ghost champion"] and source == "training run"
     finally:
         sessions.discard_all()
 
@@ -228,10 +236,10 @@ def test_show_network_for_an_evolution_run_waits_for_its_first_champion(ext, emp
     scene.drla.output_dir = str(tmp_path)
     sess = TrainSession(scene, scene.drla.tree, total_steps=2).start()
     try:
-        assert net_overlay.networks(scene) == ([], "training",
+        assert net_overlay.networks(scene) == ([], "training run",
                                                "No champion yet: the first generation is being evaluated")
         assert _tick_until(sess, lambda: sess.job.champion is not None, ticks=2000)
         entries, source, _ = net_overlay.networks(scene)
-        assert [t for t, _, _ in entries] == ["champion"] and source in ("training", "trained run")
+        assert [t for t, _, _ in entries] == ["champion"] and source in ("training run", "trained run")
     finally:
         sessions.discard_all()
