@@ -311,7 +311,21 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    model = load_model_file(args.model)
+    from drla_core.team_model import load_any
+
+    loaded = load_model_file(args.model, load_any)
+    if isinstance(loaded, dict):  # a team file: every named agent's model (docs/model-format.md)
+        print(f"{args.model}: valid DRLA team file, {len(loaded)} agents: {', '.join(loaded)}")
+        for name, model in loaded.items():
+            print(f"{name}: kind {model.kind}")
+            _describe(model)
+        return 0
+    print(f"{args.model}: valid DRLA model (kind {loaded.kind})")
+    _describe(loaded)
+    return 0
+
+
+def _describe(model: Any) -> None:
     arch = model.network.architecture()
     if arch.get("type") == "graph":  # a NEAT network (docs/model-format.md, graph networks)
         layers = (f"graph: {arch['input_size']} inputs -> {len(arch['nodes']) - arch['output_size']} hidden nodes, "
@@ -319,13 +333,11 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     else:
         layers = " -> ".join([str(arch["input_size"])] + [f"{h['size']} {h['activation']}" for h in arch["hidden"]]
                              + [f"{arch['output_size']} {arch['output_activation']}"])
-    print(f"{args.model}: valid DRLA model (kind {model.kind})")
     print(f"  network:      {layers} ({model.network.params.size:,} parameters)")
     print(f"  observations: {model.observation_space}")
     names = getattr(model.action_space, "names", None)
     print(f"  actions:      {model.action_space}" + (f" {names}" if names else ""))
     print(f"  meta:         {json.dumps(model.meta, sort_keys=True)}")
-    return 0
 
 
 def cmd_play(args: argparse.Namespace) -> int:

@@ -249,12 +249,13 @@ def drla_command() -> str:
     return f"{shown_path(sys.executable)} -m drla"
 
 
-def load_model_file(path: str) -> Any:
-    """The model file at ``path``, or a ``CLIError`` that says what is wrong with it."""
+def load_model_file(path: str, reader: Any = load_model) -> Any:
+    """The model file at ``path`` (read by ``reader``: ``team_model.load_any`` takes a team file too), or a
+    ``CLIError`` that says what is wrong with it."""
     if Path(path).is_dir():
         raise CLIError(f"{path} is a folder, not a model file: give the model's .json file")
     try:
-        return load_model(path)
+        return reader(path)
     except FileNotFoundError as exc:
         raise CLIError(f"no such model file: {path}") from exc
     except ModelFormatError as exc:

@@ -321,6 +321,12 @@ def play_scene(args: argparse.Namespace) -> int:
     if not args.model:
         raise CLIError("which model? pass --model MODEL.json (or --switcher to play the tree's Expert Switcher)")
     given = args.model if isinstance(args.model, list) else [args.model]
+    for value in given:  # the model files are checked first: a missing one is reported before Blender starts
+        path = value if Path(value).exists() or "=" not in value else value.partition("=")[2]
+        if not Path(path).exists():
+            raise CLIError(f"no such model file: {path}")
+        if Path(path).is_dir():
+            raise CLIError(f"{path} is a folder, not a model file: give the model's .json file")
     bpy, ext, tree, scene = open_scene(args.scene, args.tree)
     compiled = compile_or_explain(ext, tree, scene)
     kinds = addon_module("runs.kinds")
@@ -370,7 +376,7 @@ def _load_one(value: str, names: list[str]) -> dict[str, Any]:
         if who:
             raise CLIError(f"{value}: {path} is a team file holding {', '.join(loaded)}: give it without '{who}='")
         return loaded
-    named = loaded.meta.get("agent", loaded.meta.get("side", ""))
+    named = loaded.meta.get("side", loaded.meta.get("agent", ""))  # a co-evolution's side; meta.agent: its algorithm
     who = who or (named if isinstance(named, str) else "")
     if not who:
         raise CLIError(f"{path} names no agent (meta.agent): give it as --model NAME={path}, NAME one of "

@@ -327,6 +327,8 @@ class MultiAgentRun:
         frozen = [n for n, s in self.slots.items() if s.mode == "frozen"]
         if frozen:
             out["Frozen"] = ", ".join(frozen)
+        if self.learner is not None:
+            out["Learning"] = self.learner  # self-play: whose turn it is
         return out
 
     def to_models(self, meta: dict[str, Any] | None = None) -> dict[str, Model]:

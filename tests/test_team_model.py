@@ -89,3 +89,17 @@ def test_an_oversized_or_garbage_file_is_refused_before_reading(tmp_path):
     junk.write_bytes(b"\xff\xfe{not json")
     with pytest.raises(ModelFormatError, match="not UTF-8"):
         load_any(junk)
+
+
+def test_drla_inspect_lists_every_agent_of_a_team_file(tmp_path, capsys):
+    from drla.cli import main
+
+    path = save_team(tmp_path / "team.json", _models())
+    assert main(["inspect", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"{path}: valid DRLA team file, 2 agents: hero, target"
+    assert out[1] == "hero: kind dqn" and out[2].startswith("  network:      ")
+    assert "target: kind dqn" in out
+    (tmp_path / "bad.json").write_text('{"format": "drla-team", "version": 1, "agents": {"hero": {}}}')
+    assert main(["inspect", str(tmp_path / "bad.json")]) == 2
+    assert "agent 'hero': missing required key 'format'" in capsys.readouterr().err

@@ -42,6 +42,8 @@ class Recording:
     samples: list[dict[Key, tuple[float, ...]]] = field(default_factory=list)
     rewards: list[float] = field(default_factory=list)
     actions: list[Any] = field(default_factory=list)
+    #: A multi-agent tree's return per agent (``rewards`` holds their sum per step)
+    returns: dict[str, float] = field(default_factory=dict)
 
     def changed_keys(self) -> list[Key]:
         """The channels that moved at some step (what the agent acts on)."""
@@ -58,16 +60,22 @@ class BakeResult:
     actions: list[str]
     episode_return: float
     kept_actions: list[str] = field(default_factory=list)
+    returns: dict[str, float] = field(default_factory=dict)  # per agent, for a multi-agent tree
 
     def summary(self) -> str:
         if not self.keys:
-            return f"Baked {len(self.frames)} frames, but the agent moved nothing (return {self.episode_return:.2f})"
+            return f"Baked {len(self.frames)} frames, but the agent moved nothing ({self._return_text()})"
         targets = sorted({f"{o}:{b}" if b else o for o, b, _ in self.keys})
         text = (f"Baked {len(self.frames)} frames (frames {self.frames[0]}-{self.frames[-1]}) onto "
-                f"{', '.join(targets)}; return {self.episode_return:.2f}")
+                f"{', '.join(targets)}; " + self._return_text())
         if self.kept_actions:
             text += f"; previous actions kept: {', '.join(self.kept_actions)}"
         return text
+
+    def _return_text(self) -> str:
+        if self.returns:
+            return "returns " + ", ".join(f"{name} {value:.2f}" for name, value in self.returns.items())
+        return f"return {self.episode_return:.2f}"
 
 
 # --------------------------------------------------------------------------- recording
@@ -138,6 +146,8 @@ def record_episode(scene, tree, model=None, *, seed: int | None = None, max_step
                     action = {name: model[name].act(obs[name]) for name in env.agents}
                     obs, rewards, _terms, _truncs, _info = env.step(action)
                     reward, ended = sum(float(r) for r in rewards.values()), not env.agents
+                    for name, r in rewards.items():
+                        rec.returns[name] = rec.returns.get(name, 0.0) + float(r)
                 else:
                     action = model.act(obs)
                     obs, reward, terminated, truncated, _info = env.step(action)
@@ -184,7 +194,8 @@ def bake(scene, tree, *, seed: int | None = None, max_steps: int = 0, frame_star
     frames = [start + i * frame_step for i in range(len(rec.samples))]
     keys = rec.changed_keys()
     actions, kept = write_keyframes(scene, rec, keys, frames, f"DRLA Bake: {tree.name}: ")
-    return BakeResult(frames=frames, keys=keys, actions=actions, episode_return=sum(rec.rewards), kept_actions=kept)
+    return BakeResult(frames=frames, keys=keys, actions=actions, episode_return=sum(rec.rewards), kept_actions=kept,
+                      returns=rec.returns)
 
 
 # --------------------------------------------------------------------------- Learned IK

@@ -245,7 +245,7 @@ def _only_run_options(builder: str, options: dict[str, Any]) -> None:
 def build_team_job(compiled: CompiledTree, env, *, seed: int, total_steps: int,
                    overrides: dict[str, Any] | None = None, **options) -> MultiAgentRun:
     """A ``MultiAgentRun`` over a ``SceneTeamEnv``: one DQN agent per Named Agent, learning or frozen
-    (a frozen one from its Model file, else from its own network)."""
+    (a frozen one from its Model file, else from its own network); the trainer's Self-Play Turn, if any."""
     if overrides:
         raise BuildError("DQN settings from the command line apply to one agent; a multi-agent tree sets each "
                          "agent's on its DQN Agent node")
@@ -262,7 +262,8 @@ def build_team_job(compiled: CompiledTree, env, *, seed: int, total_steps: int,
             agents[member.name] = dqn.DQNAgent(env.observation_space(member.name), env.action_space(member.name),
                                                dqn_config_of(member.agent, total_steps), seed + i)
         modes[member.name] = member.mode
-    return MultiAgentRun(env, agents, total_steps, modes=modes, seed=seed)
+    return MultiAgentRun(env, agents, total_steps, modes=modes, seed=seed,
+                         swap_every=int(compiled.agent.config.get("swap_every", 0)))
 
 
 # --------------------------------------------------------------------------- evolution

@@ -67,9 +67,12 @@ def _dqn_bake(scene, tree, s, steps: int) -> str:
     return bake.bake(scene, tree, max_steps=steps or s.bake_steps, frame_step=s.bake_frame_step).summary()
 
 
+#: What a bake of greedy episodes reads from the scene settings (drawn under its button)
+_EPISODE_BAKE = (("bake_steps", "Steps"), ("bake_frame_step", "Frames/Step"))
+
 DQN = AgentKind(
     name="dqn", label="DQN", can_play=True, can_follow=False, no_play_reason="",
-    bake_label="Bake to Keyframes", bake_settings=(("bake_steps", "Steps"), ("bake_frame_step", "Frames/Step")),
+    bake_label="Bake to Keyframes", bake_settings=_EPISODE_BAKE,
     curve="", trained_text=_dqn_trained_text, after_training=lambda session: "", workers=True,
     evaluate=play.evaluate_episodes,
     bake=_dqn_bake, bake_hint=lambda scene: "", grows=True)
@@ -125,7 +128,7 @@ def _team_trained_text(session) -> str:
 
 TEAM = AgentKind(
     name="team", label="Multi-agent", can_play=True, can_follow=False, no_play_reason="",
-    bake_label="Bake to Keyframes", bake_settings=(), curve="",
+    bake_label="Bake to Keyframes", bake_settings=_EPISODE_BAKE, curve="",
     trained_text=_team_trained_text, after_training=lambda session: "", workers=False, evaluate=play.evaluate_team,
     bake=_dqn_bake, bake_hint=lambda scene: "", model_kind="dqn", team=True)
 
@@ -159,7 +162,8 @@ def _coevolution_trained_text(session) -> str:
 
 COEVOLUTION = AgentKind(
     name="coevolution", label="Co-evolution", can_play=True, can_follow=False, no_play_reason="",
-    bake_label="Bake to Keyframes", bake_settings=(), curve='RETURN', trained_text=_coevolution_trained_text,
+    bake_label="Bake to Keyframes", bake_settings=_EPISODE_BAKE, curve='RETURN',
+    trained_text=_coevolution_trained_text,
     after_training=lambda session: "", workers=False, evaluate=play.evaluate_team, bake=_dqn_bake,
     bake_hint=lambda scene: "", model_kind="mlp", unit="generation", team=True)
 

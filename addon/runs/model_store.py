@@ -116,8 +116,9 @@ def export_team(tree, names: list[str], filepath: str) -> str:
 
 
 def _agent_of(model: Model) -> str:
-    """The agent a single model file says it belongs to (``meta.agent``; a co-evolution's ``meta.side``)."""
-    who = model.meta.get("agent", model.meta.get("side", ""))
+    """The agent a single model file says it belongs to (``meta.agent``; a co-evolution's ``meta.side``, whose
+    ``meta.agent`` names its algorithm)."""
+    who = model.meta.get("side", model.meta.get("agent", ""))
     return who if isinstance(who, str) else ""
 
 

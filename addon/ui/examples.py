@@ -307,6 +307,8 @@ def build_tank_tree(scene, name: str = "Tank", total_steps: int = 60000, target_
 
 
 #: The duel: where each tank starts and respawns after it was hit, on its own half of the arena.
+#: The duel's self-play turn (the Multi-Agent Trainer's Self-Play Turn), in steps
+DUEL_SELF_PLAY_TURN = 5000
 DUEL_SPAWN = {"TankA": ((-4.0, -4.0, 0.0), (4.0, -0.5, 0.0)), "TankB": ((-4.0, 0.5, 0.0), (4.0, 4.0, 0.0))}
 
 
@@ -316,11 +318,14 @@ def build_tank_duel_tree(scene, name: str = "Duel", total_steps: int = 60000, b_
     Each tank has the tank game's environment (``build_tank_tree``) from its own side: its camera
     (``TankCamera``, ``TankBCamera``), its score and cannon, the eight actions; +1 per hit, -1 per
     missed shot, -1 each time the other scores, -1 for leaving the ground. A tank that is hit
-    respawns on its own half. ``b_mode`` 'FROZEN' freezes TankB (TankA keeps learning against it).
+    respawns on its own half. Self-play: the tanks take turns of ``DUEL_SELF_PLAY_TURN`` steps, one learning
+    while the other acts from a frozen snapshot of its network (learning both at once, the first to hit keeps
+    the other from ever learning to). ``b_mode`` 'FROZEN' freezes TankB (TankA keeps learning against it).
     """
     obs = scene.objects
     b = _Builder(name)
-    trainer = b.node("DRLA_MultiAgentTrainerNode", total_steps=total_steps, seed=0, eval_interval=0)
+    trainer = b.node("DRLA_MultiAgentTrainerNode", total_steps=total_steps, seed=0, eval_interval=0,
+                     swap_every=DUEL_SELF_PLAY_TURN if b_mode == 'TRAIN' else 0)
     sides = (("tank_a", "TankA", "Cannon", "Muzzle", "TankCamera", "TankB", 'TRAIN'),
              ("tank_b", "TankB", "CannonB", "MuzzleB", "TankBCamera", "TankA", b_mode))
     for who, me, cannon, muzzle, cam, other, mode in sides:

@@ -6,7 +6,8 @@ Run from the repository root::
 
 (saved by the oldest Blender the manifest admits, 4.5: newer ones open its files, not the reverse)
 
-The tank game's arena (``scenes/tank/build_tank.py``) where TankB fights back: TankB gets what TankA
+The tank game's arena (``scenes/tank/build_tank.py``) where TankB fights back. TankA takes TankB's hull
+and turret widths (each tank is the other's target: both hit from three columns). TankB gets what TankA
 has, as children in its own frame (it faces -Y): ``CannonB`` (an empty at its barrel's pivot, local
 +Y is the barrel, pitched about local X), ``MuzzleB`` (the barrel tip) and ``TankBCamera`` (straight
 down, one unit per pixel, 19 x 11, its own column in the middle, image up is TankB's front), and a
@@ -36,10 +37,29 @@ _spec.loader.exec_module(tank)  # type: ignore[union-attr]
 TREE_NAME = "Duel"
 
 
+def _reshape(ob: Any, parts: list[tuple[float, ...]]) -> None:
+    """Replace ``ob``'s mesh geometry with the boxes ``parts`` (as ``build_tank._mesh_object`` makes them)."""
+    verts: list[tuple[float, float, float]] = []
+    faces: list[tuple[int, ...]] = []
+    for part in parts:
+        v, f = tank._box(*part, base=len(verts))
+        verts += v
+        faces += f
+    ob.data.clear_geometry()
+    ob.data.from_pydata(verts, [], faces)
+    ob.data.validate()
+    ob.data.update()
+
+
 def build_scene() -> Any:
     """The tank arena with TankB armed and given eyes; returns the scene."""
     scene = tank.build_scene()
     scene.name = "Tank Duel"
+    # Each tank is the other's target: TankA gets TankB's hull and turret widths, so both shots (at the
+    # turrets' height) hit from three columns and each camera sees the other as the same blob. (With the
+    # tank game's narrower TankA, TankB could hit only from one column and never learnt to.)
+    _reshape(scene.objects["TankA"], [(0.0, 0.0, 0.25, tank.TARGET_WIDTH, 1.4, 0.5)])
+    _reshape(scene.objects["Turret"], [(0.0, 0.0, 0.15, tank.TARGET_WIDTH - 0.2, 0.8, 0.3)])
     tank_b = scene.objects["TankB"]
     tank_b["score"] = 0
     cannon = bpy.data.objects.new("CannonB", None)

@@ -123,7 +123,7 @@ def test_bake_keys_every_agents_objects_and_leaves_the_scene_as_it_was(ext, tmp_
     model_store.store_model(tree, model)
     before = full_dump(scene)
     assert bpy.ops.drla.bake(steps=6) == {'FINISHED'}, scene.drla.error
-    assert "TankA" in scene.drla.message and "CannonB" in scene.drla.message
+    assert "onto CannonB, TankA; returns tank_a " in scene.drla.message and ", tank_b " in scene.drla.message
     _assert_only_the_baked_objects_follow_their_new_actions(scene, before)
     replay = bake.record_episode(scene, tree, max_steps=6)
     keys = replay.changed_keys()
@@ -192,3 +192,42 @@ def test_pacman_co_evolution_bakes_both_sides(ext, tmp_path):
     from drla_ext.drla_core.team_model import load_team
 
     assert list(load_team(out)) == ["pacman", "ghost"]
+    ghost = tmp_path / "PacMan_ghost.json"  # the side's own file from the run: meta.side names it
+    assert bpy.ops.drla.import_model(filepath=str(ghost)) == {'FINISHED'}, scene.drla.error
+    assert scene.drla.message == "Imported PacMan_ghost.json into 'PacMan' (agents ghost)"
+
+
+def test_an_export_json_node_on_a_multi_agent_tree_writes_every_agent(empty_scene, tmp_path):
+    from drla_ext.addon.runs.train import TrainSession
+    from drla_ext.addon.ui import examples
+    from drla_ext.drla_core.team_model import load_team
+
+    tree = examples.build_chase_tree(empty_scene, total_steps=100)
+    trainer = next(n for n in tree.nodes if n.bl_idname == "DRLA_MultiAgentTrainerNode")
+    export = tree.nodes.new("DRLA_ExportJSONNode")
+    export.filepath = str(tmp_path / "chase_team.json")
+    tree.links.new(trainer.outputs["Model"], export.inputs["Model"])
+    session = TrainSession(empty_scene, tree, output_dir=str(tmp_path)).start()
+    session.run_blocking()
+    assert session.state == "DONE", empty_scene.drla.error
+    team = load_team(tmp_path / "chase_team.json")
+    assert list(team) == ["hero", "target"]  # the frozen target too: the file plays the whole tree
+    assert "chase_team.json" in session.message
+
+
+def test_playing_every_agent_for_whole_episodes_restores_the_scene(ext):
+    from drla_ext.addon.runs import kinds
+    from drla_ext.addon.tree import compiler
+
+    scene, tree = _open_duel()
+    models = _scripted(scene, tree, {"tank_a": MOVE_FRONT, "tank_b": CANON_UP})
+    compiled = compiler.compile_tree(tree, scene)
+    before = full_dump(scene)
+    text = kinds.of(compiled).evaluate(scene, compiled, models, 2, 0)
+    assert full_dump(scene) == before
+    assert text.splitlines()[0] == "Duel: 2 episodes with every agent greedy"
+    # tank_a drives forward off the ground's edge each episode (-1), tank_b only raises its cannon (0)
+    assert text.splitlines()[1].startswith("  tank_a: mean return -1.00; hits 0.00/episode, shots 0.00/episode")
+    assert text.splitlines()[2].startswith("  tank_b: mean return 0.00")
+    with pytest.raises(ValueError, match="tree 'Duel' has no agent named 'hero'"):
+        kinds.of(compiled).evaluate(scene, compiled, {**models, "hero": models["tank_a"]}, 1, 0)

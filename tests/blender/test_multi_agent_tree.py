@@ -112,6 +112,12 @@ def test_play_shows_every_agent_acting_from_its_stored_model(empty_scene, tmp_pa
     assert len({h for h, _ in seen}) > 1 and len({t for _, t in seen}) > 1  # both agents moved
     assert play.steps == 30 and "Played 30 steps" in scene.drla.message
     assert {ob.name: tuple(ob.matrix_world.translation) for ob in scene.objects} == places
+    # Bake the same 30 steps: both agents' objects get keyframes, and the scene is as it was
+    from drla_ext.addon.runs import bake
+
+    result = bake.bake(scene, tree, seed=4, max_steps=30)
+    assert {ob for ob, _, _ in result.keys} == {"Hero", "Target"} and len(result.frames) == 31
+    assert {ob.name: tuple(ob.location) for ob in scene.objects} == places
 
 
 @pytest.mark.parametrize("name, objects", [("Tank Duel (two agents)", ("TankB", "CannonB", "MuzzleB", "TankBCamera")),

@@ -151,7 +151,18 @@ def test_cli_trains_both_sides_with_a_report(ext, tmp_path):
     assert "co-evolved 2 generations" in out.stdout
     for name in ("pacman", "ghost"):
         assert json.loads((tmp_path / f"pac_{name}.json").read_text())["meta"]["side"] == name
-    assert json.loads(model.read_text())["meta"]["side"] == "pacman"
+    team = json.loads(model.read_text())  # --out: both champions in one team file, which drla play plays
+    assert team["format"] == "drla-team" and [a["meta"]["side"] for a in team["agents"].values()] == ["pacman",
+                                                                                                       "ghost"]
+    played = subprocess.run([sys.executable, "-m", "drla", "play", BLEND, "--tree", "PacMan", "--model", model,
+                             "--episodes", "1"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert played.returncode == 0, played.stderr
+    assert "  pacman: mean return " in played.stdout and "  ghost: mean return " in played.stdout
+    sides = subprocess.run([sys.executable, "-m", "drla", "play", BLEND, "--tree", "PacMan", "--model",
+                            tmp_path / "pac_pacman.json", "--model", tmp_path / "pac_ghost.json", "--episodes", "1"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=300)  # each side's file names its side
+    assert sides.returncode == 0, sides.stderr
+    assert sides.stdout.split("PacMan: ", 1)[1] == played.stdout.split("PacMan: ", 1)[1]
     assert "2/2" in out.stderr  # the progress bar, by generation
     assert BLEND.read_bytes() == before
     # both populations were checkpointed: --resume goes on to 3 generations and ends where 3 straight end
