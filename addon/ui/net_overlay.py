@@ -29,6 +29,7 @@ from gpu_extras.batch import batch_for_shader
 from ...drla_core.netview import network_drawing, project
 from ..runs import model_store, sessions
 from ..scene.camera import ensure_gpu_context
+from .wrap import wrap
 
 REBUILD_S = 0.25
 MAX_LINES = 200  # per layer pair: large layers show their strongest connections only
@@ -385,9 +386,7 @@ def _draw() -> None:
 
 
 def wrap_pixels(text: str, width: float, measure) -> list[str]:
-    """``text`` in lines at most ``width`` wide by ``measure`` (the sidebar's wrapping, ``panels.wrap``)."""
-    from .panels import wrap
-
+    """``text`` in lines at most ``width`` wide by ``measure`` (the sidebar's wrapping, ``wrap.wrap``)."""
     return wrap(text, width, measure)
 
 
