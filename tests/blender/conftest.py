@@ -89,9 +89,10 @@ def ext():
 
 
 @pytest.fixture(autouse=True)
-def _runs_never_write_into_the_checkout(ext, tmp_path_factory, monkeypatch):
-    """A run's default folder is next to its .blend: for the example scenes of this checkout (tests open them),
-    a temporary folder instead, so that no test leaves resume files or reports in the repository."""
+def _runs_never_write_into_the_checkout_or_home(ext, tmp_path_factory, monkeypatch):
+    """A run's default folder is next to its .blend, or in the documents folder for an unsaved file: in the tests
+    (the example scenes of this checkout, unsaved files) a temporary folder instead, so that no test leaves resume
+    files or reports in the repository or the home folder. Files saved under the temporary folder keep theirs."""
     import os
 
     from drla_ext.addon import preferences
@@ -100,7 +101,7 @@ def _runs_never_write_into_the_checkout(ext, tmp_path_factory, monkeypatch):
 
     def default_checkpoint_dir(create: bool = True) -> str:
         path = real(create=False)
-        if os.path.abspath(path).startswith(str(ROOT) + os.sep):
+        if not os.path.abspath(path).startswith(tempfile.gettempdir() + os.sep):
             path = str(tmp_path_factory.getbasetemp() / "drla-output" / os.path.basename(path))
             if create:
                 os.makedirs(path, exist_ok=True)
