@@ -21,8 +21,8 @@ class DRLA_AddonPreferences(bpy.types.AddonPreferences):
 
     checkpoint_dir: StringProperty(
         name="Checkpoint Folder",
-        description="Default folder for training checkpoints and report pictures. "
-        "Empty: the extension's user folder (never inside the extension itself)",
+        description="Default folder for models, training states and report pictures. Empty: a folder next to "
+        "the .blend ('<file>_drla'), or 'DRLA' in your documents folder for a file not saved yet",
         subtype='DIR_PATH',
         default="",
     )
@@ -30,7 +30,8 @@ class DRLA_AddonPreferences(bpy.types.AddonPreferences):
     def draw(self, context):
         layout = self.layout
         layout.prop(self, "checkpoint_dir")
-        layout.label(text=f"Empty uses: {default_checkpoint_dir(create=False)}", icon='INFO')
+        layout.label(text="Empty: '<file>_drla' next to the .blend, or for a file not saved yet "
+                          f"{os.path.join(documents_dir(), 'DRLA')}", icon='INFO')
 
 
 def get_preferences(context=None):
@@ -40,27 +41,36 @@ def get_preferences(context=None):
     return addon.preferences if addon is not None else None
 
 
-def default_checkpoint_dir(create: bool = True) -> str:
-    """The extension's user folder ``.../extensions/.user/<repo>/drla/checkpoints``, or a user/temp folder.
+def documents_dir() -> str:
+    """The user's documents folder (``~/Documents`` where it exists, else the home folder)."""
+    home = os.path.expanduser("~")
+    docs = os.path.join(home, "Documents")
+    return docs if os.path.isdir(docs) else home
 
-    ``bpy.utils.extension_path_user`` only works for a real extension package; the tests load the
-    extension as ``drla_ext``, where it raises, so fall back to Blender's user data folder and then
-    to the system temp folder.
+
+def default_checkpoint_dir(create: bool = True) -> str:
+    """Where a run writes when nothing says otherwise: a visible folder a person finds.
+
+    Next to the saved .blend, ``<folder of the .blend>/<file name>_drla``; for a file never saved (or one in a
+    folder this user cannot write to) ``DRLA`` in the user's documents folder. Never inside the extension, never
+    a hidden folder under Blender's configuration; the system temp folder only where no home folder is writable.
     """
-    try:
-        return bpy.utils.extension_path_user(ROOT_PACKAGE, path="checkpoints", create=create)
-    except (ValueError, AttributeError, OSError):
-        pass
-    try:
-        path = bpy.utils.user_resource('DATAFILES', path=os.path.join("drla", "checkpoints"), create=create)
-        if path:
+    candidates = []
+    if bpy.data.filepath:
+        folder, name = os.path.split(bpy.path.abspath(bpy.data.filepath))
+        candidates.append((folder, os.path.join(folder, f"{os.path.splitext(name)[0]}_drla")))
+    docs = documents_dir()
+    candidates.append((docs, os.path.join(docs, "DRLA")))
+    candidates.append((tempfile.gettempdir(), os.path.join(tempfile.gettempdir(), "drla")))
+    for parent, path in candidates:
+        if os.path.isdir(path) or os.access(parent, os.W_OK):
+            if create:
+                try:
+                    os.makedirs(path, exist_ok=True)
+                except OSError:
+                    continue
             return path
-    except (ValueError, OSError):
-        pass
-    path = os.path.join(tempfile.gettempdir(), "drla", "checkpoints")
-    if create:
-        os.makedirs(path, exist_ok=True)
-    return path
+    return candidates[-1][1]
 
 
 def checkpoint_dir(context=None, override: str = "", create: bool = True) -> str:

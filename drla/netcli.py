@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from drla_core.envs import ENV_NAMES, make
 from drla_core.nets.merge import MergeError, average, check_average, distill, record_states
 from drla_core.io.model_io import check_fits, save_model
+from drla_core.io.team_model import load_any
 
 
 from . import scene as blend
@@ -35,16 +38,35 @@ def _space_text(d: Any) -> str:
     return "?"
 
 
+def _team_or_none(path: str) -> dict[str, Any] | None:
+    """The agents' models of a team file, or None for anything else (a model file, a broken file)."""
+    try:
+        loaded = load_any(path)
+    except (OSError, ValueError):
+        return None
+    return loaded if isinstance(loaded, dict) else None
+
+
 def cmd_experts(args: argparse.Namespace) -> int:
     lib = _library(args)
     try:
         if args.experts_command == "add":
             if not os.path.isfile(args.model):
                 raise CLIError(f"{args.model}: no such model file")
-            load_model_file(args.model)  # a bad file: the usual one-line error
-            entry = lib.add(args.model, name=args.name, task=args.task, score=args.score, scene=args.scene,
-                            replace=args.replace)
-            print(f"added {entry['name']} to {shown_path(lib.folder)}")
+            team = _team_or_none(args.model)
+            if team is None:
+                load_model_file(args.model)  # a bad file: the usual one-line error
+                entry = lib.add(args.model, name=args.name, task=args.task, score=args.score, scene=args.scene,
+                                replace=args.replace)
+                print(f"added {entry['name']} to {shown_path(lib.folder)}")
+            else:  # a team file: each agent's network is an expert of its own, <name>_<agent>
+                base = args.name or Path(args.model).stem
+                with tempfile.TemporaryDirectory() as tmp:
+                    for agent, model in team.items():
+                        one = save_model(Path(tmp) / f"{base}_{agent}.json", model)
+                        entry = lib.add(one, name=f"{base}_{agent}", task=args.task, score=args.score,
+                                        scene=args.scene, replace=args.replace)
+                        print(f"added {entry['name']} (agent {agent} of {args.model}) to {shown_path(lib.folder)}")
         elif args.experts_command == "remove":
             entry = lib.remove(args.name)
             print(f"removed {entry['name']} from {shown_path(lib.folder)}")

@@ -8,6 +8,7 @@ reachable. It runs until Ctrl-C.
 from __future__ import annotations
 
 import mimetypes
+import signal
 import threading
 import webbrowser
 from http import HTTPStatus
@@ -105,6 +106,9 @@ def cmd_web(args: Any) -> int:
     print(f"serving {args.model} at {url}\n(Ctrl-C stops the server)", flush=True)
     if not args.no_browser:
         threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
+    if threading.current_thread() is threading.main_thread():
+        # Ctrl-C stops it even when started with SIGINT ignored (a job a shell started in the background)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -127,3 +127,19 @@ def test_export_onnx_of_a_team_file_writes_one_onnx_per_agent_with_equal_outputs
         session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
         q = session.run(None, {session.get_inputs()[0].name: obs})[0]
         np.testing.assert_allclose(q, model.network.forward(obs), rtol=1e-5, atol=1e-6)
+
+
+def test_experts_add_of_a_team_file_adds_each_agent_as_an_expert(tmp_path, capsys):
+    from drla.cli import main
+    from drla_core.nets.expert_library import ExpertLibrary
+
+    models = _models()
+    team = save_team(tmp_path / "chase.json", models)
+    library = tmp_path / "experts"
+    assert main(["experts", "--library", str(library), "add", str(team)]) == 0
+    assert "added chase_hero (agent hero of" in capsys.readouterr().out
+    lib = ExpertLibrary(library)
+    assert sorted(e["name"] for e in lib.entries()) == ["chase_hero", "chase_target"]
+    for name, model in models.items():
+        back = load_model(library / f"chase_{name}.json")
+        np.testing.assert_array_equal(back.network.params, model.network.params)

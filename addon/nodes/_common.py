@@ -38,9 +38,21 @@ CATEGORIES: dict[str, tuple[tuple[float, float, float], str]] = {
 }
 
 
+def tooltip(doc: str | None) -> str:
+    """A node's docstring as the tooltip a person reads (Blender shows ``bl_description``, else the docstring as
+    written): its lines joined into sentences, the search words ("Triggers: ...") left out."""
+    lines = [line.strip() for line in (doc or "").strip().splitlines()]
+    kept = [line for line in lines if not line.startswith("Triggers:")]
+    paragraphs = " ".join(line if line else "\n" for line in kept).split("\n")
+    return "\n".join(" ".join(p.split()) for p in paragraphs if p.strip())
+
+
 def apply_categories(classes) -> None:
-    """Give every node class its category's body colour and header icon (a class may keep its own icon)."""
+    """Give every node class its category's body colour and header icon (a class may keep its own icon), and
+    its tooltip (``tooltip`` of its docstring)."""
     for cls in classes:
+        if "bl_description" not in vars(cls):
+            cls.bl_description = tooltip(cls.__doc__)
         color, icon = CATEGORIES[cls.drla_category]
         cls.drla_color = color
         if "bl_icon" not in vars(cls):

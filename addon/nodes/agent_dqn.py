@@ -8,8 +8,8 @@ from ..tree.node_tree import DRLANode
 class DRLA_DQNAgentNode(DRLANode, bpy.types.Node):
     """A Deep Q-Network agent: learns the value of each discrete action,
     Q(s, a) = r + gamma max Q(s', a'), and picks the best (epsilon-greedy while training).
-    Properties mirror drla_core.rl.dqn.DQNConfig (same names and defaults); the Epsilon,
-    Replay and Network inputs set the rest.
+    Its settings are here; the Epsilon, Replay and Network inputs set exploration, the replay
+    memory and the network.
     Triggers: agent dqn q-learning deep q network"""
 
     bl_idname = "DRLA_DQNAgentNode"

@@ -14,7 +14,7 @@ DEFAULT_HIDDEN = [(128, "tanh"), (128, "tanh")]
 class DRLA_IKAgentNode(DRLANode, bpy.types.Node):
     """Learned inverse kinematics for an armature chain: a network maps the target's position
     to joint angles within the bones' IK limits, then a few damped-least-squares steps polish
-    the answer (drla_core.rl.ik.IKSolver; the Blender side is addon/runs/ik.py).
+    the answer.
     Self-supervised training samples poses through the forward kinematics (fast); Reward
     training learns from the end effector's distance to the target only (random angles first,
     then more and more the network's own).

@@ -68,3 +68,18 @@ def resume_path(tree_name: str, output_dir: str = "", suffix: str = ".npz") -> s
 def checkpoint_path(folder: str, tree_name: str) -> str:
     """The checkpoint file a run overwrites every Checkpoint Every steps."""
     return os.path.join(folder, f"{safe_name(tree_name)}_checkpoint.json")
+
+
+def folder_words(path: str) -> str:
+    """A folder as a person reads it in a message: the home folder as ``~``."""
+    home = os.path.expanduser("~")
+    path = os.path.abspath(path)
+    return "~" + path[len(home):] if home not in ("", "/") and (path + os.sep).startswith(home + os.sep) else path
+
+
+def files_words(paths: list[str]) -> str:
+    """Files named with their folders, each folder once: ``"a.json, b.json in ~/Documents/DRLA"``."""
+    by_folder: dict[str, list[str]] = {}
+    for p in paths:
+        by_folder.setdefault(os.path.dirname(os.path.abspath(p)), []).append(os.path.basename(p))
+    return "; ".join(f"{', '.join(names)} in {folder_words(folder)}" for folder, names in by_folder.items())

@@ -115,6 +115,8 @@ class TrainSession(Session):
         self.state = STOPPED
         self.message = (f"Stopped at step {self.steps} of {self.total_steps}: "
                         "Resume continues, Play uses the model so far")
+        if callable(getattr(self.job, "save_checkpoint", None)) and self.tree.drla_last_checkpoint:
+            self.message += f" (training state: {outputs.files_words([self.tree.drla_last_checkpoint])})"
         self._mirror()
 
     def _close_scene(self) -> None:
@@ -252,7 +254,8 @@ class TrainSession(Session):
         stored = model_store.text_name(self.tree_name)
         self.message = f"{self.agent_kind.trained_text(self)}; model stored in '{stored}'"
         if self.exported:
-            self.message += f"; exported to {', '.join(os.path.basename(p) for p in self.exported)}"
+            self.message += f"; exported {outputs.files_words(self.exported)}"
+        self.message += f"; report {outputs.files_words([self.report_path])}"
         self.message += self.agent_kind.after_training(self)
         self._mirror()
 

@@ -19,7 +19,7 @@ from ..tree.node_tree import TREE_ID
 #: Left to right by role: what the agent senses and does, the environment, the network, the agent,
 #: the trainer and what it writes. Within a column nodes stack in this order, top to bottom.
 ROLE_COLUMNS: tuple[tuple[str, ...], ...] = (
-    ("sensor", "DRLA_ActionNode", "DRLA_FireActionNode", "DRLA_BoneActionsNode"),
+    ("sensor", "DRLA_ActionNode", "DRLA_FireActionNode", "DRLA_BoneActionsNode", "DRLA_MotorActionNode"),
     ("DRLA_StateNode", "DRLA_ActionSetNode", "reward", "ending"),
     ("DRLA_EnvironmentNode",),
     ("DRLA_HiddenLayerNode",),
@@ -100,14 +100,31 @@ def estimated_height(node) -> float:
     return 36 + 24 * (len(node.inputs) + len(node.outputs)) + 24 * rows + 12 * extra_links + 16
 
 
+def _chain_depth(node) -> int:
+    """A hidden layer's place in its chain (0: the one nearest the input): each layer stands in a column of its
+    own, right of the layer it follows, so the chain reads left to right with no wire running back."""
+    if node.bl_idname != "DRLA_HiddenLayerNode":
+        return 0
+    depth, seen = 0, {node.name}
+    prev = node.inputs.get("Previous")
+    while prev is not None and prev.links:
+        before = prev.links[0].from_node
+        if before.bl_idname != "DRLA_HiddenLayerNode" or before.name in seen:
+            break
+        seen.add(before.name)
+        depth += 1
+        prev = before.inputs.get("Previous")
+    return depth
+
+
 def arrange(tree) -> None:
-    """Lay ``tree`` out left to right by role (``ROLE_COLUMNS``), each column a stack, none
-    overlapping; a column taller than ``MAX_COLUMN_HEIGHT`` (the tank's eight actions) wraps
-    into as many side-by-side stacks of about equal height as it needs."""
-    columns: dict[int, list] = {}
+    """Lay ``tree`` out left to right by role (``ROLE_COLUMNS``; hidden layers one column per place in
+    their chain), each column a stack, none overlapping; a column taller than ``MAX_COLUMN_HEIGHT`` (the
+    tank's eight actions) wraps into as many side-by-side stacks of about equal height as it needs."""
+    columns: dict[tuple[int, int], list] = {}
     for index, node in enumerate(tree.nodes):
         column, order = _role(node)
-        columns.setdefault(column, []).append((order, index, node))
+        columns.setdefault((column, _chain_depth(node)), []).append((order, index, node))
     x = 0.0
     for column in sorted(columns):
         stack = [node for _order, _index, node in sorted(columns[column], key=lambda t: t[:2])]
@@ -116,7 +133,8 @@ def arrange(tree) -> None:
         share = sum(heights) / parts
         y, width = 0.0, 0.0
         for node, height in zip(stack, heights):
-            if y < 0 and -y + height / 2 > share:  # this node's middle would pass the share: wrap
+            # wrap where this node's middle would pass the share, or its bottom the tallest a column may be
+            if y < 0 and (-y + height / 2 > share or -y + height > MAX_COLUMN_HEIGHT):
                 x, y, width = x + width + COLUMN_GAP, 0.0, 0.0
             node.location = (x, y)
             y -= height

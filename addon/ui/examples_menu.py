@@ -12,7 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 import bpy
-from bpy.props import StringProperty
+from bpy.props import EnumProperty, StringProperty
+from mathutils import Vector
 
 from ..properties import TREE_IDNAME
 from ..runs import sessions
@@ -59,25 +60,147 @@ RIGID_BODY_FRAMES = 250
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the extension root
 
 
-def append_example_objects(scene, name: str) -> list[str]:
-    """Append the objects of example ``name``'s bundled scene that ``scene`` lacks; returns their names.
+def load_example_objects(name: str, fresh: bool = False) -> tuple[list[str], list]:
+    """``(names, appended)``: the names of the objects in example ``name``'s bundled scene, and those of them
+    this file lacked (``fresh``: all of them, a copy of one whose name is taken named 'TankB.001'), appended
+    into ``bpy.data`` (not yet in any scene), in the order of ``names`` (None for one not appended)."""
+    rel = EXAMPLE_SCENES.get(name)
+    path = os.path.join(_ROOT, rel) if rel else ""
+    if not path or not os.path.isfile(path):
+        return [], []
+    with bpy.data.libraries.load(path, link=False) as (source, loaded):
+        names = list(source.objects)
+        wanted = [n for n in names if fresh or n not in bpy.data.objects]
+        loaded.objects = list(wanted)  # (filled in place with the objects once loaded)
+    got = dict(zip(wanted, loaded.objects))
+    return names, [got.get(n) for n in names]
 
-    Objects keep their parents, materials and custom properties. Objects the user already has
-    under the same names are left alone (the example then uses the user's).
-    """
+
+def example_object_names(name: str) -> list[str]:
+    """The names of the objects in example ``name``'s bundled scene (nothing is loaded)."""
     rel = EXAMPLE_SCENES.get(name)
     path = os.path.join(_ROOT, rel) if rel else ""
     if not path or not os.path.isfile(path):
         return []
-    with bpy.data.libraries.load(path, link=False) as (source, loaded):
-        loaded.objects = [ob for ob in source.objects if ob not in bpy.data.objects]
-    added = []
-    for ob in loaded.objects:
-        if ob is not None:
-            scene.collection.objects.link(ob)
-            added.append(ob.name)
-    adopt_rigid_bodies(scene, [ob for ob in loaded.objects if ob is not None])
-    return added
+    with bpy.data.libraries.load(path, link=False) as (source, _):
+        return list(source.objects)
+
+
+class _Named:
+    """A scene's objects as an example's builder looks them up: by the example's own names (``renamed``: the
+    example's name -> the name its fresh copy got, where the file had the name already)."""
+
+    def __init__(self, objects, renamed: dict[str, str]) -> None:
+        self._objects, self._renamed = objects, renamed
+
+    def __getitem__(self, name: str):
+        return self._objects[self._renamed.get(name, name)]
+
+    def get(self, name: str, default=None):
+        return self._objects.get(self._renamed.get(name, name), default)
+
+    def __contains__(self, name: str) -> bool:
+        return self._renamed.get(name, name) in self._objects
+
+    def __iter__(self):
+        return iter(self._objects)
+
+    def __len__(self) -> int:
+        return len(self._objects)
+
+
+class ExampleScene:
+    """``scene`` for an example's builder, its objects found under the example's names (``_Named``)."""
+
+    def __init__(self, scene, renamed: dict[str, str]) -> None:
+        self._scene = scene
+        self.objects = _Named(scene.objects, renamed)
+
+    def __getattr__(self, name: str):
+        return getattr(self._scene, name)
+
+
+def link_example_objects(scene, objects) -> list[str]:
+    """Put appended example objects into ``scene`` (rigid bodies into its rigid-body world); their names."""
+    objects = [ob for ob in objects if ob is not None and ob.name not in scene.objects]
+    for ob in objects:
+        scene.collection.objects.link(ob)
+    adopt_rigid_bodies(scene, objects)
+    return [ob.name for ob in objects]
+
+
+# --------------------------------------------------------------------------- where an example goes
+#: Object types a person sees as solid things (what can hide an example, or be hidden by it)
+GEOMETRY = {'MESH', 'CURVE', 'SURFACE', 'META', 'FONT', 'VOLUME', 'CURVES', 'POINTCLOUD', 'GREASEPENCIL', 'GPENCIL'}
+#: Room the examples that make their objects take, (min, max) corners, about the origin: the Reach
+#: example's agent and goal inside its Out of Bounds box, the Pac-Man maze and its walls
+BUILT_EXTENTS: dict[str, tuple[tuple[float, float, float], tuple[float, float, float]]] = {
+    "Reach (transform)": ((-5.0, -5.0, -5.0), (5.0, 5.0, 5.0)),
+}
+
+
+def _pacman_extent() -> tuple[tuple[float, float, float], tuple[float, float, float]]:
+    from .examples_evolution import PACMAN_MAZE
+
+    w, h = len(PACMAN_MAZE[0]) / 2, len(PACMAN_MAZE) / 2
+    return (-w, -h, 0.0), (w, h, 1.0)
+
+
+def world_box(ob, kinds=GEOMETRY) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+    """The world-space box around ``ob``'s geometry, or None for an object of none of ``kinds`` (a camera, a
+    light, an empty)."""
+    if ob.type not in kinds:
+        return None
+    corners = [ob.matrix_world @ Vector(c) for c in ob.bound_box]
+    return (tuple(min(c[i] for c in corners) for i in range(3)), tuple(max(c[i] for c in corners) for i in range(3)))
+
+
+def _overlap(a, b, margin: float = 0.05) -> bool:
+    return all(a[0][i] - margin < b[1][i] and b[0][i] - margin < a[1][i] for i in range(3))
+
+
+def example_extent(name: str, objects) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+    """The room example ``name`` takes: around its objects' geometry, or its declared extent."""
+    if name == "Pac-Man (co-evolution)":
+        return _pacman_extent()
+    if name in BUILT_EXTENTS:
+        return BUILT_EXTENTS[name]
+    boxes = [b for b in (world_box(ob, GEOMETRY | {'ARMATURE'}) for ob in objects) if b is not None]
+    if not boxes:
+        return None
+    return (tuple(min(b[0][i] for b in boxes) for i in range(3)), tuple(max(b[1][i] for b in boxes) for i in range(3)))
+
+
+def in_the_way(scene, extent, own: set[str]) -> list:
+    """The visible solid objects of ``scene`` (not the example's own, ``own``) inside ``extent``."""
+    if extent is None:
+        return []
+    out = []
+    for ob in scene.objects:
+        if ob.name in own or ob.type not in GEOMETRY or ob.hide_viewport or ob.hide_get():
+            continue
+        box = world_box(ob)
+        if box is not None and _overlap(box, extent):
+            out.append(ob)
+    return sorted(out, key=lambda o: o.name)
+
+
+def new_example_scene(context, name: str):
+    """A new, empty scene for example ``name`` (the window shows it), with the current scene's frame range and
+    units: nothing of the user's is in the example's way."""
+    old = context.scene
+    scene = bpy.data.scenes.new(name.split(" (")[0])
+    scene.frame_start, scene.frame_end, scene.render.fps = old.frame_start, old.frame_end, old.render.fps
+    scene.unit_settings.system, scene.unit_settings.scale_length = old.unit_settings.system, \
+        old.unit_settings.scale_length
+    if context.window is not None:
+        context.window.scene = scene
+    return scene
+
+
+def _names(objects) -> str:
+    names = [f"'{ob.name}'" for ob in objects[:4]]
+    return ", ".join(names) + (f" and {len(objects) - 4} more" if len(objects) > 4 else "")
 
 
 def adopt_rigid_bodies(scene, objects) -> None:
@@ -108,7 +231,8 @@ def adopt_rigid_bodies(scene, objects) -> None:
 
 
 def label(name: str) -> str:
-    return name.replace("_", " ").title()
+    """An example's name as the menu and the messages show it (already in words: 'Robot Arm 6 (Learned IK)')."""
+    return name.replace("_", " ")
 
 
 class DRLA_OT_add_example(bpy.types.Operator):
@@ -119,6 +243,15 @@ class DRLA_OT_add_example(bpy.types.Operator):
     bl_options = {'REGISTER', 'UNDO'}
 
     name: StringProperty(name="Example", default="", options={'SKIP_SAVE'})
+    place: EnumProperty(
+        name="Place",
+        description="Where the example's objects go",
+        items=(('AUTO', "Where There Is Room",
+                "In this scene when nothing of yours is where the example's objects go, else in a new scene"),
+               ('NEW_SCENE', "New Scene", "Always in a new scene of its own, next to this one"),
+               ('HERE', "This Scene",
+                "In this scene; your objects that would hide the example are hidden (Alt H shows them again)")),
+        default='AUTO')
 
     @classmethod
     def description(cls, context, properties):
@@ -139,9 +272,31 @@ class DRLA_OT_add_example(bpy.types.Operator):
         if builder is None:
             self.report({'ERROR'}, f"Unknown example '{self.name}': one of {', '.join(sorted(examples))}")
             return {'CANCELLED'}
+        scene = context.scene
         try:
-            added = append_example_objects(context.scene, self.name)
-            tree = builder(context.scene)
+            names = example_object_names(self.name)
+            renamed: dict[str, str] = {}
+            where = ""
+            if self.place != 'NEW_SCENE' and names and all(n in scene.objects for n in names):
+                # the example's own scene (its .blend opened): its objects are used, what is missing appended
+                _, loaded = load_example_objects(self.name)
+            else:
+                # a copy of every object of the example (one of the same name elsewhere in the file may differ:
+                # the Tank's TankB has no score, the Tank Duel's has), put where nothing hides it
+                _, loaded = load_example_objects(self.name, fresh=True)
+                renamed = {n: ob.name for n, ob in zip(names, loaded) if ob is not None and ob.name != n}
+                loaded = [ob for ob in loaded if ob is not None]
+                blocking = in_the_way(scene, example_extent(self.name, loaded), {ob.name for ob in loaded})
+                if self.place == 'NEW_SCENE' or (self.place == 'AUTO' and blocking):
+                    scene = new_example_scene(context, self.name)
+                    where = f" in a new scene '{scene.name}'" + (f" ({_names(blocking)} in the way)"
+                                                                 if blocking else "")
+                elif blocking:  # This Scene: what would hide the example is hidden, and named
+                    for ob in blocking:
+                        ob.hide_set(True)
+                    where = f"; hid {_names(blocking)}, in its way (Alt H shows it)"
+            added = link_example_objects(scene, [ob for ob in loaded if ob is not None])
+            tree = builder(ExampleScene(scene, renamed) if renamed else scene)
         except KeyError as exc:  # the example's objects are missing from this scene
             found = re.search(r'key "([^"]+)"', str(exc))
             missing = found.group(1) if found else str(exc.args[0] if exc.args else exc)
@@ -151,12 +306,12 @@ class DRLA_OT_add_example(bpy.types.Operator):
         except Exception as exc:  # never a traceback for the user
             self.report({'ERROR'}, f"Building the {label(self.name)} example failed: {exc}")
             return {'CANCELLED'}
-        context.scene.drla.tree = tree
-        context.scene.drla.error = ""
-        context.scene.drla.message = f"Added the {label(self.name)} example: press Train"
+        scene.drla.tree = tree
+        scene.drla.error = ""
+        scene.drla.message = f"Added the {label(self.name)} example{where}: press Train"
         if added:
-            context.scene.drla.message += f" (added {len(added)} objects: {', '.join(sorted(added)[:6])})"
-        self.report({'INFO'}, context.scene.drla.message)
+            scene.drla.message += f" (added {len(added)} objects: {', '.join(sorted(added)[:6])})"
+        self.report({'INFO'}, scene.drla.message)
         return {'FINISHED'}
 
 

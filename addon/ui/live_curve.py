@@ -22,6 +22,7 @@ import numpy as np
 from ...drla_core.io.plot import GLYPH_H, draw_text, moving_average, polyline, text_width
 from ...drla_core.rl.train import METRIC_WORDS, ONCE_PER_EPISODE
 from ..runs import sessions
+from .wrap import label_wrapped
 
 SIZE = 240  # the picture's side in pixels until a sidebar asks for its own
 WIDTH, HEIGHT = SIZE, SIZE
@@ -384,7 +385,7 @@ def draw(layout, key: str, settings, context=None) -> None:
     layout.row().prop(settings, "curve", expand=True)
     state = _state.get(key)
     if not state:
-        layout.label(text="The curve appears when training starts", icon='GRAPH')
+        label_wrapped(layout, context, "The curve appears when training starts", 'GRAPH')
         return
     if state.get("metric") != settings.curve and "history" in state:
         update(key, state["history"], settings.curve, force=True)
@@ -399,7 +400,7 @@ def draw(layout, key: str, settings, context=None) -> None:
         layout.template_icon(icon_value=icon_id, scale=icon_scale)
     text = state.get("summary", "")
     if text:
-        layout.label(text=text)
+        label_wrapped(layout, context, text)
 
 
 def remember_history(key: str, history: Any) -> None:

@@ -11,86 +11,21 @@ from __future__ import annotations
 import bpy
 
 from ...drla_core.rl.train import history_metric_text
+from ..preferences import checkpoint_dir
 from ..properties import TREE_IDNAME, settings
-from ..runs import kinds, model_store, sessions, switcher
+from ..runs import kinds, model_store, outputs, sessions, switcher
 from ..words import format_duration
 from . import live_curve, net_overlay
-
-
-# --------------------------------------------------------------------------- wrapped text
-#: Pixels of a sidebar's width that text labels cannot use, at UI scale 1: the category tabs, the
-#: panel's margins (measured in Blender 5.2: a 292 px sidebar leaves 228 px for a plain label).
-SIDEBAR_MARGIN_PX = 64
-ICON_PX = 24  # an icon before the text, and its gap
-BOX_PX = 8    # the inner margins of a box
-FALLBACK_REGION_PX = 300  # no region (headless, scripts): a default sidebar's width
-
-
-def ui_scale(context=None) -> float:
-    """Blender's pixel scale (DPI and Resolution Scale together); 1.0 where it is unknown (headless)."""
-    prefs = getattr(context, "preferences", None) or bpy.context.preferences
-    scale = float(getattr(prefs.system, "ui_scale", 0.0) or 0.0)
-    return scale if scale > 0 else 1.0
-
-
-def text_space(context, *, icon: bool = False, box: bool = False) -> int:
-    """Pixels a label's text can use in this sidebar (its region's real width, whatever the UI scale)."""
-    region = getattr(context, "region", None)
-    width = getattr(region, "width", 0) or FALLBACK_REGION_PX * ui_scale(context)
-    margin = SIDEBAR_MARGIN_PX + (ICON_PX if icon else 0) + (BOX_PX if box else 0)
-    return max(40, int(width - margin * ui_scale(context)))
-
-
-def text_measure(context=None):
-    """``f(text) -> pixels`` in Blender's interface font at the current UI scale."""
-    prefs = getattr(context, "preferences", None) or bpy.context.preferences
-    points = getattr(getattr(prefs.ui_styles[0], "widget", None), "points", 11.0) if len(prefs.ui_styles) else 11.0
-    size = points * ui_scale(context)
-    try:
-        import blf
-
-        blf.size(0, size)
-        if blf.dimensions(0, "abc")[0] <= 0:
-            raise RuntimeError("no font")
-    except Exception:  # no font loaded: an average glyph width
-        return lambda text: 0.55 * size * len(text)
-    return lambda text: blf.dimensions(0, text)[0]
-
-
-def wrap(text: str, width: float, measure) -> list[str]:
-    """``text`` cut into lines no wider than ``width`` pixels, at spaces; a word wider than a line
-    (a file path) is cut where it must. Line breaks in ``text`` are kept."""
-    lines: list[str] = []
-    for paragraph in str(text).splitlines() or [""]:
-        line = ""
-        for word in paragraph.split():
-            candidate = f"{line} {word}" if line else word
-            if measure(candidate) <= width:
-                line = candidate
-                continue
-            if line:
-                lines.append(line)
-            while measure(word) > width and len(word) > 1:
-                cut = 1
-                while cut < len(word) - 1 and measure(word[:cut + 1]) <= width:
-                    cut += 1
-                lines.append(word[:cut])
-                word = word[cut:]
-            line = word
-        lines.append(line)
-    return lines
-
-
-def label_wrapped(layout, context, text: str, icon: str = 'NONE', *, box: bool = False) -> None:
-    """``text`` as labels, wrapped to the sidebar's width; the lines after the first are indented
-    under the icon."""
-    lines = wrap(text, text_space(context, icon=icon != 'NONE', box=box), text_measure(context))
-    col = layout.column(align=True)
-    for i, line in enumerate(lines):
-        if icon == 'NONE':
-            col.label(text=line)
-        else:
-            col.label(text=line, icon=icon if i == 0 else 'BLANK1')
+from .wrap import (  # noqa: F401  (the names net_panels and the tests use from here)
+    FALLBACK_REGION_PX,
+    SIDEBAR_MARGIN_PX,
+    label_wrapped,
+    labels_in_columns,
+    text_measure,
+    text_space,
+    ui_scale,
+    wrap,
+)
 
 
 # --------------------------------------------------------------------------- main panel
@@ -115,10 +50,7 @@ def draw_progress(layout, s, state: str, context=None) -> None:
     cells = [f"{label} {value}" for label, value in figures]
     if state == "TRAINING":
         cells.append(f"Left {format_duration(s.seconds_left)}")
-    if cells:
-        grid = layout.grid_flow(columns=2, align=True)
-        for cell in cells:
-            grid.label(text=cell)
+    labels_in_columns(layout, context, cells)
     metric = task_metric_text(context.scene.name if context is not None else "")
     if metric:
         label_wrapped(layout, context, metric)
@@ -165,6 +97,8 @@ def draw_main(layout, context) -> None:
     col.prop(s, "total_steps")
     col.prop(s, "workers")
     col.prop(s, "output_dir", text="")
+    if not s.output_dir:  # where the files go, named (the field's own text is empty)
+        label_wrapped(col, context, f"Output: {outputs.folder_words(checkpoint_dir(create=False))}", 'FILE_FOLDER')
 
     if s.message and state != "TRAINING":
         label_wrapped(layout, context, s.message, 'CHECKMARK' if state in {"TRAINED", "STOPPED"} else 'INFO')
@@ -232,11 +166,14 @@ def draw_curve(layout, context) -> None:
     history = getattr(sess, "history", None)
     if history is not None:  # the curve follows the run as the panel redraws (the operator asks it to)
         live_curve.follow(scene.name, history, s.curve, running=sess.state == sessions.RUNNING)
-    live_curve.draw(layout, scene.name, s, context)
     layout.operator("drla.network_overlay", icon='NETWORK_DRIVE', depress=net_overlay.enabled(),
                     text="Hide Network" if net_overlay.enabled() else "Show Network")
+    shown = net_overlay.status()
+    if shown:  # what the overlay draws, or why nothing (right under its button, whatever the curve's size)
+        label_wrapped(layout, context, shown, 'INFO' if shown.startswith("Showing") else 'ERROR')
+    live_curve.draw(layout, scene.name, s, context)
     if s.report_path and sessions.ui_state(scene) != "TRAINING":
-        label_wrapped(layout, context, f"Report: {bpy.path.basename(s.report_path)}", 'IMAGE_DATA')
+        label_wrapped(layout, context, f"Report: {outputs.files_words([s.report_path])}", 'IMAGE_DATA')
 
 
 # --------------------------------------------------------------------------- panel classes

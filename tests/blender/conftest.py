@@ -88,6 +88,30 @@ def ext():
     return register_extension()
 
 
+@pytest.fixture(autouse=True)
+def _runs_never_write_into_the_checkout_or_home(ext, tmp_path_factory, monkeypatch):
+    """A run's default folder is next to its .blend, or in the documents folder for an unsaved file: in the tests
+    (the example scenes of this checkout, unsaved files) a temporary folder instead, so that no test leaves resume
+    files or reports in the repository or the home folder. Files saved under the temporary folder keep theirs."""
+    import os
+
+    from drla_ext.addon import preferences
+
+    real = getattr(preferences.default_checkpoint_dir, "real", preferences.default_checkpoint_dir)
+
+    def default_checkpoint_dir(create: bool = True) -> str:
+        path = real(create=False)
+        if not os.path.abspath(path).startswith(tempfile.gettempdir() + os.sep):
+            path = str(tmp_path_factory.getbasetemp() / "drla-output" / os.path.basename(path))
+            if create:
+                os.makedirs(path, exist_ok=True)
+            return path
+        return real(create=create)
+
+    default_checkpoint_dir.real = real  # type: ignore[attr-defined]
+    monkeypatch.setattr(preferences, "default_checkpoint_dir", default_checkpoint_dir)
+
+
 @pytest.fixture
 def empty_scene(ext):
     """A fresh empty file; keeps our registered classes (read_homefile does)."""

@@ -268,7 +268,8 @@ def test_examples_menu_lists_the_examples(ext):
     layout = MagicMock()
     examples_menu.DRLA_MT_examples.draw(SimpleNamespace(layout=layout), bpy.context)
     assert operators(layout) == ["drla.add_example"] * len(examples_menu._examples())
-    assert {c.kwargs["text"] for c in calls(layout, "operator")} >= {"Tank", "Reach (Transform)"}
+    assert {c.kwargs["text"] for c in calls(layout, "operator")} >= {"Tank", "Reach (transform)",
+                                                                     "Robot Arm 6 (Learned IK)"}
     add = MagicMock()
     examples_menu.draw_view3d_add(SimpleNamespace(layout=add), bpy.context)
     assert calls(add, "menu")[0].args[0] == "DRLA_MT_examples"
@@ -276,3 +277,133 @@ def test_examples_menu_lists_the_examples(ext):
     examples_menu.draw_node_add(SimpleNamespace(layout=node_add),
                                 SimpleNamespace(space_data=SimpleNamespace(tree_type="ShaderNodeTree")))
     assert calls(node_add, "menu") == []
+
+
+# --------------------------------------------------------------------------- every label fits the sidebar
+class WidthLayout:
+    """A stand-in layout that knows how wide each label is drawn: a row shares its width among its items, a box
+    takes its margins, an icon its place (Blender's layout rules, as ``ui.wrap`` models them)."""
+
+    def __init__(self, side_by_side=False, box=False, columns=0):
+        self.side_by_side, self.is_box, self.columns, self.items = side_by_side, box, columns, []
+
+    def _child(self, side_by_side=False, box=False, columns=0):
+        child = WidthLayout(side_by_side, box, columns)
+        self.items.append(child)
+        return child
+
+    def row(self, *args, **kwargs):
+        return self._child(True)
+
+    def split(self, *args, **kwargs):
+        return self._child(True)
+
+    def grid_flow(self, columns=0, **kwargs):
+        return self._child(True, columns=columns)
+
+    def column(self, *args, **kwargs):
+        return self._child(False)
+
+    def box(self):
+        return self._child(False, box=True)
+
+    def label(self, text="", icon='NONE', **kwargs):
+        self.items.append(("label", text, icon))
+
+    def __getattr__(self, name):  # operator, prop, progress, template_icon, separator: one item each
+        def item(*args, **kwargs):
+            return self._child(False)
+        return item
+
+    def labels(self, width, wrap):
+        """``(text, room in pixels)`` of every label drawn, for a layout ``width`` pixels wide."""
+        inner = width - (wrap.BOX_PX if self.is_box else 0)
+        n = (self.columns or len(self.items)) if self.side_by_side else 1
+        share = inner / max(n, 1)
+        if n > 1:
+            share -= wrap.COLUMN_GAP_PX * (n - 1) / n
+        out = []
+        for it in self.items:
+            if isinstance(it, tuple):
+                _, text, icon = it
+                out.append((text, share - (wrap.ICON_PX if icon != 'NONE' else 0)))
+            else:
+                out += it.labels(share, wrap)
+        return out
+
+
+LONG_FIGURES = ("generation\t12 / 15\npacman\tbest 3.52, mean 1.17, vs first 2.09\n"
+                "ghost\tbest -3.53, mean -4.1, vs first -2.75\nchampion\t1.162 (generation 9 of 15)\n"
+                "Median tip error\t70.3 mm\nEpisodes\t7")
+
+
+@pytest.mark.parametrize("region_width", [220, 300, 420])
+def test_no_sidebar_label_is_wider_than_the_sidebar(ui, tree, empty_scene, region_width):
+    """Training with long figures, a long message, the curve hint, Show Network's words: every label the
+    panels draw fits the sidebar at its width (Blender cuts a label off with '...' otherwise)."""
+    from drla_ext.addon.ui import net_overlay, wrap
+
+    s = empty_scene.drla
+    s.tree = tree
+    s.steps_done, s.steps_total, s.progress, s.status = 500, 2000, 0.25, LONG_FIGURES
+    fake_session(ui, empty_scene, tree)
+    ctx = SimpleNamespace(scene=empty_scene, region=SimpleNamespace(width=region_width),
+                          preferences=bpy.context.preferences, space_data=None)
+    measure = wrap.text_measure(ctx)
+    room = region_width - wrap.SIDEBAR_MARGIN_PX * wrap.ui_scale(ctx)
+    net_overlay.toggle()
+    try:
+        net_overlay._refresh()  # no network yet: Show Network says why, under its button
+        assert net_overlay.status().startswith("No network yet")
+        drawn = []
+        for panel in (ui.panels.DRLA_PT_view3d, ui.panels.DRLA_PT_view3d_curve, ui.panels.DRLA_PT_view3d_model):
+            layout = WidthLayout()
+            panel.draw(SimpleNamespace(layout=layout), ctx)
+            drawn += layout.labels(room, wrap)
+    finally:
+        net_overlay.toggle()
+    texts = " ".join(t for t, _ in drawn)
+    for words in ("ghost best -3.53, mean -4.1, vs first -2.75", "Median tip error 70.3 mm", "No network yet",
+                  "The curve appears when training starts"):
+        assert all(w in texts.split() for w in words.split()), words
+    too_wide = [(t, round(measure(t)), round(r)) for t, r in drawn if measure(t) > r]
+    assert not too_wide
+
+
+def test_the_old_two_column_grid_cut_figures_off(ui):
+    """What the width check above guards against: a figure in half the sidebar does not fit at 300 px."""
+    from drla_ext.addon.ui import wrap
+
+    ctx = SimpleNamespace(region=SimpleNamespace(width=300), preferences=bpy.context.preferences)
+    measure = wrap.text_measure(ctx)
+    assert measure("ghost best -3.53, mean -4.1, vs first -2.75") > wrap.text_space(ctx) / 2
+
+
+def test_node_tooltips_read_as_help(ext):
+    """What Blender shows over a node in the Add menu: sentences, no search words, no code paths."""
+    from drla_ext.addon import nodes
+
+    for cls in nodes.classes:
+        tip = bpy.types.Node.bl_rna_get_subclass(cls.bl_idname).description
+        assert tip and "Triggers" not in tip and "drla_core" not in tip and "addon/" not in tip, cls.bl_idname
+        assert "\n" not in tip.strip() or all(len(p) > 40 for p in tip.split("\n")), cls.bl_idname
+    dqn = bpy.types.Node.bl_rna_get_subclass("DRLA_DQNAgentNode").description
+    assert dqn.startswith("A Deep Q-Network agent: learns the value of each discrete action, Q(s, a)")
+
+
+def test_runs_write_to_a_visible_folder_next_to_the_blend_or_in_documents(ext, empty_scene, tmp_path, monkeypatch):
+    import os
+
+    from drla_ext.addon import preferences
+    from drla_ext.addon.runs import outputs
+
+    real = getattr(preferences.default_checkpoint_dir, "real", preferences.default_checkpoint_dir)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home" / "Documents").mkdir(parents=True)
+    assert not bpy.data.filepath  # never saved: the documents folder, not a hidden one under Blender's config
+    assert real(create=False) == str(tmp_path / "home" / "Documents" / "DRLA")
+    assert outputs.folder_words(real(create=False)) == "~/Documents/DRLA"
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "arena.blend"))
+    assert real() == str(tmp_path / "arena_drla") and os.path.isdir(tmp_path / "arena_drla")
+    assert outputs.files_words([str(tmp_path / "arena_drla" / "a.json"), str(tmp_path / "arena_drla" / "b.json")]) \
+        == f"a.json, b.json in {tmp_path / 'arena_drla'}"

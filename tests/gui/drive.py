@@ -13,6 +13,7 @@ the rest.
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -186,11 +187,11 @@ def wait_until(pred, timeout, poll=0.5):
 
 
 def drla():
-    return bpy.context.scene.drla
+    return win().scene.drla  # the window's scene (Add > DRLA Examples may switch it to a new one)
 
 
 def ui_state():
-    return mod("runs.sessions").ui_state(bpy.context.scene)
+    return mod("runs.sessions").ui_state(win().scene)
 
 
 def state_line(tag):
@@ -212,7 +213,7 @@ def curve_count():
 def scene_fingerprint():
     """What 'the scene is exactly as before' means here: every object's transform, custom
     properties, pose, and the names in every data collection a run could leave things in."""
-    scene = bpy.context.scene
+    scene = win().scene
     objects = {}
     for ob in scene.objects:
         pose = None
@@ -270,6 +271,21 @@ def stage_open():
     yield 1.0
 
 
+def stage_open_default():
+    """Blender's default file (no DRLA tree yet): the extension is enabled."""
+    try:
+        check("the extension from the zip is enabled", ADDON in bpy.context.preferences.addons,
+              list(bpy.context.preferences.addons.keys()))
+        Ctx.tree = None
+    except Exception:
+        failed_stage("open default")
+    yield 1.0
+    # Blender shows its splash over the default file (not over a file opened from the command line): a person
+    # closes it with Esc
+    yield from xdo("mousemove", win().width // 2, win().height // 2, "sleep", "0.3", "key", "Escape")
+    yield 1.0
+
+
 def stage_layout():
     """3D viewport on top, the DRLA node editor below, both sidebars on the DRLA tab."""
     try:
@@ -295,8 +311,9 @@ def stage_layout():
     try:
         for a in (Ctx.v3d, Ctx.ne):
             region(a, 'UI').active_panel_category = 'DRLA'
-        with override(Ctx.ne):
-            bpy.ops.node.view_all()
+        if Ctx.tree is not None:  # (Blender's default file has no tree to show yet)
+            with override(Ctx.ne):
+                bpy.ops.node.view_all()
         with override(Ctx.v3d):
             bpy.ops.view3d.view_all(center=False)
     except Exception:
@@ -995,6 +1012,232 @@ def stage_physics_copies():
     yield 1.0
 
 
+# --------------------------------------------------------------------------- Show Network, examples, wrapped text
+def scene_now():
+    """The window's scene (Add > DRLA Examples may have switched it to a new one)."""
+    return win().scene
+
+
+def panel_labels_fit(tag):
+    """Every label the DRLA sidebar panels draw now fits the sidebar's width (the wrap fix, checked in the
+    real window's region: its width and UI scale)."""
+    try:
+        wrap = mod("ui.wrap")
+        with override(Ctx.v3d, 'UI'):
+            ctx = bpy.context
+            measure = wrap.text_measure(ctx)
+            room = wrap.text_space(ctx)
+            texts = [ctx.scene.drla.message, ctx.scene.drla.error, mod("ui.net_overlay").status()]
+            texts += [f"{a} {b}" for a, b in (line.split("\t", 1) for line in ctx.scene.drla.status.splitlines()
+                                                if "\t" in line)]
+            lines = [line for t in texts if t for line in wrap.wrap(t, room, measure)]
+        too_wide = [line for line in lines if measure(line) > room]
+        check(f"{tag}: every wrapped sidebar line fits the sidebar ({room} px)", not too_wide and lines,
+              f"too wide: {too_wide[:3]}" if too_wide else "no text")
+    except Exception:
+        failed_stage(f"{tag} labels fit")
+
+
+def show_network(tag, expect_drawn=True, names=None):
+    """Generator: press Show Network in the sidebar, wait for the overlay's timer, screenshot viewport and
+    sidebar, check it drew (or said why not), press Hide Network; the scene's data untouched."""
+    overlay = mod("ui.net_overlay")
+    before = scene_fingerprint()
+    try:
+        if overlay.enabled():
+            sidebar_call(bpy.ops.drla.network_overlay)
+        sidebar_call(bpy.ops.drla.network_overlay)
+        check(f"{tag}: Show Network turns the overlay on", overlay.enabled())
+    except Exception:
+        failed_stage(f"{tag} show network")
+        return
+    for a in areas('VIEW_3D'):
+        a.tag_redraw()
+    if expect_drawn:
+        yield from wait_until(lambda: overlay._cache.offscreen is not None, 20)
+        status = overlay.status()
+        titles = list(overlay._cache.titles)
+        ok = Ctx.waited and status.startswith("Showing") and (names is None or titles == names)
+        check(f"{tag}: Show Network draws the network and the sidebar says which", ok,
+              f"status={status!r} titles={titles}")
+    else:
+        yield from wait_until(lambda: overlay.status() != "", 10)
+        check(f"{tag}: Show Network says why there is nothing to draw", overlay._cache.offscreen is None
+              and overlay.status() and not overlay.status().startswith("Showing"), overlay.status())
+    yield 1.5
+    shot(f"{tag}_network", area=Ctx.v3d)
+    shot(f"{tag}_network_panel", area=Ctx.v3d, region_type='UI')
+    panel_labels_fit(tag)
+    try:
+        sidebar_call(bpy.ops.drla.network_overlay)
+    except Exception:
+        failed_stage(f"{tag} hide network")
+    check(f"{tag}: Hide Network turns it off, the scene's data untouched",
+          not overlay.enabled() and scene_fingerprint() == before, diff(before, scene_fingerprint()))
+    yield 0.5
+
+
+def stage_team_bake():
+    """Bake on a multi-agent tree (the duel, pac-man): every agent's objects are keyed, from its own model."""
+    try:
+        # each agent's objects (a tank and its cannon): a policy that only turns its cannon keys the cannon
+        movers = {"tank_duel": {"tank_a": ("TankA", "Cannon"), "tank_b": ("TankB", "CannonB")},
+                  "pacman": {"pacman": ("PacMan",), "ghost": ("Ghost",)}}.get(SCENARIO, {})
+        before = {a.name for a in bpy.data.actions}
+        drla().bake_steps = 30
+        with override(Ctx.v3d, 'UI'):
+            result = bpy.ops.drla.bake('INVOKE_DEFAULT')
+        new = {a.name for a in bpy.data.actions} - before
+
+        def action(name):
+            ob = bpy.data.objects.get(name)
+            return ob.animation_data.action.name if ob and ob.animation_data and ob.animation_data.action else None
+
+        keyed = {agent: [n for n in names if action(n) in new] for agent, names in movers.items()}
+        check("Bake on a multi-agent tree keys every agent's objects", result == {'FINISHED'} and movers
+              and all(keyed.values()), f"{result} {drla().error!r} new={sorted(new)} keyed={keyed}")
+    except Exception:
+        failed_stage("team bake")
+    yield 1.0
+    shot("09_team_baked", area=Ctx.v3d)
+    shot("09_team_baked_panel", area=Ctx.v3d, region_type='UI')
+    panel_labels_fit("09_team_baked")
+
+
+def stage_show_network_team():
+    """The duel after training (stopped run), after Play and as stored models: a box per agent."""
+    yield from show_network("20_duel_stopped", names=["tank_a", "tank_b"])
+    try:
+        mod("runs.sessions").discard(scene_now())  # as after reopening the file: only the stored models
+    except Exception:
+        failed_stage("discard session")
+    yield from show_network("21_duel_stored", names=["tank_a", "tank_b"])
+
+
+def stage_show_network_after_play_export_import():
+    """Show Network after Play, Export and Import (it drew nothing there before): the stored model."""
+    yield from show_network("20_tank_after_import", names=[""])
+
+
+def stage_show_network_while_training():
+    """Show Network stays on while the tree trains (IK, evolution, co-evolution): the live network drawn."""
+    overlay = mod("ui.net_overlay")
+    try:
+        scene_now().drla.total_steps = 0
+        result = sidebar_call(bpy.ops.drla.train)
+        check("Train starts (show network while training)", result == {'RUNNING_MODAL'}, result)
+        sidebar_call(bpy.ops.drla.network_overlay)
+    except Exception:
+        failed_stage("train for show network")
+        return
+    yield from wait_until(lambda: overlay._cache.offscreen is not None, 120)
+    status = overlay.status()
+    check("Show Network draws the live network while training", Ctx.waited and status.startswith("Showing"),
+          f"status={status!r} steps={scene_now().drla.steps_done}")
+    yield 1.5
+    shot(f"22_{SCENARIO}_training_network", area=Ctx.v3d)
+    shot(f"22_{SCENARIO}_training_panel", area=Ctx.v3d, region_type='UI')
+    panel_labels_fit(f"22_{SCENARIO}_training")
+    try:
+        yield from press(Ctx.v3d, "Escape", 0.4, 0.5)
+    except Exception:
+        failed_stage("esc show network")
+    yield from wait_until(lambda: ui_state() != "TRAINING", 60)
+    try:
+        sidebar_call(bpy.ops.drla.network_overlay)
+    except Exception:
+        failed_stage("hide network after training")
+    yield 1.0
+
+
+def view_solid(scene):
+    """The viewport framed on the scene's solid things (not on its far camera and light)."""
+    layer = win().view_layer
+    for ob in scene.objects:
+        ob.select_set(ob.type in {'MESH', 'ARMATURE'} and ob.visible_get(view_layer=layer), view_layer=layer)
+    with override(Ctx.v3d):
+        bpy.ops.view3d.view_selected()
+    for ob in scene.objects:
+        ob.select_set(False, view_layer=layer)
+
+
+EXAMPLE_TIMES = {"Pac-Man (co-evolution)": 25, "Walker": 25, "Cart-Pole (rigid body)": 20}
+
+
+def stage_examples():
+    """Blender's default file (the Cube at the origin): every example from Add > DRLA Examples goes where
+    nothing hides it (a new scene here: the Cube is in its way), trains a little, and Show Network draws its
+    network (or says why not)."""
+    menu = mod("ui.examples_menu")
+    start = scene_now()
+    cube = start.objects.get("Cube")
+    check("the default file has its Cube at the origin", cube is not None)
+    for k, name in enumerate(menu.EXAMPLES):
+        tag = f"3{k}_" + re.sub(r"\W+", "_", name).strip("_").lower()[:24]
+        try:
+            win().scene = start
+            yield 1.0
+            scenes_before = set(bpy.data.scenes)
+            result = sidebar_call(bpy.ops.drla.add_example, name=name)
+            scene = scene_now()
+            new = scene not in scenes_before and scene != start
+            check(f"{name}: added in a new scene (the Cube is in its way)", result == {'FINISHED'} and new
+                  and "Cube" not in scene.objects and scene.drla.tree is not None and "new scene" in scene.drla.message,
+                  f"{result} scene={scene.name} message={scene.drla.message!r}")
+            Ctx.tree = scene.drla.tree
+            if Ctx.ne is not None:
+                Ctx.ne.spaces.active.node_tree = Ctx.tree
+            view_solid(scene)
+        except Exception:
+            failed_stage(f"add example {name}")
+            continue
+        yield 1.5
+        try:
+            if Ctx.ne is not None:  # (once the editor has drawn the new tree: its nodes have their sizes)
+                with override(Ctx.ne):
+                    bpy.ops.node.view_all()
+        except Exception:
+            failed_stage(f"view example tree {name}")
+        yield 2.0
+        shot(f"{tag}_added")
+        yield from show_network(f"{tag}_untrained", expect_drawn=False)
+        try:
+            scene.drla.total_steps = 0
+            result = sidebar_call(bpy.ops.drla.train)
+            check(f"{name}: Train starts", result == {'RUNNING_MODAL'}, f"{result} {scene.drla.error}")
+        except Exception:
+            failed_stage(f"train example {name}")
+        yield from wait_until(lambda: drla().steps_done > 0, EXAMPLE_TIMES.get(name, 10))
+        if ui_state() == "TRAINING":
+            yield from press(Ctx.v3d, "Escape", 0.4, 0.5)
+            yield from wait_until(lambda: ui_state() != "TRAINING", 60)
+        state_line(f"{name} trained a little")
+        yield from show_network(f"{tag}_trained")
+    win().scene = start
+    yield 1.0
+
+
+def stage_example_here():
+    """Add > DRLA Examples > Tank with Place: This Scene, in the default file: the Cube that would hide the
+    arena is hidden (and named in the message), the tank is seen."""
+    try:
+        start = scene_now()
+        result = sidebar_call(bpy.ops.drla.add_example, name="Tank", place='HERE')
+        cube = start.objects.get("Cube")
+        check("Tank in this scene: the Cube in its way is hidden and named", result == {'FINISHED'}
+              and scene_now() == start and cube is not None and cube.hide_get() and "'Cube'" in start.drla.message,
+              start.drla.message)
+        view_solid(start)
+        if Ctx.ne is not None:
+            Ctx.ne.spaces.active.node_tree = start.drla.tree
+    except Exception:
+        failed_stage("example here")
+    yield 2.0
+    shot("40_tank_here", area=Ctx.v3d)
+    shot("40_tank_here_panel", area=Ctx.v3d, region_type='UI')
+    panel_labels_fit("40_tank_here")
+
+
 def finish():
     yield 0.5
     RESULTS["finished"] = True
@@ -1006,13 +1249,17 @@ def finish():
 
 SCENARIOS = {
     "tank": (stage_open, stage_layout, stage_train_and_esc, stage_resume_and_stop, stage_play,
-             stage_export_import, stage_bake, stage_node_editor, stage_broken_node),
-    "robot_arm": (stage_open, stage_layout, stage_drawn_layout, stage_ik),
+             stage_export_import, stage_show_network_after_play_export_import, stage_bake, stage_node_editor,
+             stage_broken_node),
+    "robot_arm": (stage_open, stage_layout, stage_drawn_layout, stage_ik, stage_show_network_while_training),
     "tank_bake_undo": (stage_open, stage_layout, stage_train_and_esc, stage_bake, stage_node_editor),
-    "tank_duel": (stage_open, stage_layout, stage_team),
+    "tank_duel": (stage_open, stage_layout, stage_team, stage_export_import, stage_team_bake,
+                  stage_show_network_team),
     "tank_copies": (stage_open, stage_layout, stage_copies, stage_overlay, stage_workers),
     "tank_nets": (stage_open, stage_layout, stage_grow, stage_switcher_play),
-    "pacman": (stage_open, stage_layout, stage_coevolution),
+    "pacman": (stage_open, stage_layout, stage_coevolution, stage_export_import, stage_team_bake,
+               stage_show_network_while_training),
+    "examples": (stage_open_default, stage_layout, stage_examples, stage_example_here),
     "walker_copies": (stage_open, stage_layout, stage_physics_copies),
 }
 

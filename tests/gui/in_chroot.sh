@@ -17,7 +17,8 @@ XPID=$!
 for _ in $(seq 50); do [ -e "/tmp/.X11-unix/X${DISPLAY_NUM#:}" ] && break; sleep 0.1; done
 export DISPLAY=$DISPLAY_NUM
 blend="$W/scenes/$S.blend"; [ -f "$blend" ] || blend="$W/scenes/${S%%_*}.blend"  # tank_bake_undo: tank.blend
-DRLA_GUI_OUT="$OUT" timeout "${DRLA_GUI_TIMEOUT:-600}" blender --window-geometry 0 0 1920 1200 "$blend" \
+[ -f "$blend" ] || blend=""  # examples: Blender's default file, the Cube at the origin
+DRLA_GUI_OUT="$OUT" timeout "${DRLA_GUI_TIMEOUT:-600}" blender --window-geometry 0 0 1920 1200 ${blend:+"$blend"} \
     --python "$W/drive.py" > "$OUT/blender.log" 2>&1
 echo "blender rc=$?" >> "$OUT/blender.log"
 kill "$XPID" 2>/dev/null; wait "$XPID" 2>/dev/null
