@@ -175,3 +175,58 @@ def test_the_core_floors_test_sees_a_violation(tmp_path):
         assert _core_imports(fake) == {"rl"}
     finally:
         fake.unlink()
+
+
+def _old_names_used(path: Path) -> set[str]:
+    """The 0.1 module names (``drla_core.MOVED``) a file imports, through any prefix (``drla_ext.drla_core``)."""
+    from drla_core import MOVED
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            parts = node.module.split(".")
+            if "drla_core" in parts:
+                rest = ".".join(parts[parts.index("drla_core") + 1:])
+                if rest in MOVED:
+                    found.add(rest)
+                elif not rest:
+                    found.update(a.name for a in node.names if a.name in MOVED)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                if "drla_core" in parts and ".".join(parts[parts.index("drla_core") + 1:]) in MOVED:
+                    found.add(alias.name)
+    return found
+
+
+REPO_FILES = sorted(p for top in ("drla", "addon", "tests", "bench", "scenes", "web")
+                    for p in (ROOT / top).rglob("*.py") if "node_modules" not in p.parts)
+
+
+def test_nothing_in_the_repository_uses_the_0_1_module_names():
+    """The forwarding of old names is for users' code only: every import here names a module where it lives."""
+    used = {str(p.relative_to(ROOT)): sorted(_old_names_used(p)) for p in REPO_FILES}
+    assert {k: v for k, v in used.items() if v and k != "tests/test_layers.py"} == {}
+
+
+def test_the_0_1_module_names_give_the_modules_at_their_floors_with_a_warning():
+    import importlib
+    import warnings
+
+    from drla_core import MOVED
+
+    for old, new in MOVED.items():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            module = importlib.import_module(f"drla_core.{old}")
+        assert module is importlib.import_module(f"drla_core.{new}")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        import sys
+
+        sys.modules.pop("drla_core.evolution", None)
+        from drla_core.evolution import EvolutionJob  # the name issue 24 promised keeps working
+    from drla_core.evolve.evolution import EvolutionJob as moved
+
+    assert EvolutionJob is moved
+    assert any("drla_core.evolution moved to drla_core.evolve.evolution" in str(w.message) for w in caught)

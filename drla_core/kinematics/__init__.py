@@ -33,12 +33,12 @@ from .chain import (
     forward_kinematics,
     joint_positions,
 )
-from .examples import arm3, arm3_specs, arm6, arm6_specs
+from .examples import ARM3_BASE, ARM6_BASE, arm3, arm3_specs, arm6, arm6_specs
 from .solvers import _dls_delta5, _dls_update, _limits, dls_solve, dls_step, fabrik_solve
 
 __all__ = [
     "_ROW5", "_as_batch", "_chain", "_fk_t", "_tip_error", "_dls_delta5", "_dls_update", "_limits", "dls_step",
-    "arm3_specs", "arm6_specs",
+    "arm3_specs", "arm6_specs", "ARM3_BASE", "ARM6_BASE",
     "AXES",
     "ArmDescription",
     "BoneSpec",

@@ -11,7 +11,9 @@ bpy = pytest.importorskip("bpy")
 @pytest.fixture
 def core(ext):
     import drla_ext.drla_core as core  # noqa: F401
-    from drla_ext.drla_core import mlp, model_io, spaces
+    from drla_ext.drla_core.base import spaces
+    from drla_ext.drla_core.io import model_io
+    from drla_ext.drla_core.nn import mlp
 
     return mlp, model_io, spaces
 

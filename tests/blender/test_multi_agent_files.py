@@ -56,7 +56,7 @@ def _outputs(models, n=16):
 
 def test_export_writes_every_agent_and_import_gives_equal_outputs(ext, tmp_path):
     from drla_ext.addon.runs import kinds, model_store
-    from drla_ext.drla_core import team_model
+    from drla_ext.drla_core.io import team_model
 
     scene, tree = _open_duel()
     assert kinds.team_names(tree) == ["tank_a", "tank_b"]

@@ -130,7 +130,9 @@ def test_show_network_draws_the_stored_model_after_import_and_follows_a_new_one(
     """No run in this Blender (a reopened file, after Play, Import or Export): the model stored in the file."""
     from drla_ext.addon.runs import model_store
     from drla_ext.addon.ui import net_overlay
-    from drla_ext.drla_core import mlp, model_io, spaces
+    from drla_ext.drla_core.base import spaces
+    from drla_ext.drla_core.io import model_io
+    from drla_ext.drla_core.nn import mlp
 
     tree = bpy.data.node_groups.new("Brain", "DRLA_NodeTree")
     empty_scene.drla.tree = tree

@@ -253,7 +253,8 @@ def test_play_operator_acts_and_restores(ext, mover, empty_scene):
 def store_scripted_model(tree):
     """A linear policy: step right while far from the goal, then spin (moves and turns are both keyed)."""
     from drla_ext.addon.runs import model_store
-    from drla_ext.drla_core import mlp, model_io
+    from drla_ext.drla_core.io import model_io
+    from drla_ext.drla_core.nn import mlp
 
     trained = model_store.load_stored_model(tree)
     net = mlp.MLP(trained.network.input_size, [], 3, rng=0)
@@ -470,7 +471,9 @@ def test_saving_the_file_stops_a_run_first(ext, mover, empty_scene, tmp_path):
 
 
 def test_play_with_a_model_from_another_tree_reports_and_restores(ext, mover, empty_scene, tmp_path):
-    from drla_ext.drla_core import mlp, model_io, spaces
+    from drla_ext.drla_core.base import spaces
+    from drla_ext.drla_core.io import model_io
+    from drla_ext.drla_core.nn import mlp
 
     wrong = model_io.Model(mlp.MLP(7, [(4, "relu")], 2, rng=0), spaces.Box(-1, 1, (7,)), spaces.Discrete(2))
     model_io.save_model(tmp_path / "other.json", wrong)

@@ -62,7 +62,9 @@ def _no_sessions_left(ext):
 
 def store_some_model(tree):
     from drla_ext.addon.runs import model_store
-    from drla_ext.drla_core import mlp, model_io, spaces
+    from drla_ext.drla_core.base import spaces
+    from drla_ext.drla_core.io import model_io
+    from drla_ext.drla_core.nn import mlp
 
     model = model_io.Model(mlp.MLP(2, [(4, "relu")], 2, rng=0), spaces.Box(-1, 1, (2,)), spaces.Discrete(2))
     model_store.store_model(tree, model)
