@@ -250,7 +250,8 @@ def model_from_dict(d: Any) -> Model:
     if d["format"] == "drla-team":  # drla_core.io.team_model
         names = ", ".join(map(str, d["agents"])) if isinstance(d.get("agents"), dict) else "?"
         raise ModelFormatError(f"this is a team file holding several agents' models ({names:.200}), not one "
-                               "model: play, bake or import it on a multi-agent tree")
+                               "model: play, bake or import it on a multi-agent tree, export-onnx or experts add it "
+                               "whole, or give one agent's own file (drla train writes <out>_<agent>.json beside it)")
     if d["format"] != FORMAT:
         raise ModelFormatError(f"format is {d['format']!r:.40}, expected {FORMAT!r}: not a DRLA model file")
     if "version" not in d:
