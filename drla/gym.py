@@ -1,0 +1,192 @@
+"""DRLA's built-in environments as native Gymnasium and PettingZoo environments (``pip install '.[gym]'``).
+
+Outside Blender only: DRLA's own ``drla_core`` spaces and envs follow the Gymnasium API already, but with DRLA's
+space classes; this module gives the ecosystem the real thing, so any trainer that takes a ``gymnasium.Env``
+(Stable-Baselines3, CleanRL, RLlib, ...) or a PettingZoo ``ParallelEnv`` trains on them as they are:
+
+    import gymnasium, drla.gym                 # importing drla.gym registers the ids
+    env = gymnasium.make("drla/CartPole-v0")   # or gymnasium.make("drla.gym:drla/CartPole-v0") with no import
+    env = drla.gym.parallel_env("pacman")      # a pettingzoo.ParallelEnv
+
+Spaces become Gymnasium's (``Box``, ``Discrete``, ``MultiDiscrete``); actions come back to DRLA as the types
+its envs take; seeding follows Gymnasium (``reset(seed=...)`` seeds the env and the action space's sampler).
+Environments whose ``render`` draws text take ``render_mode="ansi"``. Blender scenes (``.blend`` trees) as
+Gymnasium environments come next (issue 25).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces as gym_spaces
+
+from drla_core.base import spaces as drla_spaces
+from drla_core.envs import ENV_NAMES, make
+
+__all__ = ["to_gym_space", "GymEnv", "DrlaParallelEnv", "env", "parallel_env", "ENV_IDS", "register_envs"]
+
+
+def to_gym_space(space: drla_spaces.Space) -> gym_spaces.Space:
+    """The Gymnasium space equal to a DRLA space (same bounds, shape and dtype)."""
+    if isinstance(space, drla_spaces.Box):
+        return gym_spaces.Box(low=space.low, high=space.high, shape=space.shape, dtype=space.dtype)
+    if isinstance(space, drla_spaces.Discrete):
+        return gym_spaces.Discrete(int(space.n))
+    if isinstance(space, drla_spaces.MultiDiscrete):
+        return gym_spaces.MultiDiscrete(np.asarray(space.nvec, dtype=np.int64))
+    raise TypeError(f"no Gymnasium space for {type(space).__name__}")
+
+
+def _to_drla_action(space: drla_spaces.Space, action: Any) -> Any:
+    if isinstance(space, drla_spaces.Discrete):
+        return int(np.asarray(action).reshape(()))
+    if isinstance(space, drla_spaces.MultiDiscrete):
+        return np.asarray(action, dtype=np.int64)
+    return np.asarray(action, dtype=space.dtype)
+
+
+def _render_modes(inner: Any) -> list[str]:
+    return list(getattr(inner, "metadata", {}).get("render_modes", []))
+
+
+class GymEnv(gymnasium.Env):
+    """A DRLA ``Env`` as a ``gymnasium.Env``: ``GymEnv("cartpole")`` or ``GymEnv(drla_env)``."""
+
+    def __init__(self, name_or_env: str | Any = "cartpole", render_mode: str | None = None, **kwargs: Any) -> None:
+        self.inner = make(name_or_env, **kwargs) if isinstance(name_or_env, str) else name_or_env
+        self.metadata = {"render_modes": _render_modes(self.inner), "render_fps": 30}
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode {render_mode!r}: this environment renders {self.metadata['render_modes']}")
+        self.render_mode = render_mode
+        self.observation_space = to_gym_space(self.inner.observation_space)
+        self.action_space = to_gym_space(self.inner.action_space)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        super().reset(seed=seed)
+        if seed is None and self.inner._np_random is None:  # the inner env draws from Gymnasium's generator
+            seed = int(self.np_random.integers(2**31 - 1))
+        obs, info = self.inner.reset(seed=seed, options=options)
+        return self._obs(obs), dict(info)
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        obs, reward, terminated, truncated, info = self.inner.step(_to_drla_action(self.inner.action_space, action))
+        return self._obs(obs), float(reward), bool(terminated), bool(truncated), dict(info)
+
+    def render(self) -> Any:
+        return self.inner.render() if self.render_mode is not None else None
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def _obs(self, obs: Any) -> Any:
+        space = self.observation_space
+        return np.asarray(obs, dtype=space.dtype) if isinstance(space, gym_spaces.Box) else obs
+
+
+def _pettingzoo() -> Any:
+    import pettingzoo
+
+    return pettingzoo
+
+
+def _parallel_base() -> type:
+    try:
+        return _pettingzoo().ParallelEnv
+    except ImportError:  # pettingzoo is optional: parallel_env() says so when called
+        return object
+
+
+class DrlaParallelEnv(_parallel_base()):  # type: ignore[misc]
+    """A DRLA ``ParallelEnv`` (pac-man, the chase, the tank duel) as a ``pettingzoo.ParallelEnv``."""
+
+    def __init__(self, inner: Any, render_mode: str | None = None) -> None:
+        self.inner = inner
+        self.metadata = {"render_modes": _render_modes(inner), "name": type(inner).__name__.lower(),
+                         "is_parallelizable": True}
+        self.render_mode = render_mode
+        self.possible_agents = list(inner.possible_agents)
+        self.agents: list[str] = []
+        self._obs_spaces = {a: to_gym_space(inner.observation_space(a)) for a in self.possible_agents}
+        self._act_spaces = {a: to_gym_space(inner.action_space(a)) for a in self.possible_agents}
+
+    def observation_space(self, agent: str) -> gym_spaces.Space:
+        return self._obs_spaces[agent]
+
+    def action_space(self, agent: str) -> gym_spaces.Space:
+        return self._act_spaces[agent]
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
+        if seed is not None:
+            for i, agent in enumerate(self.possible_agents):
+                self._act_spaces[agent].seed(seed + i)
+        obs, infos = self.inner.reset(seed=seed, options=options)
+        self.agents = list(self.inner.agents)
+        return {a: self._obs(a, o) for a, o in obs.items()}, {a: dict(i) for a, i in infos.items()}
+
+    def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+        drla_actions = {a: _to_drla_action(self.inner.action_space(a), act) for a, act in actions.items()}
+        obs, rewards, terms, truncs, infos = self.inner.step(drla_actions)
+        self.agents = list(self.inner.agents)
+        return ({a: self._obs(a, o) for a, o in obs.items()}, {a: float(r) for a, r in rewards.items()},
+                {a: bool(t) for a, t in terms.items()}, {a: bool(t) for a, t in truncs.items()},
+                {a: dict(i) for a, i in infos.items()})
+
+    def render(self) -> Any:
+        return self.inner.render() if self.render_mode is not None else None
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def state(self) -> np.ndarray:
+        raise NotImplementedError("DRLA's multi-agent games have no global state; use each agent's observation")
+
+    def _obs(self, agent: str, obs: Any) -> Any:
+        space = self._obs_spaces[agent]
+        return np.asarray(obs, dtype=space.dtype) if isinstance(space, gym_spaces.Box) else obs
+
+
+#: The built-in multi-agent games: name -> (module in drla_core.envs, class)
+PARALLEL_GAMES = {"pacman": ("pacman", "PacmanEnv"), "chase": ("chase", "ChaseEnv"),
+                  "tank_duel": ("tank_duel", "TankDuel")}
+
+
+def parallel_env(name: str = "pacman", render_mode: str | None = None, **kwargs: Any) -> DrlaParallelEnv:
+    """A built-in multi-agent game as a ``pettingzoo.ParallelEnv`` (needs ``pip install pettingzoo``); ``kwargs``
+    go to the game (``parallel_env("chase", target="agent")``)."""
+    try:
+        _pettingzoo()
+    except ImportError:
+        raise ImportError("drla.gym.parallel_env needs PettingZoo: pip install '.[gym]' (or pip install "
+                          "pettingzoo)") from None
+    if name not in PARALLEL_GAMES:
+        raise KeyError(f"unknown multi-agent game {name!r}; known: {', '.join(sorted(PARALLEL_GAMES))}")
+    module, cls = PARALLEL_GAMES[name]
+    inner = getattr(importlib.import_module(f"drla_core.envs.{module}"), cls)(**kwargs)
+    return DrlaParallelEnv(inner, render_mode=render_mode)
+
+
+def env(name: str = "cartpole", render_mode: str | None = None, **kwargs: Any) -> GymEnv:
+    """A built-in single-agent environment as a ``gymnasium.Env`` (the entry point of every ``drla/...`` id)."""
+    return GymEnv(name, render_mode=render_mode, **kwargs)
+
+
+def _gym_id(name: str) -> str:
+    return "drla/" + "".join(part.capitalize() for part in name.split("_")).replace("Cartpole", "CartPole") + "-v0"
+
+
+#: ``gymnasium.make`` id -> the built-in environment's name (``drla/CartPole-v0`` -> ``cartpole``)
+ENV_IDS = {_gym_id(name): name for name in ENV_NAMES}
+
+
+def register_envs() -> None:
+    """Register every built-in environment with Gymnasium under ``drla/<Name>-v0`` (done on import)."""
+    for env_id, name in ENV_IDS.items():
+        if env_id not in gymnasium.registry:
+            gymnasium.register(env_id, entry_point="drla.gym:env", kwargs={"name": name})  # (each ends its own
+            # episodes: CartPole truncates at 500 steps itself, so no TimeLimit wrapper)
+
+
+register_envs()
