@@ -64,6 +64,8 @@ NOT_RUN = {
     "pip install ray": "installs into the environment running the tests; make setup installs ray",
     "pip install bpy==5.0.1": "installs into the environment running the tests; make demo installs bpy",
     "pip install '.[onnx]'": "installs into the environment running the tests; make setup installs onnx",
+    "pip install '.[gym]'": "installs into the environment running the tests; make setup installs gymnasium and "
+                            "pettingzoo (tests/test_gym.py)",
     ".venv-bpy45/bin/python scenes/tank/build_tank.py --out scenes/tank/tank.blend":
         "rewrites a shipped scene with the bpy 4.5 wheel of .venv-bpy45 (make setup-bpy45, make test-matrix's)",
     "ray start --head --port=6379": "starts a Ray head node for other machines to join (a cluster); the "
