@@ -185,8 +185,9 @@ def register_envs() -> None:
     """Register every built-in environment with Gymnasium under ``drla/<Name>-v0`` (done on import)."""
     for env_id, name in ENV_IDS.items():
         if env_id not in gymnasium.registry:
-            gymnasium.register(env_id, entry_point="drla.gym:env", kwargs={"name": name})  # (each ends its own
-            # episodes: CartPole truncates at 500 steps itself, so no TimeLimit wrapper)
+            # (each env ends its own episodes: CartPole truncates at 500 steps itself, so no TimeLimit wrapper)
+            vector = "drla.gym_vector:CartPoleVectorEnv" if name == "cartpole" else None
+            gymnasium.register(env_id, entry_point="drla.gym:env", kwargs={"name": name}, vector_entry_point=vector)
 
 
 register_envs()

@@ -120,3 +120,32 @@ def test_a_parallel_game_is_seeded_and_plays_to_its_end():
     assert 0 < steps <= 30
     with pytest.raises(KeyError, match="unknown multi-agent game 'tag'; known: chase, pacman, tank_duel"):
         dgym.parallel_env("tag")
+
+
+@pytest.mark.parametrize("exact", ["auto", "python"])
+def test_the_batched_cartpole_vector_env_equals_sync_vector_env_step_for_step(exact):
+    """``vectorization_mode="vector_entry_point"`` gives one numpy CartPole for all copies: the same observations,
+    rewards and flags as ``SyncVectorEnv`` over the scalar env, autoresets included, on every exact-math path."""
+    from drla_core.envs.cartpole import use_exact_math
+
+    use_exact_math(exact)
+    try:
+        fast = gymnasium.make_vec("drla/CartPole-v0", num_envs=12, vectorization_mode="vector_entry_point")
+        sync = gymnasium.make_vec("drla/CartPole-v0", num_envs=12, vectorization_mode="sync")
+        assert type(fast).__name__ == "CartPoleVectorEnv" and fast.observation_space == sync.observation_space
+        a, _ = fast.reset(seed=3)
+        b, _ = sync.reset(seed=3)
+        assert np.array_equal(a, b)
+        rng, ended = np.random.default_rng(0), 0
+        for t in range(800):
+            actions = rng.integers(0, 2, 12) if t % 4 else (a[:, 2] + a[:, 3] > 0).astype(np.int64)
+            a, ra, ta, tra, _ = fast.step(actions)
+            b, rb, tb, trb, _ = sync.step(actions)
+            assert np.array_equal(a, b) and np.array_equal(ra, rb), t
+            assert np.array_equal(ta, tb) and np.array_equal(tra, trb), t
+            ended += int(ta.sum() + tra.sum())
+        assert ended > 100
+        with pytest.raises(ValueError, match="step: actions must be 12 zeros and ones"):
+            fast.step(np.full(12, 2))
+    finally:
+        use_exact_math()
