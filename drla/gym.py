@@ -140,9 +140,6 @@ class DrlaParallelEnv(_parallel_base()):  # type: ignore[misc]
     def close(self) -> None:
         self.inner.close()
 
-    def state(self) -> np.ndarray:
-        raise NotImplementedError("DRLA's multi-agent games have no global state; use each agent's observation")
-
     def _obs(self, agent: str, obs: Any) -> Any:
         space = self._obs_spaces[agent]
         return np.asarray(obs, dtype=space.dtype) if isinstance(space, gym_spaces.Box) else obs

@@ -20,6 +20,8 @@ from gymnasium.vector.utils import batch_space
 
 from drla_core.envs import cartpole as cp
 
+from .gym import to_gym_space
+
 __all__ = ["CartPoleVectorEnv"]
 
 
@@ -38,8 +40,6 @@ class CartPoleVectorEnv(VectorEnv):
         if self.num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}")
         self._env = cp.CartPole(max_episode_steps)  # its constants and spaces; never stepped
-        from .gym import to_gym_space
-
         self.single_observation_space = to_gym_space(self._env.observation_space)
         self.single_action_space = to_gym_space(self._env.action_space)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
@@ -50,6 +50,8 @@ class CartPoleVectorEnv(VectorEnv):
         self._elapsed = np.zeros(n, np.int64)
         self._needs_reset = np.zeros(n, bool)
         self._rngs = [np.random.default_rng() for _ in range(n)]
+        self._two = np.full(n, 2.0)  # the exponent and the libm functions' outputs, kept between steps
+        self._cos, self._sin, self._sq_dot, self._sq_cos = (np.empty(n) for _ in range(4))
 
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
               ) -> tuple[np.ndarray, dict]:
@@ -84,12 +86,11 @@ class CartPoleVectorEnv(VectorEnv):
         resetting = self._needs_reset.copy()
         x, x_dot, theta, theta_dot = self._state
         force = np.where(actions == 1, e.force_mag, -e.force_mag)
-        costheta = cp._COS(theta, np.empty_like(theta))
-        sintheta = cp._SIN(theta, np.empty_like(theta))
-        two = np.full_like(theta, 2.0)
-        temp = (force + e.polemass_length * cp._SQUARE(theta_dot, two, np.empty_like(theta)) * sintheta) / e.total_mass
+        costheta = cp._COS(theta, self._cos)
+        sintheta = cp._SIN(theta, self._sin)
+        temp = (force + e.polemass_length * cp._SQUARE(theta_dot, self._two, self._sq_dot) * sintheta) / e.total_mass
         thetaacc = (e.gravity * sintheta - costheta * temp) / (
-            e.length * (4.0 / 3.0 - e.masspole * cp._SQUARE(costheta, two, np.empty_like(theta)) / e.total_mass))
+            e.length * (4.0 / 3.0 - e.masspole * cp._SQUARE(costheta, self._two, self._sq_cos) / e.total_mass))
         xacc = temp - e.polemass_length * thetaacc * costheta / e.total_mass
         new = np.stack([x + e.tau * x_dot, x_dot + e.tau * xacc, theta + e.tau * theta_dot,
                         theta_dot + e.tau * thetaacc])

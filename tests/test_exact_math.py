@@ -34,40 +34,42 @@ def exact_path(request):
     assert cartpole.EXACT_MATH_CHOICE == before
 
 
-def _trajectories(n=60, seed=5):
-    """Every row of a batch stepped to its end beside the scalar CartPole: (batch obs, scalar obs) per step."""
+def _trajectories(n=120, seed=5):
+    """Every row of a batch stepped to its end beside the scalar CartPole, from a good controller (500 steps) to a
+    poor one (ends early): (whether every step agreed bit for bit, steps run, each episode's length)."""
     seeds = [int(s) for s in np.random.default_rng(seed).integers(0, 2**31 - 1, n)]
     batch = CartPoleBatch(n)
     obs = batch.reset(seeds)
     envs = [CartPole() for _ in range(n)]
-    scalar = np.stack([e.reset(seed=s)[0] for e, s in zip(envs, seeds)])
+    same = np.array_equal(obs, np.stack([e.reset(seed=s)[0] for e, s in zip(envs, seeds)]))
     rng = np.random.default_rng(0)
     noise = np.linspace(0.0, 0.6, n)
-    rows, same, steps = np.arange(n), bool(np.array_equal(obs, scalar)), 0
+    rows, steps, lengths = np.arange(n), 0, []
     while rows.size:
         good = obs[:, 2] + 0.5 * obs[:, 3] + 0.01 * obs[:, 1] > 0
         actions = (good ^ (rng.random(rows.size) < noise[rows])).astype(np.int64)
-        obs, _, terminated, truncated = batch.step(actions)
+        obs, rewards, terminated, truncated = batch.step(actions)
         steps += 1
         for j, i in enumerate(rows):
-            o, _, te, _, _ = envs[i].step(int(actions[j]))
-            same = same and np.array_equal(o, obs[j]) and te == terminated[j]
+            o, r, te, tr, _ = envs[i].step(int(actions[j]))
+            same = same and np.array_equal(o, obs[j]) and (r, te, tr) == (rewards[j], terminated[j], truncated)
         ended = terminated | truncated
+        lengths += [steps] * int(ended.sum())
         batch.keep(~ended)
         rows, obs = rows[~ended], obs[~ended]
-    return same, steps
+    return bool(same), steps, lengths
 
 
 @pytest.mark.parametrize("exact_path", ["python", "auto"], indirect=True)
 def test_batch_follows_the_scalar_env_bit_for_bit_on_the_exact_paths(exact_path):
-    same, steps = _trajectories()
-    assert same and steps == 500
+    same, steps, lengths = _trajectories()
+    assert same and steps == 500 and min(lengths) < 50  # both long and short episodes were compared
 
 
 @pytest.mark.parametrize("exact_path", ["numpy"], indirect=True)
 def test_the_numpy_path_forced_runs_and_is_exact_where_the_probe_says_so(exact_path):
     assert exact_path == {"cos": "numpy", "sin": "numpy", "square": "numpy"}
-    same, steps = _trajectories()
+    same, steps, _ = _trajectories()
     assert steps == 500
     if all(cartpole._probe_numpy_is_exact().values()):
         assert same

@@ -8,6 +8,7 @@ Gymnasium's ``cartpole.py``, so the same seed and actions give the same trajecto
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -174,8 +175,6 @@ def exact_math(path: str | None = None) -> tuple[Any, Any, Any, dict[str, str]]:
     the probe agrees); None reads ``DRLA_EXACT_MATH``, so the test suite runs every path on every machine.
     (``x * x`` is not Python's ``x**2``: C ``pow`` rounds differently about once in a thousand squares.)
     """
-    import os
-
     path = path if path is not None else (os.environ.get(EXACT_MATH_VARIABLE) or "auto")
     if path not in EXACT_MATH_PATHS:
         raise ValueError(f"{EXACT_MATH_VARIABLE}={path!r}: expected one of {', '.join(EXACT_MATH_PATHS)}")

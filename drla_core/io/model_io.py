@@ -352,15 +352,19 @@ def parse_model_json(text: str | bytes) -> Any:
         raise ModelFormatError(f"not a usable model file: {exc}") from None
 
 
-def load_model(path: str | os.PathLike[str]) -> Model:
-    """Read and validate a model file; raises ``ModelFormatError`` (or ``OSError`` if it cannot be read)."""
+def read_model_bytes(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of a model (or team) file, refused before reading when over ``MAX_FILE_BYTES``."""
     path = Path(path)
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         raise ModelFormatError(f"{path.name}: {size} bytes, more than the limit of {MAX_FILE_BYTES} for a model file")
     with open(path, "rb") as f:
-        data = f.read(MAX_FILE_BYTES + 1)
-    return model_from_dict(parse_model_json(data))
+        return f.read(MAX_FILE_BYTES + 1)
+
+
+def load_model(path: str | os.PathLike[str]) -> Model:
+    """Read and validate a model file; raises ``ModelFormatError`` (or ``OSError`` if it cannot be read)."""
+    return model_from_dict(parse_model_json(read_model_bytes(path)))
 
 
 def write_json(path: str | os.PathLike[str], model: Model) -> Path:

@@ -18,7 +18,6 @@ from typing import Any
 from .. import __version__
 from ..base.files import atomic_write
 from .model_io import (
-    MAX_FILE_BYTES,
     Model,
     ModelFormatError,
     _check_depth,
@@ -30,6 +29,7 @@ from .model_io import (
     model_from_dict,
     model_to_dict,
     parse_model_json,
+    read_model_bytes,
 )
 
 __all__ = ["TEAM_FORMAT", "TEAM_VERSION", "MAX_AGENTS", "MAX_NAME_CHARS", "team_to_dict", "team_from_dict",
@@ -104,24 +104,15 @@ def read_models(data: bytes | str) -> dict[str, Model] | Model:
     return team_from_dict(parsed) if is_team(parsed) else model_from_dict(parsed)
 
 
-def _read_bytes(path: str | os.PathLike[str]) -> bytes:
-    path = Path(path)
-    size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise ModelFormatError(f"{path.name}: {size} bytes, more than the limit of {MAX_FILE_BYTES} for a model file")
-    with open(path, "rb") as f:
-        return f.read(MAX_FILE_BYTES + 1)
-
-
 def load_any(path: str | os.PathLike[str]) -> dict[str, Model] | Model:
     """The models of a team file (a dict by name) or the model of a model file; ``ModelFormatError`` otherwise
     (``OSError`` when it cannot be read)."""
-    return read_models(_read_bytes(path))
+    return read_models(read_model_bytes(path))
 
 
 def load_team(path: str | os.PathLike[str]) -> dict[str, Model]:
     """The models of the team file at ``path``; a plain model file is refused with a message that says so."""
-    parsed = parse_model_json(_read_bytes(path))
+    parsed = parse_model_json(read_model_bytes(path))
     if not is_team(parsed):
         raise ModelFormatError("this is one agent's model file, not a team file (format 'drla-team') holding "
                                "every agent's model")
