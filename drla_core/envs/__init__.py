@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["ENV_NAMES", "PARALLEL_ENV_NAMES", "make", "DeceptiveMaze", "EvacuationGrid", "TankGrid", "IdentityEnv"]
+__all__ = ["ENV_NAMES", "PARALLEL_ENV_NAMES", "make", "DeceptiveMaze", "EvacuationGrid", "TankGrid", "IdentityEnv", "Pendulum"]
 
 #: name -> (module, class). Modules are imported on first use, so a missing one only breaks its own name.
 _REGISTRY: dict[str, tuple[str, str]] = {
@@ -14,6 +14,7 @@ _REGISTRY: dict[str, tuple[str, str]] = {
     "evacuation": (".evacuation", "EvacuationGrid"),
     "tank_grid": (".tank_grid", "TankGrid"),
     "identity": (".identity", "IdentityEnv"),
+    "pendulum": (".pendulum", "Pendulum"),
 }
 ENV_NAMES: tuple[str, ...] = tuple(_REGISTRY)
 #: Multi-agent environments (``multi_agent.ParallelEnv``), made by the same ``make``: name -> (module, class).
