@@ -33,10 +33,16 @@ class StateSpec:
     node: str
     sensors: list[SensorSpec]
     clip: float = 0.0
+    #: the last ``frames`` readings, oldest first, make one observation (a frame stack; 1 = the reading alone)
+    frames: int = 1
+
+    @property
+    def frame_size(self) -> int:
+        return sum(s.size for s in self.sensors)
 
     @property
     def size(self) -> int:
-        return sum(s.size for s in self.sensors)
+        return self.frame_size * max(1, int(self.frames))
 
 
 @dataclass

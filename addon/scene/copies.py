@@ -145,6 +145,8 @@ class SceneCopies:
             if rbw.point_cache is not None and rbw.point_cache.is_baked:
                 raise CopyError("the rigid-body cache is baked: copies need live physics "
                                 "(free the bake, or set Copies to 1)")
+        if not env.copy_spacing:  # the extent reads world matrices: objects placed by a script since the last
+            scene.view_layers[0].update()  # evaluation would still be at the origin (and copies overlap)
         spacing = env.copy_spacing or (_extent(originals) + _sight(originals, env) + 1.0)
         self.spacing = spacing
         self.offsets = grid_offsets(self.n, spacing)

@@ -133,6 +133,7 @@ class SceneEnv(Env):
             term.reset()
         for done in self.dones:
             done.reset()
+        self.state.begin()
         return self.state.read()
 
     def step(self, action):

@@ -335,7 +335,9 @@ class NonFiniteError(ValueError):
 
 
 class StateReader:
-    """Reads a compiled ``StateSpec`` into one float32 vector (object lookups cached here)."""
+    """Reads a compiled ``StateSpec`` into one float32 vector (object lookups cached here). With Frames K > 1
+    the vector is the last K readings, oldest first: ``begin()`` at an episode's start makes the next reading
+    fill every frame (as Gymnasium's frame stack pads with the first observation)."""
 
     def __init__(self, state_spec, scene, shared: dict | None = None):
         """``shared``: what the readers of several scene copies share (the cameras' one picture)."""
@@ -347,15 +349,36 @@ class StateReader:
             self.slices.append(slice(offset, offset + spec.size))
             self.scales.append(float(spec.scale))
             offset += spec.size
-        self.size = offset
+        self.frame_size = offset
+        self.frames = max(1, int(getattr(state_spec, "frames", 1)))
+        self.size = offset * self.frames
         self.clip = float(state_spec.clip)
-        self.low, self.high = self._bounds()
+        low, high = self._bounds()
+        self.low, self.high = np.tile(low, self.frames), np.tile(high, self.frames)
         self._pairs = list(zip(self.readers, self.slices, self.scales))
         self._nodes = [spec.node for spec in state_spec.sensors]
+        self._history = np.zeros((self.frames, offset), np.float32)
+        self._fresh = True
+
+    def begin(self) -> None:
+        """A new episode: the next reading fills every stacked frame."""
+        self._fresh = True
+
+    def stacked(self, reading: np.ndarray) -> np.ndarray:
+        """``reading`` pushed onto the frame stack; the observation (``reading`` itself when Frames is 1)."""
+        if self.frames == 1:
+            return reading
+        if self._fresh:
+            self._history[:] = reading
+            self._fresh = False
+        else:
+            self._history[:-1] = self._history[1:]
+            self._history[-1] = reading
+        return self._history.reshape(-1).copy()
 
     def _bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Each value's range: the reader's ``bounds`` times the node's Scale, within the State's Clip."""
-        low, high = np.full(self.size, -np.inf), np.full(self.size, np.inf)
+        low, high = np.full(self.frame_size, -np.inf), np.full(self.frame_size, np.inf)
         for reader, sl, scale in zip(self.readers, self.slices, self.scales):
             lo, hi = reader.bounds
             ends = sorted([lo * scale, hi * scale]) if scale else [0.0, 0.0]
@@ -365,7 +388,12 @@ class StateReader:
         return low, high
 
     def read(self) -> np.ndarray:
-        obs = np.empty(self.size, np.float32)
+        """The observation: this reading (and, with Frames > 1, the ones before it)."""
+        return self.stacked(self.read_frame())
+
+    def read_frame(self) -> np.ndarray:
+        """The sensors' values now, one frame."""
+        obs = np.empty(self.frame_size, np.float32)
         for reader, sl, scale in self._pairs:
             view = obs[sl]
             reader.read(view)
@@ -393,13 +421,13 @@ class StateReader:
 class StateBatch:
     """The copies' ``StateReader`` s read into one (N, size) array: every sensor whose reader has a
     ``batch`` for all copies at once (from the world matrices ``read`` is given), the others copy by copy.
-    Row i holds exactly what ``states[i].read()`` returns."""
+    Row i holds exactly what ``states[i].read()`` returns (its frame stack included)."""
 
     def __init__(self, states: list[StateReader]) -> None:
         self.states = states
         self.n = len(states)
         first = states[0]
-        self.size, self.clip = first.size, first.clip
+        self.size, self.clip, self.frames = first.frame_size, first.clip, first.frames
         self.objects: list = []  # the world matrices the batched sensors need, object slot after slot
         self.parts: list = []  # (slice, scale, batch or None, first matrix row, object slots, readers)
         for j, (reader, sl, scale) in enumerate(first._pairs):
@@ -431,4 +459,6 @@ class StateBatch:
         if not finite.all():
             i = int(np.flatnonzero(~finite)[0])
             self.states[i]._raise_non_finite(obs[i])
+        if self.frames > 1:
+            return np.stack([state.stacked(row) for state, row in zip(self.states, obs)])
         return obs
