@@ -79,8 +79,9 @@ class ContinuousSpec:
 
 @dataclass
 class MotorsSpec:
-    """Continuous rigid-body motors: one value in [-1, 1] per Motor action (``ActionSpec`` of kind MOTOR),
-    times its Max Velocity, set as the motor's target velocity."""
+    """Continuous actions: one value in [-1, 1] per item. A Motor action (``ActionSpec`` of kind MOTOR): times
+    its Max Velocity, set as the motor's target velocity; an Action with Amount (``options["amount"]``): its
+    move, rotation or property change times the value."""
     node: str
     motors: list[ActionSpec]
 

@@ -44,12 +44,16 @@ class DRLA_ActionNode(DRLANode, bpy.types.Node):
     use_limits: BoolProperty(name="Limits", default=False)
     limit_min: FloatVectorProperty(name="Min", subtype='XYZ', default=(-1.0, -1.0, -1.0))
     limit_max: FloatVectorProperty(name="Max", subtype='XYZ', default=(1.0, 1.0, 1.0))
+    amount: BoolProperty(name="Amount", default=False,
+                         description="The agent chooses how much: from -1 to 1 times Vector (or Value), a "
+                                     "continuous action for a SAC, PPO or Evolution agent. An Action Set's actions "
+                                     "are then all continuous (with Amount, or Motor actions)")
     blocked_by: PointerProperty(type=bpy.types.Collection, name="Blocked By",
                                 description="A move that would put the object's origin inside the bounding box of "
                                             "one of this collection's objects is not made (walls)")
 
     draw_props = ("action_name", "kind", "object", "bone", "vector", "space", "property", "value",
-                  "use_limits", "limit_min", "limit_max", "blocked_by")
+                  "use_limits", "limit_min", "limit_max", "blocked_by", "amount")
 
     def draw(self, layout):
         draw_prop(layout, self, "action_name")
@@ -68,7 +72,9 @@ class DRLA_ActionNode(DRLANode, bpy.types.Node):
         else:
             draw_prop(layout, self, "property")
             layout.prop(self, "value")
-        layout.prop(self, "use_limits")
+        row = layout.row()
+        row.prop(self, "amount")
+        row.prop(self, "use_limits")
         if self.use_limits:
             if self.kind in {'SET_PROPERTY', 'ADD_PROPERTY'}:
                 layout.prop(self, "limit_min", index=0, text="Min")
@@ -87,6 +93,8 @@ class DRLA_ActionNode(DRLANode, bpy.types.Node):
                           value=float(self.value))
         if kind == 'WAIT':
             return spec
+        if self.amount:
+            spec.options["amount"] = True
         if kind == 'BONE_ROTATE':
             spec.obj = ctx.obj(self, "object", kind='ARMATURE')
             if not self.bone.strip():

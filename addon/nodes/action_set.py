@@ -5,8 +5,9 @@ from ..tree.node_tree import DRLANode, linked_nodes
 
 
 class DRLA_ActionSetNode(DRLANode, bpy.types.Node):
-    """The discrete actions the agent chooses from, numbered in link order; or Motor actions, one
-    continuous value each (a continuous action space, for an Evolution agent).
+    """The discrete actions the agent chooses from, numbered in link order; or continuous actions, one
+    value in [-1, 1] each: Motor actions and Actions with Amount (a continuous action space, for a SAC,
+    PPO or Evolution agent).
     Triggers: actions discrete action space continuous motors"""
 
     bl_idname = "DRLA_ActionSetNode"
@@ -43,10 +44,11 @@ class DRLA_ActionSetNode(DRLANode, bpy.types.Node):
                 ctx.error(node, f"two actions are named '{action.name}'")
             seen.add(action.name)
             actions.append(action)
-        motors = [a for a in actions if a.kind == "MOTOR"]
-        if motors and len(motors) < len(actions):
-            ctx.error(self, "Motor actions are continuous and the others discrete: an Action Set holds "
-                            "either kind, not both")
-        if motors:
-            return MotorsSpec(self.name, motors)
+        continuous = [a for a in actions if a.kind == "MOTOR" or a.options.get("amount")]
+        if continuous and len(continuous) < len(actions):
+            discrete = next(a.name for a in actions if a not in continuous)
+            ctx.error(self, f"Motor actions and actions with Amount are continuous, and '{discrete}' is discrete: "
+                            "an Action Set holds either kind, not both")
+        if continuous:
+            return MotorsSpec(self.name, continuous)
         return actions

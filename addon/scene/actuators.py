@@ -3,7 +3,7 @@
 ``DiscreteActuator.apply(index, rng)`` performs one named action (move, rotate, rotate a
 bone, set or add to a property, wait, fire) and returns what happened (``fired``, ``hit``);
 ``BoneActuator.apply(vector)`` sets continuous bone rotations; ``MotorActuator.apply(vector)`` sets
-rigid-body motor velocities; ``randomize_locations`` places
+rigid-body motor velocities and does the Actions with Amount; ``randomize_locations`` places
 objects at random start locations. Objects are looked up once, when built.
 """
 
@@ -104,10 +104,13 @@ class _Item:
             else:
                 self.get_score = None
 
-    def apply(self, rng) -> dict[str, bool]:
+    def apply(self, rng, amount: float | None = None) -> dict[str, bool]:
+        """Do the action; ``amount`` (an Action with Amount) scales its Vector or Value."""
         kind, spec = self.kind, self.spec
         if kind == 'WAIT':
             return NO_EVENT
+        if amount is not None:
+            return self._apply_amount(amount)
         if kind == 'MOVE':
             step = Vector(spec.vector)
             if spec.space == 'LOCAL':
@@ -127,6 +130,29 @@ class _Item:
             self.set(value)
         elif kind == 'FIRE':
             return self.fire(rng)
+        return NO_EVENT
+
+    def _apply_amount(self, amount: float) -> dict[str, bool]:
+        spec = self.spec
+        if self.kind in {'SET_PROPERTY', 'ADD_PROPERTY'}:
+            value = spec.value * amount + (float(self.get()) if self.kind == 'ADD_PROPERTY' else 0.0)
+            if spec.limits:
+                value = min(max(value, spec.limits[0][0]), spec.limits[1][0])
+            self.set(value)
+            return NO_EVENT
+        vector = [v * amount for v in spec.vector]
+        if self.kind == 'ROTATE':
+            _rotate(self.ob, vector, spec.limits)
+        elif self.kind == 'BONE_ROTATE':
+            _rotate(self.owner, vector, spec.limits)
+        elif self.kind == 'MOVE':
+            step = Vector(vector)
+            if spec.space == 'LOCAL':
+                step = self.ob.matrix_basis.to_3x3().normalized() @ step
+            new = self.ob.location + step
+            new = _clamp(new, spec.limits) if spec.limits else new
+            if self.blockers is None or not self.blockers.blocks(self._world(new)):
+                self.ob.location = new
         return NO_EVENT
 
     def _world(self, location) -> Vector:
@@ -272,17 +298,25 @@ class BoneActuator:
 
 
 class MotorActuator:
-    """Continuous rigid-body motors: each value in [-1, 1] times the motor's Max Velocity becomes its
-    constraint's target velocity (taking effect on the next simulated frame)."""
+    """Continuous actions, each value clipped to [-1, 1]: a rigid-body motor's value times its Max Velocity
+    becomes its constraint's target velocity (taking effect on the next simulated frame); an Action with
+    Amount moves, rotates or changes its property by the value times its Vector or Value."""
 
     def __init__(self, spec, scene):
-        self.setters = [property_setter(scene.objects[m.obj], m.path) for m in spec.motors]
-        self.scales = np.asarray([m.value for m in spec.motors], np.float64)
+        motor = [m.kind == 'MOTOR' for m in spec.motors]
+        self.setters = [property_setter(scene.objects[m.obj], m.path) if is_motor else _Item(m, scene)
+                        for m, is_motor in zip(spec.motors, motor)]
+        self.motor = motor
+        self.scales = np.asarray([m.value if is_motor else 1.0 for m, is_motor in zip(spec.motors, motor)],
+                                 np.float64)
 
     def apply(self, action, rng=None) -> dict[str, bool]:
-        velocities = np.clip(np.asarray(action, np.float64).reshape(-1), -1.0, 1.0) * self.scales
-        for set_velocity, v in zip(self.setters, velocities.tolist()):
-            set_velocity(v)
+        values = np.clip(np.asarray(action, np.float64).reshape(-1), -1.0, 1.0) * self.scales
+        for setter, is_motor, v in zip(self.setters, self.motor, values.tolist()):
+            if is_motor:
+                setter(v)
+            else:
+                setter.apply(rng, v)
         return NO_EVENT
 
 

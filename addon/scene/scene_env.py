@@ -10,8 +10,8 @@ start frame, and places the randomised objects with ``self.np_random``.
 Observation: ``Box(low, high, (state size,))``, each value's range as its sensor knows it (pixels and
 rays in 0..1, distances from 0, quaternions in -1..1, the rest unbounded) times its Scale, within the
 State's Clip; action: ``Discrete(n, names)``, ``Box(-1, 1, (3 x bones,))`` for continuous bone
-rotations or ``Box(-1, 1, (motors,))`` for rigid-body motors (a reset then restarts the simulation from
-the start frame: bit-identical episodes). With a Fire action,
+rotations or ``Box(-1, 1, (items,))`` for continuous Action Sets: rigid-body motors (a reset then restarts
+the simulation from the start frame: bit-identical episodes) and Actions with Amount. With a Fire action,
 ``info["hit"]`` is 1/0 on every shot and ``task_metric == "hit"``.
 
 The env changes the scene while it runs; wrap it in ``snapshot.restored_scene(scene)`` (as
@@ -98,7 +98,7 @@ class SceneEnv(Env):
             elif a.kind == 'FIRE' and a.options.get("score_obj") and a.options.get("score_path"):
                 out.append((a.options["score_obj"], a.options["score_path"]))
         if isinstance(self.spec.continuous, MotorsSpec):
-            out += [(m.obj, m.path) for m in self.spec.continuous.motors]
+            out += [(m.obj, m.path) for m in self.spec.continuous.motors if m.obj and m.path]
         return [(n, p) for n, p in dict.fromkeys(out) if not (p.startswith('["') and p.count('"') == 2)]
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
