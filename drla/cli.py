@@ -7,6 +7,8 @@
     drla play scenes/tank/tank.blend --model tank.json --episodes 20
     drla inspect model.json
     drla export-onnx model.json model.onnx
+    drla import-sb3 ppo_cartpole.zip --out model.json        (a Stable-Baselines3 policy; needs torch)
+    drla train --gym-id CartPole-v1 --steps 30000            (any Gymnasium env with discrete actions)
     drla web model.json
     drla envs
     drla demo
@@ -330,11 +332,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if env_name in PARALLEL_ENV_NAMES:
         raise CLIError(f"{args.model} is one side of the two-agent game {env_name}: eval plays one-agent environments "
                        f"({', '.join(ENV_NAMES)}); its training report shows how the two sides did")
-    if env_name not in ENV_NAMES:
+    gym = isinstance(env_name, str) and env_name.startswith(GYM_PREFIX)  # trained with --gym-id
+    if env_name not in ENV_NAMES and not gym:
         what = f"{args.model} was trained in {env_name!r}, not a built-in environment" if env_name else (
             f"{args.model} names no environment")
         raise CLIError(f"which environment? {what}: pass --env (one of " + ", ".join(ENV_NAMES) + ")")
-    env = make(env_name)
+    try:
+        env = make_target(env_name)
+    except GymIdError as exc:
+        raise CLIError(str(exc)) from None
     if env.observation_space.shape != model.observation_space.shape or env.action_space != model.action_space:
         raise CLIError(f"the model's spaces do not match environment {env_name!r}")
     result = evaluate(env, model.act, args.episodes, args.seed)

@@ -76,7 +76,7 @@ def read_sb3_zip(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray
     raw_data, raw_policy = _members(Path(path))
     try:
         data = json.loads(raw_data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # (RecursionError: nested too deeply)
         _fail(f"'data' is not JSON ({type(exc).__name__}: {str(exc)[:80]})")
     if not isinstance(data, dict):
         _fail("'data' is not a JSON object")

@@ -5,6 +5,7 @@ discrete actions (issue 25, item 4), through ``drla/gym_adapter.py``; what canno
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 import numpy as np
@@ -46,6 +47,9 @@ def test_dqn_solves_gymnasiums_cartpole(tmp_path, capsys):
             done = terminated or truncated
         returns.append(total)
     assert np.mean(returns) >= env.spec.reward_threshold, returns
+    assert main(["eval", str(out), "--episodes", "3"]) == 0  # drla eval finds the env in the model's meta
+    said = re.search(r"gym:CartPole-v1: mean return ([\d.]+) over 3 episodes", capsys.readouterr().out)
+    assert said and float(said[1]) >= env.spec.reward_threshold
 
 
 def test_acrobot_trains_with_dqn_copies_and_evolution(tmp_path, capsys):

@@ -230,6 +230,7 @@ def test_damaged_and_wrong_zips_are_refused_with_the_reason(zips, tmp_path, caps
         "not a state dict": _rezip(src, tmp_path / "h.zip", policy_pth=_torch_bytes([1, 2, 3])),
         "NaN": _rezip(src, tmp_path / "i.zip", policy_pth=_torch_bytes(
             {**state, "q_net.q_net.0.bias": torch.full((32,), float("nan"))})),
+        "'data' is not JSON (RecursionError": _rezip(src, tmp_path / "l.zip", data=b"[" * 200_000),
         "unpacks to": _rezip(src, tmp_path / "j.zip", data=b" " * (17 * 1024 * 1024)),
         "policy.pth' is not a plain PyTorch state dict": _rezip(src, tmp_path / "k.zip", policy_pth=b"\x00" * 100),
     }
