@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from drla_core.rl.dqn import DQNAgent, DQNConfig
-from drla_core.envs import ENV_NAMES, PARALLEL_ENV_NAMES, make
+from drla_core.envs import ENV_NAMES, PARALLEL_ENV_NAMES
 from drla_core.nn.mlp import ACTIVATIONS
 from drla_core.base.spaces import Discrete
 from drla_core.rl.train import TrainingRun, evaluate, metric_text
