@@ -232,8 +232,8 @@ def _check_target_flags(args: argparse.Namespace, blend: bool) -> None:
     for flag, name in BLEND_ONLY:
         if getattr(args, name, None) is not None:
             also = " (use --copies N to step N copies here)" if name in ("workers", "ray") else ""
-            raise CLIError(f"{flag}: applies to a .blend scene's tree, not to the built-in environment "
-                           f"{args.target!r}{also}")
+            what = "the Gymnasium environment" if args.target.startswith(GYM_PREFIX) else "the built-in environment"
+            raise CLIError(f"{flag}: applies to a .blend scene's tree, not to {what} {args.target!r}{also}")
 
 
 def _gym_target(args: argparse.Namespace) -> None:

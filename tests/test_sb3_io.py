@@ -245,6 +245,12 @@ def test_damaged_and_wrong_zips_are_refused_with_the_reason(zips, tmp_path, caps
     assert "these are continuous" in line
 
 
+def test_without_torch_one_line_says_what_to_install(zips, tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # as if PyTorch were not installed
+    line = _refusal(["import-sb3", str(zips["dqn"]), "--out", str(tmp_path / "x.json")], capsys)
+    assert "needs PyTorch: pip install torch" in line
+
+
 def test_the_python_function_raises_model_format_errors(tmp_path):
     bad = tmp_path / "bad.zip"
     bad.write_bytes(b"PK\x03\x04 broken")
