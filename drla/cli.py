@@ -7,6 +7,8 @@
     drla play scenes/tank/tank.blend --model tank.json --episodes 20
     drla inspect model.json
     drla export-onnx model.json model.onnx
+    drla import-sb3 ppo_cartpole.zip --out model.json        (a Stable-Baselines3 policy; needs torch)
+    drla train --gym-id CartPole-v1 --steps 30000            (any Gymnasium env with discrete actions)
     drla web model.json
     drla envs
     drla demo
@@ -34,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from drla_core.rl.dqn import DQNAgent, DQNConfig
-from drla_core.envs import ENV_NAMES, PARALLEL_ENV_NAMES, make
+from drla_core.envs import ENV_NAMES, PARALLEL_ENV_NAMES
 from drla_core.nn.mlp import ACTIVATIONS
 from drla_core.base.spaces import Discrete
 from drla_core.rl.train import TrainingRun, evaluate, metric_text
@@ -42,6 +44,7 @@ from drla_core.rl.vector_train import VectorTrainingRun
 from drla_core.base.vector_env import SyncVectorEnv
 
 from . import netcli, pure_jobs, scene, train_flags
+from .gym_adapter import GYM_PREFIX, GymIdError, make_target
 from .common import (
     DEFAULT_OUT_DIR,
     MAX_STEPS,
@@ -229,17 +232,33 @@ def _check_target_flags(args: argparse.Namespace, blend: bool) -> None:
     for flag, name in BLEND_ONLY:
         if getattr(args, name, None) is not None:
             also = " (use --copies N to step N copies here)" if name in ("workers", "ray") else ""
-            raise CLIError(f"{flag}: applies to a .blend scene's tree, not to the built-in environment "
-                           f"{args.target!r}{also}")
+            what = "the Gymnasium environment" if args.target.startswith(GYM_PREFIX) else "the built-in environment"
+            raise CLIError(f"{flag}: applies to a .blend scene's tree, not to {what} {args.target!r}{also}")
+
+
+def _gym_target(args: argparse.Namespace) -> None:
+    """``--gym-id ID``: the target ``gym:ID``, a Gymnasium environment (drla/gym_adapter.py), checked now."""
+    if args.gym_id is not None:
+        if args.target is not None:
+            raise CLIError(f"--gym-id: give a TARGET ({args.target}) or --gym-id {args.gym_id}, not both")
+        args.target = GYM_PREFIX + args.gym_id
+    if args.target is None:
+        raise CLIError("what to train? give a TARGET (a built-in environment or a .blend file) or --gym-id ID")
+    if args.target.startswith(GYM_PREFIX):
+        try:
+            make_target(args.target).close()
+        except GymIdError as exc:
+            raise CLIError(str(exc)) from None
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    _gym_target(args)
     if args.target.lower().endswith(".blend"):
         _check_target_flags(args, blend=True)
         return scene.train_scene(args)
-    if args.target not in ENV_NAMES + PARALLEL_ENV_NAMES:
-        raise CLIError(f"unknown environment {args.target!r}: give a .blend file or one of "
-                       f"{', '.join(ENV_NAMES + PARALLEL_ENV_NAMES)}")
+    if args.target not in ENV_NAMES + PARALLEL_ENV_NAMES and not args.target.startswith(GYM_PREFIX):
+        raise CLIError(f"unknown environment {args.target!r}: give a .blend file, one of "
+                       f"{', '.join(ENV_NAMES + PARALLEL_ENV_NAMES)}, or --gym-id ID")
     _check_target_flags(args, blend=False)
     if args.agent in pure_jobs.AGENTS or (args.resume or "").lower().endswith(".json"):
         # evolution; a .json --resume is a population file
@@ -259,7 +278,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     if ckpt is not None and args.seed is not None and args.seed != saved_run["seed"]:
         raise CLIError(f"--seed: a resumed run keeps its seed ({saved_run['seed']}); drop --seed")
     args.seed = saved_run.get("seed", 0) if args.seed is None else args.seed
-    env, eval_env = make(args.target), make(args.target)
+    env, eval_env = make_target(args.target), make_target(args.target)
     check_replay_memory(args.buffer_size, int(np.prod(env.observation_space.shape)))
     if not isinstance(env.action_space, Discrete):
         agents = " or --agent ".join(a for a in pure_jobs.AGENTS if a != "coevolution")
@@ -284,7 +303,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     copies = getattr(args, "copies", None) or saved_run.get("num_envs") or 1
     if copies > 1:  # N copies stepped together, one network call for all; steps count env steps of every copy
         meta["copies"] = copies
-        venv = SyncVectorEnv([lambda: make(args.target)] * copies)
+        venv = SyncVectorEnv([lambda: make_target(args.target)] * copies)
         run: TrainingRun = VectorTrainingRun(venv, agent, steps, **options)
     else:
         run = TrainingRun(env, agent, steps, **options)
@@ -313,11 +332,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if env_name in PARALLEL_ENV_NAMES:
         raise CLIError(f"{args.model} is one side of the two-agent game {env_name}: eval plays one-agent environments "
                        f"({', '.join(ENV_NAMES)}); its training report shows how the two sides did")
-    if env_name not in ENV_NAMES:
+    gym = isinstance(env_name, str) and env_name.startswith(GYM_PREFIX)  # trained with --gym-id
+    if env_name not in ENV_NAMES and not gym:
         what = f"{args.model} was trained in {env_name!r}, not a built-in environment" if env_name else (
             f"{args.model} names no environment")
         raise CLIError(f"which environment? {what}: pass --env (one of " + ", ".join(ENV_NAMES) + ")")
-    env = make(env_name)
+    try:
+        env = make_target(env_name)
+    except GymIdError as exc:
+        raise CLIError(str(exc)) from None
     if env.observation_space.shape != model.observation_space.shape or env.action_space != model.action_space:
         raise CLIError(f"the model's spaces do not match environment {env_name!r}")
     result = evaluate(env, model.act, args.episodes, args.seed)
@@ -388,6 +411,12 @@ def _onnx_io() -> Any:
     return onnx_io
 
 
+def _sb3_io() -> Any:
+    from . import sb3_io  # imported on use: it needs torch
+
+    return sb3_io
+
+
 def _web() -> Any:
     from . import web
 
@@ -416,8 +445,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("train", help="train an agent and save it as a JSON model plus a report picture",
                        description="Train a DQN agent. TARGET is a built-in environment (see 'envs') or a .blend "
                                    "file whose DRLA node tree describes the problem.")
-    p.add_argument("target", metavar="TARGET", help=f"{' | '.join(ENV_NAMES + PARALLEL_ENV_NAMES)} | "
-                                                    "path/to/scene.blend")
+    p.add_argument("target", metavar="TARGET", nargs="?",
+                   help=f"{' | '.join(ENV_NAMES + PARALLEL_ENV_NAMES)} | path/to/scene.blend (or --gym-id ID)")
+    p.add_argument("--gym-id", metavar="ID",
+                   help="train on a registered Gymnasium environment instead of a TARGET: gymnasium.make(ID), Box "
+                        "observations and discrete actions (CartPole-v1, Acrobot-v1, LunarLander-v3 with "
+                        "gymnasium[box2d]; needs gymnasium: pip install '.[gym]')")
     p.add_argument("--tree", help="DRLA node tree in the .blend (default: the only one)")
     p.add_argument("--steps", type=STEPS, metavar="N",
                    help="environment steps to train, exactly (default: 50000, or the scene's Trainer node)")
@@ -508,6 +541,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kind", choices=("dqn", "ik", "mlp"), help="model kind (default: from the file, else mlp)")
     p.add_argument("--actions", metavar="NAMES", help="comma-separated action names: discrete actions (a DQN)")
     p.set_defaults(func=lambda args: _onnx_io().cmd_import_onnx(args))
+
+    p = sub.add_parser("import-sb3", help="read a Stable-Baselines3 policy (.zip) as a DRLA model file (needs torch)",
+                       description="Convert the greedy policy of a Stable-Baselines3 MlpPolicy (DQN's Q-network; "
+                                   "PPO's or A2C's actor: argmax for discrete actions, the mean for continuous ones) "
+                                   "into a DRLA model file that Blender's Import / Play and drla play read. Nothing "
+                                   "in the zip is executed.")
+    p.add_argument("policy", metavar="POLICY.zip", help="the zip SB3's model.save() wrote")
+    p.add_argument("--out", required=True, metavar="OUT.json", help="model file to write")
+    p.add_argument("--kind", choices=("dqn", "mlp"),
+                   help="model kind (default: dqn for discrete actions, which a DQN tree plays; mlp for continuous "
+                        "ones, or for an evolution tree)")
+    p.add_argument("--actions", metavar="NAMES", help="comma-separated names of the discrete actions")
+    p.set_defaults(func=lambda args: _sb3_io().cmd_import_sb3(args))
 
     p = sub.add_parser("web", help="open a model in its browser demo (a local server on 127.0.0.1)",
                        description="Serve web/ and MODEL.json on 127.0.0.1 and open the demo page for the model's "

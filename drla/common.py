@@ -156,7 +156,8 @@ def check_replay_memory(buffer_size: int | None, obs_size: int, memory: int | No
 
 
 def out_paths(out: str | None, default_stem: str) -> tuple[Path, Path]:
-    model_path = Path(out) if out else DEFAULT_OUT_DIR / f"{default_stem}.json"
+    stem = default_stem.replace(":", "_").replace("/", "_")  # gym:ALE/Pong-v5 -> gym_ALE_Pong-v5
+    model_path = Path(out) if out else DEFAULT_OUT_DIR / f"{stem}.json"
     if model_path.is_dir():
         raise CLIError(f"--out {model_path} is a folder: give a file name ending in .json")
     if model_path.suffix.lower() != ".json":

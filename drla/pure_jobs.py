@@ -21,7 +21,7 @@ from typing import Any
 
 from drla_core.rl.base import TrainingJob
 from drla_core.evolve.coevolution import COEVOLUTION_FORMAT, CoevolutionJob, save_coevolution_report
-from drla_core.envs import PARALLEL_ENV_NAMES, make
+from drla_core.envs import PARALLEL_ENV_NAMES
 from drla_core.evolve.evolution import (
     CHECKPOINT_FORMAT,
     EvolutionConfig,
@@ -34,6 +34,7 @@ from drla_core.io.model_io import save_model
 from drla_core.evolve.neat import NEATConfig
 
 from .common import CLIError, CtrlC, drla_command, out_paths, refuse_model_file, shown_path
+from .gym_adapter import make_target as make  # a built-in environment's name, or gym:ID (drla train --gym-id)
 
 #: Seconds per ``advance`` slice: how often the progress line and Ctrl-C are looked at. Nothing a run saves or
 #: measures depends on it (tests/test_slices.py sets it to 0 and to an hour).

@@ -157,6 +157,9 @@ COMMANDS: dict[str, Callable[[Trained], list[list[str]]]] = {
                                   str(t.folder / "resumed.json"), "--quiet", "--steps", t.more_steps]],
     "train --copies": lambda t: [t.argv(t.folder / "copies.json", "--copies", "2")],
     "train --workers": lambda t: [t.argv(t.folder / "workers.json", "--workers", "1")],
+    # the same agent on Gymnasium's CartPole-v1 (drla/gym_adapter.py): every agent but co-evolution trains it
+    "train --gym-id": lambda t: [["train", "--gym-id", "CartPole-v1", *t.base[2:], "--out",
+                                  str(t.folder / "gym.json")]],
     "eval": lambda t: [["eval", *_model(t), "--episodes", "2"]],
     "play": lambda t: [["play", *t.scene, "--model", *_model(t), "--episodes", "1"]],
     "inspect": lambda t: [["inspect", *_model(t)]],
@@ -176,6 +179,7 @@ COMMANDS: dict[str, Callable[[Trained], list[list[str]]]] = {
 NO_MODEL = {
     "envs": "lists the built-in environments (tests/test_cli.py)",
     "demo": "trains the tank example, no model or tree of the user's (tests/blender/test_cli_scene.py)",
+    "import-sb3": "reads a Stable-Baselines3 zip, not a DRLA model (tests/test_sb3_io.py)",
 }
 #: Commands run as a separate process (they serve until stopped): the line that says they are up.
 SERVES = {"web": "serving "}
@@ -244,5 +248,8 @@ def test_every_agent_with_every_command(trained, capsys):
             assert rows[(agent, command)][0] == "works", (agent, command, rows[(agent, command)])
     assert rows[("dqn", "train --resume")][0] == "works" and rows[("ga", "train --resume")][0] == "works"
     assert rows[("dqn", "train --copies")][0] == "works"
+    assert all(rows[(a, "train --gym-id")][0] == "works" for a in AGENTS if a != "coevolution")
+    verdict, why = rows[("coevolution", "train --gym-id")]
+    assert verdict == "refused" and "two-agent game" in why
     verdict, why = rows[("dqn", "train --workers")]
     assert verdict == "refused" and "applies to a .blend scene's tree" in why

@@ -68,6 +68,13 @@ NOT_RUN = {
                             "pettingzoo (tests/test_gym.py)",
     ".venv-bpy45/bin/python scenes/tank/build_tank.py --out scenes/tank/tank.blend":
         "rewrites a shipped scene with the bpy 4.5 wheel of .venv-bpy45 (make setup-bpy45, make test-matrix's)",
+    'pip install "gymnasium[box2d]"': "installs Box2D (a C++ build with swig) into the environment running the "
+                                      "tests; tests/test_gym_id.py checks the refusal without it",
+    'pip install "ray[rllib]==2.60.0"': "would pin gymnasium to 1.2.2 in the environment running the tests "
+                                        "(docs/trainers.md says why the RLlib example is not run)",
+    'pip install "pyarrow<19" scipy lz4 ormsgpack pydantic': "RLlib's dependencies, installed by hand in a separate "
+                                                             "environment for the RLlib example, which the suite "
+                                                             "does not run (docs/trainers.md)",
     "ray start --head --port=6379": "starts a Ray head node for other machines to join (a cluster); the "
                                     "laptop command beside it runs a local Ray instead",
     "ray start --address=HEAD_IP:6379": "joins a Ray cluster at HEAD_IP (another machine)",
@@ -79,13 +86,16 @@ NOT_COMMANDS = {
     "drla play": "the command's name",
     "drla train": "the command's name",
     "drla web": "the command's name",
+    "drla eval": "the command's name",
+    "drla import-sb3": "the command's name",
     "python -m drla": "the module's name (python -m drla with nothing after it prints the usage)",
 }
 #: Commands that serve until Ctrl-C.
 SERVERS = {"drla web out/cartpole.json"}
 #: module -> what in a command needs it (make setup installs them all); without it the test is skipped.
 NEEDS = {"bpy": r"\.blend|\bdemo\b|make build", "ray": r"--ray", "onnx": r"export-onnx",
-         "tensorboardX": r"--tensorboard"}
+         "tensorboardX": r"--tensorboard", "gymnasium": r"--gym-id|drla\.gym",
+         "stable_baselines3": r"stable_baselines3|import-sb3"}
 
 
 @dataclass
