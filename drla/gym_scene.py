@@ -1,0 +1,583 @@
+"""A Blender scene's DRLA node tree as a Gymnasium environment, a Gymnasium vector environment of scene copies, or a
+PettingZoo ``ParallelEnv`` (issue 25); outside Blender, with ``bpy`` from PyPI in this process.
+
+    import gymnasium, drla.gym
+    env = gymnasium.make("drla/Scene-v0", blend="scenes/tank/tank.blend", tree="Tank", render_mode="rgb_array")
+    envs = gymnasium.make_vec("drla/Scene-v0", num_envs=16, vectorization_mode="vector_entry_point",
+                              blend="scenes/tank/tank.blend", tree="Tank")
+    duel = drla.gym.parallel_env(blend="scenes/tank_duel/tank_duel.blend", tree="Duel")
+
+The tree is compiled as ``drla train`` compiles it (``drla.scene``), and its environment is the add-on's own
+(``SceneEnv``, ``SceneVectorEnv``, ``SceneTeamEnv``): the same observations, actions, rewards and endings as a
+run in Blender's sidebar. Spaces are Gymnasium's, with the bounds each sensor knows (a camera's pixels 0..1, a
+distance from 0; a location or a velocity has none, and its entries stay infinite). ``render_mode="rgb_array"``
+gives the scene camera's picture, flat-shaded as DRLA's camera sensor draws it (HxWx3 uint8; the scene's output
+size scaled down to at most 256 pixels a side, or ``render_size=(w, h)``).
+
+One .blend per process: bpy holds one open file, so every scene environment of a process is on the same file.
+Environments on that file share its scene: each one's objects, properties and frame are swapped in before it
+acts, so several environments (``gymnasium.make_vec(..., vectorization_mode="sync")``, PettingZoo's seed test)
+each play their own episodes exactly as if alone. A scene with rigid-body physics takes one environment at a time
+(one simulation per scene), and so does a vector environment (its copies fill the scene). An environment on
+another file while one is open is refused with the open file's name: close the open ones first
+(``env.close()``), or make it in another process (``vectorization_mode="async"``). ``close()`` puts the scene
+back as the file opened it (``snapshot.restored_scene``, as a run in Blender does) once the last environment on
+it is closed; the file on disk is never written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces as gym_spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from .gym import DrlaParallelEnv, _to_drla_action, to_gym_space
+
+__all__ = ["BlendEnv", "BlendVectorEnv", "BlendParallelEnv", "parallel_env", "open_blend"]
+
+#: The longest side of ``render()``'s picture when ``render_size`` is not given.
+RENDER_SIDE = 256
+
+
+class SceneFileError(ValueError):
+    """The .blend, its tree or this process's open file does not allow the environment asked for."""
+
+
+# --------------------------------------------------------------------------- the one open file
+
+class _OpenFile:
+    """The .blend this process has open for scene environments, the snapshot that restores it, and its users
+    (the environments over it): the one whose state is in the scene (``owner``) and each other one's state."""
+
+    def __init__(self, path: Path) -> None:
+        from . import extension
+        from . import scene as cli_scene
+
+        self.path = path
+        try:
+            self.bpy = cli_scene._import_bpy()
+        except cli_scene.CLIError as exc:
+            raise ImportError(str(exc)) from None
+        extension.register_extension()
+        # a .blend can carry Python scripts that run on load when auto-run is on: never here (as drla train)
+        self.bpy.context.preferences.filepaths.use_scripts_auto_execute = False
+        try:
+            self.bpy.ops.wm.open_mainfile(filepath=str(path), load_ui=False)
+        except RuntimeError as exc:
+            reason = str(exc).strip().splitlines()[-1].removeprefix("Error: ") if str(exc).strip() else "unknown"
+            raise SceneFileError(f"Blender could not open {path}: {reason}") from None
+        self.scene = self.bpy.context.scene
+        self.snapshot_module = cli_scene.addon_module("scene.snapshot")
+        self._restoring = contextlib.ExitStack()
+        self.snapshot = self._restoring.enter_context(self.snapshot_module.restored_scene(self.scene))
+        self.users: list[_User] = []
+        self.owner: _User | None = None
+
+    def tree(self, name: str | None) -> Any:
+        trees = [t for t in self.bpy.data.node_groups if t.bl_idname == "DRLA_NodeTree"]
+        names = ", ".join(t.name for t in trees)
+        if not trees:
+            raise SceneFileError(f"{self.path} has no DRLA node tree: add one in Blender (Add > DRLA Examples in "
+                                 "the 3D viewport, or a new tree in the DRLA node editor)")
+        if name is None:
+            if len(trees) > 1:
+                raise SceneFileError(f"{self.path} has several DRLA trees; pick one with tree=NAME: {names}")
+            return trees[0]
+        found = [t for t in trees if t.name == name]
+        if not found:
+            raise SceneFileError(f"no DRLA tree named {name!r} in {self.path}; it has: {names}")
+        return found[0]
+
+    def has_physics(self) -> bool:
+        rbw = self.scene.rigidbody_world
+        return rbw is not None and rbw.collection is not None and len(rbw.collection.objects) > 0
+
+    def admit(self, user: _User, exclusive: bool) -> None:
+        """Take ``user`` on: the scene as the file opened it for its environment to be built on (the state of the
+        environment now in the scene saved), refused where the scene cannot be shared."""
+        alone = exclusive or self.has_physics()
+        if self.users and (alone or any(u.exclusive for u in self.users)):
+            first = self.users[0]
+            why = ("its rigid-body simulation is one per scene" if self.has_physics() else
+                   "a vector environment's copies fill the scene")
+            raise SceneFileError(f"{self.path} is open for another environment ({first.what}) and {why}: close "
+                                 "that one first (env.close()), or make this one in another process")
+        self.switch_to(None)
+        user.exclusive = alone
+        self.users.append(user)
+        self.owner = user
+
+    def switch_to(self, user: _User | None) -> None:
+        """Make the scene ``user``'s (None: as the file opened it), saving the state of the environment in it."""
+        if self.owner is user:
+            return
+        if self.owner is not None:
+            self.owner.saved = self.owner.capture()
+            self._pristine(self.owner)
+        self.owner = user
+        if user is not None and user.saved is not None:
+            user.restore(user.saved)
+        elif user is None:
+            self.scene.frame_set(self.snapshot.frame)
+
+    def _pristine(self, user: _User) -> None:
+        snap = self.snapshot
+        for ob, _ in user.objects():
+            state = snap.objects.get(ob.name)
+            if state is not None:
+                state.restore(ob)
+        for ob, path, _ in user.paths():
+            value = snap.paths.get((ob.name, path))
+            if value is not None:
+                self.snapshot_module.restore_path(ob, path, value)
+        for key in user.scene_props():
+            if key in snap.scene_props:
+                self.scene[key] = snap.scene_props[key]
+
+    def release(self, user: _User) -> None:
+        global _OPEN
+        if user not in self.users:
+            return
+        self.users.remove(user)
+        if not self.users:  # the whole scene back as the file opened it
+            self.owner = None
+            _OPEN = None
+            self._restoring.close()
+        elif self.owner is user:  # its objects back as the file opened them, for the others
+            self._pristine(user)
+            self.owner = None
+            self.scene.frame_set(self.snapshot.frame)
+
+
+_OPEN: _OpenFile | None = None
+
+
+def open_blend(blend: str | Path | None) -> _OpenFile:
+    """This process's open .blend as ``blend`` (opened now if no environment holds another one)."""
+    global _OPEN
+    if blend is None:
+        raise SceneFileError("drla/Scene-v0 needs blend=PATH, the .blend file to open (and tree=NAME, its DRLA tree)")
+    path = Path(blend).expanduser().resolve()
+    if _OPEN is not None and _OPEN.users:
+        if _OPEN.path == path:
+            return _OPEN
+        raise SceneFileError(f"this process has {_OPEN.path} open for {len(_OPEN.users)} environment(s) and bpy "
+                             f"holds one .blend per process: close them first (env.close()), or make the "
+                             f"environment on {Path(blend).name} in another process")
+    if path.is_dir():
+        raise SceneFileError(f"{blend} is a folder, not a .blend file")
+    if not path.is_file():
+        raise FileNotFoundError(f"no such .blend file: {blend}")
+    _OPEN = _OpenFile(path)
+    return _OPEN
+
+
+def _compiled(file: _OpenFile, tree: Any) -> Any:
+    from . import scene as cli_scene
+
+    compiler = cli_scene.addon_module("tree.compiler")
+    try:
+        return compiler.compile_tree(tree, file.scene)
+    except cli_scene.addon_module("specs").CompileError as exc:
+        problems = "; ".join(f"node {node!r}: {message}" if node else message for node, message in exc.errors)
+        raise SceneFileError(f"tree {tree.name!r} in {file.path.name} does not compile: {problems}") from None
+
+
+def _release_if_alone(file: _OpenFile) -> None:
+    """After a refused environment: the file is closed again when nothing else holds it."""
+    global _OPEN
+    if not file.users and _OPEN is file:
+        _OPEN = None
+        file._restoring.close()
+
+
+class _User:
+    """One environment over the open file's scene: its ``SceneEnv`` parts, whose objects, RNA paths, scene
+    properties and frame are its state (saved while another environment uses the scene)."""
+
+    exclusive = False
+    saved: Any = None
+    what = "an environment"
+
+    def scene_envs(self) -> list[Any]:
+        raise NotImplementedError
+
+    def frame(self) -> int:
+        raise NotImplementedError
+
+    def set_frame(self, frame: int) -> None:
+        raise NotImplementedError
+
+    def objects(self) -> list[tuple[Any, Any]]:
+        return [pair for env in self.scene_envs() for pair in env.initial]
+
+    def paths(self) -> list[tuple[Any, str, Any]]:
+        return [item for env in self.scene_envs() for item in env.initial_paths]
+
+    def scene_props(self) -> list[str]:
+        return list(dict.fromkeys(k for env in self.scene_envs() for k in env.initial_scene_props))
+
+    def capture(self) -> tuple:
+        snapshot = self.file.snapshot_module
+        scene = self.file.scene
+        return ([(ob, snapshot.ObjectState(ob)) for ob, _ in self.objects()],
+                [(ob, path, snapshot.capture_path(ob, path)) for ob, path, _ in self.paths()],
+                {k: scene[k] for k in self.scene_props() if k in scene}, self.frame())
+
+    def restore(self, saved: tuple) -> None:
+        objects, paths, props, frame = saved
+        for ob, state in objects:
+            state.restore(ob)
+        for ob, path, value in paths:
+            self.file.snapshot_module.restore_path(ob, path, value)
+        for k, v in props.items():
+            self.file.scene[k] = v
+        self.file.scene.frame_set(frame)
+
+    file: _OpenFile
+
+
+def _prepare(blend: str | Path | None, tree: str | None) -> tuple[_OpenFile, Any, Any]:
+    file = open_blend(blend)
+    try:
+        node_tree = file.tree(tree)
+        compiled = _compiled(file, node_tree)
+    except BaseException:
+        _release_if_alone(file)
+        raise
+    return file, node_tree, compiled
+
+
+def _single_agent_check(file: _OpenFile, node_tree: Any, compiled: Any) -> None:
+    if compiled.team:
+        names = ", ".join(m.name for m in compiled.team)
+        raise SceneFileError(f"tree {node_tree.name!r} in {file.path.name} has several agents ({names}): use "
+                             f"drla.gym.parallel_env(blend=..., tree={node_tree.name!r}), a PettingZoo ParallelEnv")
+    if compiled.env is None:
+        from . import scene as cli_scene
+
+        label = cli_scene.addon_module("runs.kinds").of(compiled).label
+        raise SceneFileError(f"tree {node_tree.name!r} in {file.path.name} trains {label}, which has no "
+                             "environment to step: give a tree with an Environment node")
+
+
+def _quiet() -> Any:
+    from .scene import quiet_egl
+
+    return quiet_egl()
+
+
+def _box_obs(space: gym_spaces.Space, obs: Any) -> Any:
+    return np.array(obs, dtype=space.dtype) if isinstance(space, gym_spaces.Box) else obs
+
+
+# --------------------------------------------------------------------------- one environment
+
+class BlendEnv(gymnasium.Env, _User):
+    """A single-agent tree's environment as a ``gymnasium.Env`` (``gymnasium.make("drla/Scene-v0", blend=...,
+    tree=...)``; see the module docstring)."""
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 24}
+
+    def __init__(self, blend: str | Path | None = None, tree: str | None = None, render_mode: str | None = None,
+                 render_size: tuple[int, int] | None = None) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode {render_mode!r}: a scene renders {self.metadata['render_modes']}")
+        self.file, self.node_tree, compiled = _prepare(blend, tree)
+        try:
+            _single_agent_check(self.file, self.node_tree, compiled)
+            self.what = f"tree {self.node_tree.name!r}"
+            self.file.admit(self, exclusive=False)
+        except BaseException:
+            _release_if_alone(self.file)
+            raise
+        try:
+            from . import scene as cli_scene
+
+            compiled.env.copies = 1
+            with _quiet():
+                self.inner = cli_scene.addon_module("scene.scene_env").SceneEnv(compiled.env, self.file.scene)
+        except BaseException:
+            self.file.release(self)
+            raise
+        scene = self.file.scene
+        self.metadata = {**self.metadata, "render_fps": scene.render.fps / scene.render.fps_base
+                         / self.inner.frames_per_step}
+        self.render_mode = render_mode
+        self.render_size = render_size
+        self.observation_space = to_gym_space(self.inner.observation_space)
+        self.action_space = to_gym_space(self.inner.action_space)
+        self.task_metric = self.inner.task_metric
+        self._renderer: Any = None
+        self._closed = False
+
+    # _User
+    def scene_envs(self) -> list[Any]:
+        return [self.inner]
+
+    def frame(self) -> int:
+        return self.inner._frame
+
+    def _use(self) -> None:
+        if self._closed:
+            raise RuntimeError("this drla/Scene-v0 environment is closed")
+        self.file.switch_to(self)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        super().reset(seed=seed)
+        self._use()
+        if seed is None and self.inner._np_random is None:  # the scene draws from Gymnasium's generator
+            seed = int(self.np_random.integers(2**31 - 1))
+        obs, info = self.inner.reset(seed=seed, options=options)
+        return _box_obs(self.observation_space, obs), dict(info)
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        self._use()
+        obs, reward, terminated, truncated, info = self.inner.step(_to_drla_action(self.inner.action_space, action))
+        return _box_obs(self.observation_space, obs), float(reward), bool(terminated), bool(truncated), dict(info)
+
+    def render(self) -> Any:
+        if self.render_mode is None:
+            return None
+        self._use()
+        return _camera_picture(self, self.file.scene)
+
+    def close(self) -> None:
+        if getattr(self, "_closed", True):
+            return
+        self._closed = True
+        try:
+            if self._renderer is not None:
+                self._renderer.close()
+            self.inner.close()
+        finally:
+            self.file.release(self)
+
+
+def _render_size(scene: Any, size: tuple[int, int] | None) -> tuple[int, int]:
+    if size is not None:
+        w, h = (int(v) for v in size)
+        if w < 1 or h < 1:
+            raise ValueError(f"render_size must be two positive numbers of pixels, got {size!r}")
+        return w, h
+    percent = scene.render.resolution_percentage / 100.0
+    w, h = scene.render.resolution_x * percent, scene.render.resolution_y * percent
+    shrink = min(1.0, RENDER_SIDE / max(w, h))
+    return max(1, round(w * shrink)), max(1, round(h * shrink))
+
+
+def _camera_picture(env: Any, scene: Any) -> np.ndarray:
+    """The scene camera's picture, (h, w, 3) uint8, drawn by DRLA's gpu camera (flat colours, no lighting)."""
+    if env._renderer is None:
+        camera = scene.camera
+        if camera is None or camera.type != 'CAMERA':
+            raise RuntimeError(f"{env.file.path.name}: the scene has no camera to render (set Scene > Camera)")
+        from . import scene as cli_scene
+
+        w, h = _render_size(scene, env.render_size)
+        with _quiet():
+            env._renderer = cli_scene.addon_module("scene.camera").CameraRenderer(scene, camera, w, h, 'RGB')
+    with _quiet():
+        rgb = env._renderer.read()  # k / 255 in float32, for the 8-bit value k the gpu drew: exactly back to k
+    return np.rint(rgb * np.float32(255.0)).astype(np.uint8)
+
+
+# --------------------------------------------------------------------------- scene copies
+
+class BlendVectorEnv(VectorEnv, _User):
+    """``num_envs`` copies of a single-agent tree's environment in one scene (``SceneVectorEnv``) as a
+    ``gymnasium.vector.VectorEnv``: ``gymnasium.make_vec("drla/Scene-v0", num_envs=N,
+    vectorization_mode="vector_entry_point", blend=..., tree=...)``.
+
+    Autoreset ``AutoresetMode.SAME_STEP``, as Gymnasium documents it: a copy whose episode ends in a step is
+    reset in that step; the observation returned is its next episode's first, the last one of the ended episode
+    is ``infos["final_obs"][i]`` and its info ``infos["final_info"]`` (``infos["_final_obs"][i]`` and
+    ``infos["_final_info"][i]`` True). ``reset(seed=s)`` seeds copy ``i`` with ``s + i``. The scene's frame runs
+    on across the copies' episodes (one frame for all copies): frame-driven animation is not restarted per
+    copy. A rigid-body scene cannot be copied this way (its copies restart only together): use one environment.
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
+    what = "a vector environment"
+
+    def __init__(self, num_envs: int = 1, blend: str | Path | None = None, tree: str | None = None,
+                 render_mode: str | None = None) -> None:
+        if render_mode is not None:
+            raise ValueError(f"render_mode {render_mode!r}: the scene copies' vector environment does not render "
+                             "(gymnasium.make gives one environment that does)")
+        if int(num_envs) < 1:
+            raise ValueError(f"num_envs must be at least 1, got {num_envs}")
+        self.num_envs = int(num_envs)
+        self.file, self.node_tree, compiled = _prepare(blend, tree)
+        try:
+            _single_agent_check(self.file, self.node_tree, compiled)
+            self.file.admit(self, exclusive=True)
+        except BaseException:
+            _release_if_alone(self.file)
+            raise
+        from . import scene as cli_scene
+
+        try:
+            with _quiet():
+                self.inner = cli_scene.addon_module("scene.scene_vector_env").SceneVectorEnv(
+                    compiled.env, self.file.scene, self.num_envs)
+        except cli_scene.addon_module("scene.copies").CopyError as exc:
+            self.file.release(self)
+            raise SceneFileError(f"num_envs={self.num_envs}: {exc}") from None
+        except BaseException:
+            self.file.release(self)
+            raise
+        self.render_mode = None
+        self.single_observation_space = to_gym_space(self.inner.single_observation_space)
+        self.single_action_space = to_gym_space(self.inner.single_action_space)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self.task_metric = self.inner.task_metric
+        self._discrete = isinstance(self.single_action_space, gym_spaces.Discrete)
+        self._closed = False
+
+    def scene_envs(self) -> list[Any]:
+        return list(self.inner.envs)
+
+    def frame(self) -> int:
+        return self.inner._frame
+
+    def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
+              ) -> tuple[np.ndarray, dict]:
+        if self._closed:
+            raise RuntimeError("this drla/Scene-v0 vector environment is closed")
+        if seed is not None:
+            self._np_random, self._np_random_seed = gymnasium.utils.seeding.np_random(
+                seed if isinstance(seed, int) else None)
+        obs, infos = self.inner.reset(seed=seed, options=options)
+        return np.array(obs, dtype=self.single_observation_space.dtype), dict(infos)
+
+    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
+        if self._closed:
+            raise RuntimeError("this drla/Scene-v0 vector environment is closed")
+        actions = np.asarray(actions)
+        if actions.shape != self.action_space.shape:
+            raise ValueError(f"step: actions of shape {self.action_space.shape} expected, got {actions.shape}")
+        if self._discrete:
+            actions = actions.astype(np.int64)
+            n = self.single_action_space.n
+            if ((actions < 0) | (actions >= n)).any():
+                raise ValueError(f"step: each copy's action is 0..{n - 1}, got {actions!r}")
+        else:
+            actions = actions.astype(self.single_action_space.dtype)
+        obs, rewards, terminated, truncated, infos = self.inner.step(actions)
+        return (np.array(obs, dtype=self.single_observation_space.dtype), np.asarray(rewards, np.float64),
+                np.asarray(terminated, bool), np.asarray(truncated, bool), dict(infos))
+
+    def close_extras(self, **kwargs: Any) -> None:
+        if getattr(self, "_closed", True):
+            return
+        self._closed = True
+        try:
+            self.inner.close()
+        finally:
+            self.file.release(self)
+
+
+# --------------------------------------------------------------------------- several agents
+
+class BlendParallelEnv(DrlaParallelEnv, _User):
+    """A multi-agent tree's agents (``SceneTeamEnv``) as a ``pettingzoo.ParallelEnv``:
+    ``drla.gym.parallel_env(blend=..., tree=...)``. The scene is one world: when one agent's episode ends, it is
+    terminated and the others truncated; agent ``i`` of ``reset(seed=s)`` draws its placements from ``s + i``."""
+
+    what = "a multi-agent environment"
+
+    def __init__(self, blend: str | Path | None = None, tree: str | None = None, render_mode: str | None = None,
+                 render_size: tuple[int, int] | None = None) -> None:
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"render_mode {render_mode!r}: a scene renders ['rgb_array']")
+        self.file, self.node_tree, compiled = _prepare(blend, tree)
+        try:
+            if not compiled.team:
+                raise SceneFileError(f"tree {self.node_tree.name!r} in {self.file.path.name} has one agent: use "
+                                     f"gymnasium.make(\"drla/Scene-v0\", blend=..., tree={self.node_tree.name!r})")
+            self.file.admit(self, exclusive=False)
+        except BaseException:
+            _release_if_alone(self.file)
+            raise
+        from . import scene as cli_scene
+
+        try:
+            with _quiet():
+                inner = cli_scene.addon_module("scene.scene_team_env").SceneTeamEnv(
+                    [(m.name, m.env) for m in compiled.team], self.file.scene)
+        except BaseException:
+            self.file.release(self)
+            raise
+        super().__init__(inner, render_mode=render_mode)
+        self.metadata = {**self.metadata, "render_modes": ["rgb_array"], "name": f"drla_scene_{self.node_tree.name}",
+                         "render_fps": self.file.scene.render.fps / inner.frames_per_step}
+        self.render_size = render_size
+        self._renderer: Any = None
+        self._closed = False
+
+    def scene_envs(self) -> list[Any]:
+        return list(self.inner.envs.values())
+
+    def frame(self) -> int:
+        return self.inner._frame
+
+    def _use(self) -> None:
+        if self._closed:
+            raise RuntimeError("this DRLA scene ParallelEnv is closed")
+        self.file.switch_to(self)
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
+        self._use()
+        return super().reset(seed=seed, options=options)
+
+    def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+        self._use()
+        return super().step(actions)
+
+    def render(self) -> Any:
+        if self.render_mode is None:
+            return None
+        self._use()
+        return _camera_picture(self, self.file.scene)
+
+    def close(self) -> None:
+        if getattr(self, "_closed", True):
+            return
+        self._closed = True
+        try:
+            if self._renderer is not None:
+                self._renderer.close()
+            self.inner.close()
+        finally:
+            self.file.release(self)
+
+
+def parallel_env(blend: str | Path, tree: str | None = None, render_mode: str | None = None,
+                 render_size: tuple[int, int] | None = None) -> BlendParallelEnv:
+    """A multi-agent tree of ``blend`` as a ``pettingzoo.ParallelEnv`` (what ``drla.gym.parallel_env(blend=...)``
+    returns)."""
+    return BlendParallelEnv(blend, tree, render_mode=render_mode, render_size=render_size)
+
+
+def scene_trees(blend: str | Path) -> list[tuple[str, str]]:
+    """``(tree name, "single" | "multi" | "none")`` for each DRLA tree of ``blend`` (the file is opened, so no
+    environment may hold another one): which of ``gymnasium.make`` and ``parallel_env`` takes it."""
+    file = open_blend(blend)
+    try:
+        out = []
+        for node_tree in [t for t in file.bpy.data.node_groups if t.bl_idname == "DRLA_NodeTree"]:
+            compiled = _compiled(file, node_tree)
+            out.append((node_tree.name, "multi" if compiled.team else "single" if compiled.env is not None
+                        else "none"))
+        return out
+    finally:
+        _release_if_alone(file)
+
