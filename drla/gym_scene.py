@@ -17,8 +17,9 @@ size scaled down to at most 256 pixels a side, or ``render_size=(w, h)``).
 One .blend per process: bpy holds one open file, so every scene environment of a process is on the same file.
 Environments on that file share its scene: each one's objects, properties and frame are swapped in before it
 acts, so several environments (``gymnasium.make_vec(..., vectorization_mode="sync")``, PettingZoo's seed test)
-each play their own episodes exactly as if alone. A scene with rigid-body physics takes one environment at a time
-(one simulation per scene), and so does a vector environment (its copies fill the scene). An environment on
+each play their own episodes exactly as if alone. A rigid-body simulation cannot be saved: on a physics scene an
+environment whose episode another one interrupted must be reset before it steps again (it says so). A vector
+environment takes the file alone (its copies fill the scene). An environment on
 another file while one is open is refused with the open file's name: close the open ones first
 (``env.close()``), or make it in another process (``vectorization_mode="async"``). ``close()`` puts the scene
 back as the file opened it (``snapshot.restored_scene``, as a run in Blender does) once the last environment on
@@ -101,15 +102,12 @@ class _OpenFile:
     def admit(self, user: _User, exclusive: bool) -> None:
         """Take ``user`` on: the scene as the file opened it for its environment to be built on (the state of the
         environment now in the scene saved), refused where the scene cannot be shared."""
-        alone = exclusive or self.has_physics()
-        if self.users and (alone or any(u.exclusive for u in self.users)):
-            first = self.users[0]
-            why = ("its rigid-body simulation is one per scene" if self.has_physics() else
-                   "a vector environment's copies fill the scene")
-            raise SceneFileError(f"{self.path} is open for another environment ({first.what}) and {why}: close "
-                                 "that one first (env.close()), or make this one in another process")
+        if self.users and (exclusive or any(u.exclusive for u in self.users)):
+            raise SceneFileError(f"{self.path} is open for another environment ({self.users[0].what}) and a vector "
+                                 "environment's copies fill the scene: close that one first (env.close()), or make "
+                                 "this one in another process")
         self.switch_to(None)
-        user.exclusive = alone
+        user.exclusive = exclusive
         self.users.append(user)
         self.owner = user
 
@@ -119,6 +117,7 @@ class _OpenFile:
             return
         if self.owner is not None:
             self.owner.saved = self.owner.capture()
+            self.owner.interrupted = self.has_physics()  # its simulation cannot be saved: its episode is over
             self._pristine(self.owner)
         self.owner = user
         if user is not None and user.saved is not None:
@@ -203,6 +202,7 @@ class _User:
 
     exclusive = False
     saved: Any = None
+    interrupted = False
     what = "an environment"
 
     def scene_envs(self) -> list[Any]:
@@ -324,14 +324,20 @@ class BlendEnv(gymnasium.Env, _User):
     def frame(self) -> int:
         return self.inner._frame
 
-    def _use(self) -> None:
+    def _use(self, resetting: bool = False) -> None:
         if self._closed:
             raise RuntimeError("this drla/Scene-v0 environment is closed")
         self.file.switch_to(self)
+        if resetting:
+            self.interrupted = False
+        elif self.interrupted:
+            raise RuntimeError(f"another environment used {self.file.path.name} since this one's reset, and a "
+                               "rigid-body simulation cannot be saved for it: reset() this one again (or give "
+                               "each environment its own process)")
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
         super().reset(seed=seed)
-        self._use()
+        self._use(resetting=True)
         if seed is None and self.inner._np_random is None:  # the scene draws from Gymnasium's generator
             seed = int(self.np_random.integers(2**31 - 1))
         obs, info = self.inner.reset(seed=seed, options=options)
@@ -397,7 +403,8 @@ class BlendVectorEnv(VectorEnv, _User):
 
     Autoreset ``AutoresetMode.SAME_STEP``, as Gymnasium documents it: a copy whose episode ends in a step is
     reset in that step; the observation returned is its next episode's first, the last one of the ended episode
-    is ``infos["final_obs"][i]`` and its info ``infos["final_info"]`` (``infos["_final_obs"][i]`` and
+    is ``infos["final_obs"][i]`` (an object array, None for the copies that go on, as Gymnasium's own
+    ``SyncVectorEnv`` gives it) and its info ``infos["final_info"]`` (``infos["_final_obs"][i]`` and
     ``infos["_final_info"][i]`` True). ``reset(seed=s)`` seeds copy ``i`` with ``s + i``. The scene's frame runs
     on across the copies' episodes (one frame for all copies): frame-driven animation is not restarted per
     copy. A rigid-body scene cannot be copied this way (its copies restart only together): use one environment.
@@ -466,14 +473,20 @@ class BlendVectorEnv(VectorEnv, _User):
             raise ValueError(f"step: actions of shape {self.action_space.shape} expected, got {actions.shape}")
         if self._discrete:
             actions = actions.astype(np.int64)
-            n = self.single_action_space.n
+            n = int(getattr(self.single_action_space, "n"))
             if ((actions < 0) | (actions >= n)).any():
                 raise ValueError(f"step: each copy's action is 0..{n - 1}, got {actions!r}")
         else:
             actions = actions.astype(self.single_action_space.dtype)
         obs, rewards, terminated, truncated, infos = self.inner.step(actions)
+        infos = dict(infos)
+        if "final_obs" in infos:  # Gymnasium's layout: an object array, each ended copy's last observation or None
+            final = np.full(self.num_envs, None, dtype=object)
+            for i in np.flatnonzero(infos["_final_obs"]):
+                final[i] = np.array(infos["final_obs"][i])
+            infos["final_obs"] = final
         return (np.array(obs, dtype=self.single_observation_space.dtype), np.asarray(rewards, np.float64),
-                np.asarray(terminated, bool), np.asarray(truncated, bool), dict(infos))
+                np.asarray(terminated, bool), np.asarray(truncated, bool), infos)
 
     def close_extras(self, **kwargs: Any) -> None:
         if getattr(self, "_closed", True):
@@ -529,13 +542,19 @@ class BlendParallelEnv(DrlaParallelEnv, _User):
     def frame(self) -> int:
         return self.inner._frame
 
-    def _use(self) -> None:
+    def _use(self, resetting: bool = False) -> None:
         if self._closed:
             raise RuntimeError("this DRLA scene ParallelEnv is closed")
         self.file.switch_to(self)
+        if resetting:
+            self.interrupted = False
+        elif self.interrupted:
+            raise RuntimeError(f"another environment used {self.file.path.name} since this one's reset, and a "
+                               "rigid-body simulation cannot be saved for it: reset() this one again (or give "
+                               "each environment its own process)")
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
-        self._use()
+        self._use(resetting=True)
         return super().reset(seed=seed, options=options)
 
     def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
