@@ -29,6 +29,8 @@ it is closed; the file on disk is never written.
 from __future__ import annotations
 
 import contextlib
+import importlib
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +63,7 @@ class _OpenFile:
         from . import scene as cli_scene
 
         self.path = path
+        _triton_first()
         try:
             self.bpy = cli_scene._import_bpy()
         except cli_scene.CLIError as exc:
@@ -155,6 +158,18 @@ class _OpenFile:
 
 
 _OPEN: _OpenFile | None = None
+
+
+def _triton_first() -> None:
+    """Load Triton (PyTorch's compiler) now, where it is installed, before Blender makes its GPU context.
+
+    Mesa's llvmpipe (the GPU context of a camera or ``render()``) and Triton each load an LLVM; Triton loaded
+    after the GPU context kills the process with a segmentation fault, and every ``torch.optim`` optimizer loads
+    it (through ``torch._dynamo``), so a trainer built after the scene crashed. Loaded first, both work.
+    """
+    if importlib.util.find_spec("triton") is not None:
+        with contextlib.suppress(Exception):
+            importlib.import_module("triton")
 
 
 def open_blend(blend: str | Path | None) -> _OpenFile:
