@@ -488,7 +488,9 @@ class BlendVectorEnv(VectorEnv, _User):
             raise ValueError(f"step: actions of shape {self.action_space.shape} expected, got {actions.shape}")
         if self._discrete:
             actions = actions.astype(np.int64)
-            n = int(getattr(self.single_action_space, "n"))
+            space = self.single_action_space
+            assert isinstance(space, gym_spaces.Discrete)
+            n = int(space.n)
             if ((actions < 0) | (actions >= n)).any():
                 raise ValueError(f"step: each copy's action is 0..{n - 1}, got {actions!r}")
         else:

@@ -162,8 +162,9 @@ def main(argv: list[str] | None = None) -> int:
                     optimizer.step()
 
             mean = f"{np.mean(returns):.3f}" if returns else "n/a"
-            print(f"update {update}/{args.num_updates} steps {global_step} sps {global_step / (time.time() - start):.0f}"
-                  f" episodes {episodes} mean_return {mean}", flush=True)
+            sps = global_step / (time.time() - start)
+            print(f"update {update}/{args.num_updates} steps {global_step} sps {sps:.0f} episodes {episodes} "
+                  f"mean_return {mean}", flush=True)
         if args.save:
             torch.save(agent.state_dict(), args.save)
     finally:

@@ -294,7 +294,8 @@ def test_the_vector_env_follows_gymnasium_s_same_step_autoreset_exactly():
     rng = np.random.default_rng(1)
     actions = rng.integers(0, 8, (steps, n))
     runs = []
-    for mode, kw in (("vector_entry_point", {}), ("sync", {"vector_kwargs": {"autoreset_mode": AutoresetMode.SAME_STEP}})):
+    same_step = {"vector_kwargs": {"autoreset_mode": AutoresetMode.SAME_STEP}}
+    for mode, kw in (("vector_entry_point", {}), ("sync", same_step)):
         envs = gymnasium.make_vec("drla/Scene-v0", num_envs=n, vectorization_mode=mode, blend=str(TANK), tree="Tank",
                                   **kw)
         assert envs.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
