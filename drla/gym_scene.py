@@ -31,6 +31,8 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
+import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +66,7 @@ class _OpenFile:
 
         self.path = path
         _triton_first()
+        _without_bpy_scripts_on_path()
         try:
             self.bpy = cli_scene._import_bpy()
         except cli_scene.CLIError as exc:
@@ -158,6 +161,17 @@ class _OpenFile:
 
 
 _OPEN: _OpenFile | None = None
+
+
+def _without_bpy_scripts_on_path() -> None:
+    """Before ``import bpy`` in a process that has not imported it: drop bpy's own script folders from
+    ``sys.path``. A process started with multiprocessing's ``spawn`` (``gymnasium.make_vec(...,
+    vectorization_mode="async", vector_kwargs={"context": "spawn"})``) inherits its parent's ``sys.path``, which
+    importing bpy there put ``bpy/<version>/scripts/modules`` at the head of; ``import bpy`` would then find that
+    folder's ``bpy`` package (no ``_bpy`` under it) instead of the module. bpy puts the folders back on import."""
+    if "bpy" in sys.modules:
+        return
+    sys.path[:] = [p for p in sys.path if not re.search(r"[/\\]bpy[/\\][0-9.]+[/\\]scripts([/\\]|$)", p)]
 
 
 def _triton_first() -> None:

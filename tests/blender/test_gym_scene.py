@@ -396,3 +396,22 @@ which crashed the process before ``drla.gym_scene`` loaded Triton first); it pri
     lines = [line for line in out.stdout.splitlines() if line.startswith("update ")]
     assert [line.split()[1] for line in lines] == ["1/2", "2/2"], out.stdout
     assert "steps 256" in lines[-1]
+
+
+@pytest.mark.slow
+def test_async_vector_env_with_spawn_puts_each_environment_in_its_own_process():
+    """The way to another file, or to more cores: Gymnasium's AsyncVectorEnv, each copy a spawned process that
+    imports bpy itself (bpy's script folders, which the parent's sys.path hands down, are dropped first); it steps
+    as the in-process SyncVectorEnv does (about 15 s, most of it the processes starting)."""
+    actions = np.random.default_rng(3).integers(0, 8, (15, 2))
+    runs = []
+    for mode, kw in (("async", {"vector_kwargs": {"context": "spawn"}}), ("sync", {})):
+        envs = gymnasium.make_vec("drla/Scene-v0", num_envs=2, vectorization_mode=mode, blend=str(TANK), **kw)
+        try:
+            run = [envs.reset(seed=3)[0]] + [envs.step(a)[:4] for a in actions]
+        finally:
+            envs.close()
+        runs.append(run)
+    assert np.array_equal(runs[0][0], runs[1][0])
+    for a, b in zip(runs[0][1:], runs[1][1:]):
+        assert all(np.array_equal(x, y) for x, y in zip(a, b))
