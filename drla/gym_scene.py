@@ -437,13 +437,26 @@ class BlendVectorEnv(VectorEnv, _User):
     ``infos["_final_info"][i]`` True). ``reset(seed=s)`` seeds copy ``i`` with ``s + i``. The scene's frame runs
     on across the copies' episodes (one frame for all copies): frame-driven animation is not restarted per
     copy. A rigid-body scene cannot be copied this way (its copies restart only together): use one environment.
+
+    ``autoreset_mode=AutoresetMode.NEXT_STEP`` (or ``"NextStep"``) gives Gymnasium's other mode, the one its vector
+    observation wrappers (``NormalizeObservation``, ``FrameStackObservation``) take: the step that ends a copy's
+    episode returns its last observation, and the next step returns its next episode's first (reward 0, not
+    ended, its action ignored: the copy acts with the others and is restarted again exactly as it was, its random
+    generator put back), as Gymnasium's ``SyncVectorEnv`` in that mode does.
     """
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
     what = "a vector environment"
 
     def __init__(self, num_envs: int = 1, blend: str | Path | None = None, tree: str | None = None,
-                 render_mode: str | None = None) -> None:
+                 render_mode: str | None = None, autoreset_mode: str | AutoresetMode = AutoresetMode.SAME_STEP
+                 ) -> None:
+        mode = AutoresetMode(autoreset_mode)
+        if mode not in (AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP):
+            raise ValueError(f"autoreset_mode {mode}: the scene copies autoreset in the same step or the next")
+        self.metadata = {**self.metadata, "autoreset_mode": mode}
+        self._next_step = mode == AutoresetMode.NEXT_STEP
+        self._pending = np.zeros(int(num_envs), bool)  # NEXT_STEP: the copies whose episode ended last step
         if render_mode is not None:
             raise ValueError(f"render_mode {render_mode!r}: the scene copies' vector environment does not render "
                              "(gymnasium.make gives one environment that does)")
@@ -477,6 +490,9 @@ class BlendVectorEnv(VectorEnv, _User):
         self.task_metric = self.inner.task_metric
         self._discrete = isinstance(self.single_action_space, gym_spaces.Discrete)
         self._closed = False
+        if self._next_step:
+            for env in self.inner.envs:
+                _record_restarts(env)
 
     def scene_envs(self) -> list[Any]:
         return list(self.inner.envs)
@@ -492,6 +508,7 @@ class BlendVectorEnv(VectorEnv, _User):
             self._np_random, self._np_random_seed = gymnasium.utils.seeding.np_random(
                 seed if isinstance(seed, int) else None)
         obs, infos = self.inner.reset(seed=seed, options=options)
+        self._pending[:] = False
         return np.array(obs, dtype=self.single_observation_space.dtype), dict(infos)
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
@@ -509,8 +526,13 @@ class BlendVectorEnv(VectorEnv, _User):
                 raise ValueError(f"step: each copy's action is 0..{n - 1}, got {actions!r}")
         else:
             actions = actions.astype(self.single_action_space.dtype)
+        # NEXT_STEP: the generators of the copies restarted last step, as they were before that restart (a copy
+        # whose episode ends again in this step is restarted by it, which records its generator anew)
+        again = {int(i): self.inner.envs[i].drla_rng_before_restart for i in np.flatnonzero(self._pending)}
         obs, rewards, terminated, truncated, infos = self.inner.step(actions)
         infos = dict(infos)
+        if self._next_step:
+            return self._as_next_step(obs, rewards, terminated, truncated, infos, again)
         if "final_obs" in infos:  # Gymnasium's layout: an object array, each ended copy's last observation or None
             final = np.full(self.num_envs, None, dtype=object)
             for i in np.flatnonzero(infos["_final_obs"]):
@@ -518,6 +540,43 @@ class BlendVectorEnv(VectorEnv, _User):
             infos["final_obs"] = final
         return (np.array(obs, dtype=self.single_observation_space.dtype), np.asarray(rewards, np.float64),
                 np.asarray(terminated, bool), np.asarray(truncated, bool), infos)
+
+    def _as_next_step(self, obs: np.ndarray, rewards: np.ndarray, terminated: np.ndarray, truncated: np.ndarray,
+                      infos: dict, again: dict[int, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                                                   dict]:
+        """A same-step result as Gymnasium's next-step autoreset gives it (see the class docstring)."""
+        from drla_core.base.vector_env import add_info
+
+        obs = np.array(obs, dtype=self.single_observation_space.dtype)
+        rewards, terminated, truncated = (np.array(rewards, np.float64), np.array(terminated, bool),
+                                          np.array(truncated, bool))
+        ended = (terminated | truncated) & ~self._pending
+        out: dict[str, Any] = {}
+        final = infos.get("final_info", {})
+        for i in range(self.num_envs):  # each copy's step info, as its own env gave it (none for a restart)
+            if self._pending[i]:
+                continue
+            source = final if ended[i] else infos
+            info = {k: v[i] for k, v in source.items() if not k.startswith("_") and k not in (
+                "final_obs", "final_info") and source.get(f"_{k}", np.zeros(self.num_envs, bool))[i]}
+            add_info(out, info, i, self.num_envs)
+        pending = np.flatnonzero(self._pending)
+        if pending.size:  # restarted last step and stepped with the others now: restart them again, as they were
+            inner = self.inner
+            for i in pending:
+                env = inner.envs[i]
+                env.np_random.bit_generator.state = again[int(i)]
+                env.restart_objects()
+            inner._view_layer.update()
+            for i in pending:
+                obs[i] = inner.envs[i].begin_episode()
+            if inner._batched is not None:
+                inner._batched.begin(pending.tolist())
+            rewards[pending], terminated[pending], truncated[pending] = 0.0, False, False
+        for i in np.flatnonzero(ended):
+            obs[i] = infos["final_obs"][i]
+        self._pending = ended
+        return obs, rewards, terminated, truncated, out
 
     def close_extras(self, **kwargs: Any) -> None:
         if getattr(self, "_closed", True):
@@ -527,6 +586,20 @@ class BlendVectorEnv(VectorEnv, _User):
             self.inner.close()
         finally:
             self.file.release(self)
+
+
+def _record_restarts(env: Any) -> None:
+    """Keep the state of ``env``'s random generator before each ``restart_objects`` (``drla_rng_before_restart``),
+    so the copy can be restarted again exactly as it was (next-step autoreset)."""
+    import copy
+
+    restart = env.restart_objects
+
+    def restart_objects() -> None:
+        env.drla_rng_before_restart = copy.deepcopy(env.np_random.bit_generator.state)
+        restart()
+
+    env.restart_objects = restart_objects
 
 
 # --------------------------------------------------------------------------- several agents

@@ -287,18 +287,20 @@ def test_rgb_array_is_the_scene_camera_s_picture():
 
 # --------------------------------------------------------------------------- the vector environment
 
-def test_the_vector_env_follows_gymnasium_s_same_step_autoreset_exactly():
-    """``vector_entry_point`` (one scene, its copies) against Gymnasium's own SyncVectorEnv in SAME_STEP mode over
-    as many scene environments: the same observations, rewards, endings and final observations, step for step."""
+@pytest.mark.parametrize("autoreset", [AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP])
+def test_the_vector_env_follows_gymnasium_s_autoreset_exactly(autoreset):
+    """``vector_entry_point`` (one scene, its copies) against Gymnasium's own SyncVectorEnv in the same autoreset mode
+    over as many scene environments: the same observations, rewards, endings, infos (the tank's hits) and final
+    observations, step for step, through many episodes' ends."""
     n, steps = 3, 130
     rng = np.random.default_rng(1)
     actions = rng.integers(0, 8, (steps, n))
     runs = []
-    same_step = {"vector_kwargs": {"autoreset_mode": AutoresetMode.SAME_STEP}}
-    for mode, kw in (("vector_entry_point", {}), ("sync", same_step)):
+    kwargs = {} if autoreset == AutoresetMode.SAME_STEP else {"autoreset_mode": autoreset}
+    for mode, kw in (("vector_entry_point", kwargs), ("sync", {"vector_kwargs": {"autoreset_mode": autoreset}})):
         envs = gymnasium.make_vec("drla/Scene-v0", num_envs=n, vectorization_mode=mode, blend=str(TANK), tree="Tank",
                                   **kw)
-        assert envs.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
+        assert envs.metadata["autoreset_mode"] == autoreset
         obs, _ = envs.reset(seed=5)
         run = [(obs,)]
         for a in actions:
@@ -313,6 +315,10 @@ def test_the_vector_env_follows_gymnasium_s_same_step_autoreset_exactly():
         assert np.array_equal(o1, o2) and np.array_equal(r1, r2), t
         assert np.array_equal(te1, te2) and np.array_equal(tr1, tr2), t
         assert sorted(i1) == sorted(i2), t
+        for key in ("hit", "_hit"):
+            if key in i1:
+                assert np.array_equal(i1[key], i2[key]), t
+        ended += int((te1 | tr1).sum()) if autoreset == AutoresetMode.NEXT_STEP else 0
         if "_final_obs" in i1:
             assert np.array_equal(i1["_final_obs"], te1 | tr1)
             assert i1["final_obs"].dtype == object and np.array_equal(i1["_final_info"], i2["_final_info"])
@@ -345,6 +351,31 @@ def test_gymnasium_s_record_episode_statistics_counts_the_scene_copies_episodes(
             returns[done], lengths[done] = 0.0, 0
     assert len(episodes) >= 4
     envs.close()
+
+
+def test_gymnasium_s_observation_wrappers_take_the_next_step_copies_and_the_single_env():
+    """Gymnasium's vector NormalizeObservation refuses same-step autoreset; the next-step copies take it (and
+    NormalizeReward), and the single environment takes FrameStackObservation."""
+    same = gymnasium.make_vec("drla/Scene-v0", num_envs=2, vectorization_mode="vector_entry_point", blend=str(TANK))
+    with pytest.raises(ValueError, match="Expected autoreset_mode to be NEXT_STEP or DISABLED"):
+        gymnasium.wrappers.vector.NormalizeObservation(same)
+    same.close()
+    envs = gymnasium.wrappers.vector.NormalizeReward(gymnasium.wrappers.vector.NormalizeObservation(
+        gymnasium.make_vec("drla/Scene-v0", num_envs=2, vectorization_mode="vector_entry_point", blend=str(TANK),
+                           autoreset_mode="NextStep")))
+    obs, _ = envs.reset(seed=0)
+    envs.action_space.seed(0)
+    for _ in range(30):
+        obs, rewards, *_ = envs.step(envs.action_space.sample())
+    assert obs.shape == (2, 211) and np.isfinite(obs).all() and np.abs(obs).max() > 0
+    assert envs.env.obs_rms.count > 30  # the running statistics saw every step's observations
+    envs.close()
+    stacked = gymnasium.wrappers.FrameStackObservation(gymnasium.make("drla/Scene-v0", blend=str(TANK)), 4)
+    first, _ = stacked.reset(seed=0)
+    assert first.shape == (4, 211)
+    later = stacked.step(0)[0]
+    assert np.array_equal(later[:3], first[1:])
+    stacked.close()
 
 
 # --------------------------------------------------------------------------- trainers
