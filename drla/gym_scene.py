@@ -229,6 +229,7 @@ class _User:
     """One environment over the open file's scene: its ``SceneEnv`` parts, whose objects, RNA paths, scene
     properties and frame are its state (saved while another environment uses the scene)."""
 
+    file: _OpenFile
     exclusive = False
     saved: Any = None
     interrupted = False
@@ -238,9 +239,6 @@ class _User:
         raise NotImplementedError
 
     def frame(self) -> int:
-        raise NotImplementedError
-
-    def set_frame(self, frame: int) -> None:
         raise NotImplementedError
 
     def objects(self) -> list[tuple[Any, Any]]:
@@ -268,8 +266,6 @@ class _User:
         for k, v in props.items():
             self.file.scene[k] = v
         self.file.scene.frame_set(frame)
-
-    file: _OpenFile
 
 
 def _prepare(blend: str | Path | None, tree: str | None) -> tuple[_OpenFile, Any, Any]:
@@ -318,6 +314,7 @@ class BlendEnv(gymnasium.Env, _User):
                  render_size: tuple[int, int] | None = None) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode {render_mode!r}: a scene renders {self.metadata['render_modes']}")
+        render_size = _checked_size(render_size)
         self.file, self.node_tree, compiled = _prepare(blend, tree)
         try:
             _single_agent_check(self.file, self.node_tree, compiled)
@@ -339,7 +336,7 @@ class BlendEnv(gymnasium.Env, _User):
         self.metadata = {**self.metadata, "render_fps": scene.render.fps / scene.render.fps_base
                          / self.inner.frames_per_step}
         self.render_mode = render_mode
-        self.render_size = render_size
+        self.render_size = _render_size(scene, render_size)
         self.observation_space = to_gym_space(self.inner.observation_space)
         self.action_space = to_gym_space(self.inner.action_space)
         self.task_metric = self.inner.task_metric
@@ -395,12 +392,22 @@ class BlendEnv(gymnasium.Env, _User):
             self.file.release(self)
 
 
+def _checked_size(size: tuple[int, int] | None) -> tuple[int, int] | None:
+    """``render_size`` as two ints, checked before anything is opened."""
+    if size is None:
+        return None
+    try:
+        w, h = (int(v) for v in size)
+    except (TypeError, ValueError):
+        w = h = 0
+    if w < 1 or h < 1:
+        raise ValueError(f"render_size must be two positive numbers of pixels, got {size!r}")
+    return w, h
+
+
 def _render_size(scene: Any, size: tuple[int, int] | None) -> tuple[int, int]:
     if size is not None:
-        w, h = (int(v) for v in size)
-        if w < 1 or h < 1:
-            raise ValueError(f"render_size must be two positive numbers of pixels, got {size!r}")
-        return w, h
+        return size
     percent = scene.render.resolution_percentage / 100.0
     w, h = scene.render.resolution_x * percent, scene.render.resolution_y * percent
     shrink = min(1.0, RENDER_SIDE / max(w, h))
@@ -415,10 +422,11 @@ def _camera_picture(env: Any, scene: Any) -> np.ndarray:
             raise RuntimeError(f"{env.file.path.name}: the scene has no camera to render (set Scene > Camera)")
         from . import scene as cli_scene
 
-        w, h = _render_size(scene, env.render_size)
-        with _quiet():
+        w, h = env.render_size
+        with _quiet():  # (the GPU context, made on the first picture, says harmless things on stderr)
             env._renderer = cli_scene.addon_module("scene.camera").CameraRenderer(scene, camera, w, h, 'RGB')
-    with _quiet():
+            rgb = env._renderer.read()
+    else:
         rgb = env._renderer.read()  # k / 255 in float32, for the 8-bit value k the gpu drew: exactly back to k
     return np.rint(rgb * np.float32(255.0)).astype(np.uint8)
 
@@ -454,15 +462,15 @@ class BlendVectorEnv(VectorEnv, _User):
         mode = AutoresetMode(autoreset_mode)
         if mode not in (AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP):
             raise ValueError(f"autoreset_mode {mode}: the scene copies autoreset in the same step or the next")
-        self.metadata = {**self.metadata, "autoreset_mode": mode}
-        self._next_step = mode == AutoresetMode.NEXT_STEP
-        self._pending = np.zeros(int(num_envs), bool)  # NEXT_STEP: the copies whose episode ended last step
         if render_mode is not None:
             raise ValueError(f"render_mode {render_mode!r}: the scene copies' vector environment does not render "
                              "(gymnasium.make gives one environment that does)")
         if int(num_envs) < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}")
+        self.metadata = {**self.metadata, "autoreset_mode": mode}
+        self._next_step = mode == AutoresetMode.NEXT_STEP
         self.num_envs = int(num_envs)
+        self._pending = np.zeros(self.num_envs, bool)  # NEXT_STEP: the copies whose episode ended last step
         self.file, self.node_tree, compiled = _prepare(blend, tree)
         try:
             _single_agent_check(self.file, self.node_tree, compiled)
@@ -615,6 +623,7 @@ class BlendParallelEnv(DrlaParallelEnv, _User):
                  render_size: tuple[int, int] | None = None) -> None:
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode {render_mode!r}: a scene renders ['rgb_array']")
+        render_size = _checked_size(render_size)
         self.file, self.node_tree, compiled = _prepare(blend, tree)
         try:
             if not compiled.team:
@@ -636,7 +645,7 @@ class BlendParallelEnv(DrlaParallelEnv, _User):
         super().__init__(inner, render_mode=render_mode)
         self.metadata = {**self.metadata, "render_modes": ["rgb_array"], "name": f"drla_scene_{self.node_tree.name}",
                          "render_fps": self.file.scene.render.fps / inner.frames_per_step}
-        self.render_size = render_size
+        self.render_size = _render_size(self.file.scene, render_size)
         self._renderer: Any = None
         self._closed = False
 

@@ -283,6 +283,17 @@ def test_rgb_array_is_the_scene_camera_s_picture():
     sized.reset(seed=0)
     assert sized.render().shape == (16, 32, 3)
     sized.close()
+    with pytest.raises(ValueError, match=r"render_size must be two positive numbers of pixels, got \(0, 16\)"):
+        gymnasium.make("drla/Scene-v0", blend=str(TANK), render_mode="rgb_array", render_size=(0, 16))
+    with pytest.raises(ValueError, match=r"render_mode 'ansi': a scene renders \['rgb_array'\]"):
+        gymnasium.make("drla/Scene-v0", blend=str(TANK), render_mode="ansi")
+    duel = dgym.parallel_env(blend=str(DUEL), render_mode="rgb_array")
+    duel.reset(seed=0)
+    first = duel.render()
+    for _ in range(5):
+        duel.step({a: 0 for a in duel.agents})  # both tanks drive forward: the picture changes
+    assert first.shape == (64, 64, 3) and not np.array_equal(first, duel.render())
+    duel.close()
 
 
 # --------------------------------------------------------------------------- the vector environment
@@ -394,7 +405,7 @@ def _reach_blend(path: Path) -> Path:
 
 @pytest.mark.slow
 def test_stable_baselines3_ppo_learns_to_reach_the_goal_in_a_blend(tmp_path):
-    """10,000 steps of SB3's PPO through ``gymnasium.make`` (about 25 s here): the greedy policy's mean return over
+    """10,000 steps of SB3's PPO through ``gymnasium.make`` (25 to 45 s on the loaded 2-core machine): the greedy policy's mean return over
     20 episodes goes from below 0 (it walks off or waits) to above 2 (it reaches the goal: +1, plus the progress)."""
     torch = pytest.importorskip("torch")
     sb3 = pytest.importorskip("stable_baselines3")
