@@ -23,7 +23,7 @@ environment takes the file alone (its copies fill the scene). An environment on
 another file while one is open is refused with the open file's name: close the open ones first
 (``env.close()``), or make it in another process (``vectorization_mode="async"``). ``close()`` puts the scene
 back as the file opened it (``snapshot.restored_scene``, as a run in Blender does) once the last environment on
-it is closed; the file on disk is never written.
+it is closed (or freed by Python without ``close()``); the file on disk is never written.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ import importlib
 import importlib.util
 import re
 import sys
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -83,8 +84,8 @@ class _OpenFile:
         self.snapshot_module = cli_scene.addon_module("scene.snapshot")
         self._restoring = contextlib.ExitStack()
         self.snapshot = self._restoring.enter_context(self.snapshot_module.restored_scene(self.scene))
-        self.users: list[_User] = []
-        self.owner: _User | None = None
+        self.users: list[_Lease] = []
+        self.owner: _Lease | None = None
 
     def tree(self, name: str | None) -> Any:
         trees = [t for t in self.bpy.data.node_groups if t.bl_idname == "DRLA_NodeTree"]
@@ -105,19 +106,18 @@ class _OpenFile:
         rbw = self.scene.rigidbody_world
         return rbw is not None and rbw.collection is not None and len(rbw.collection.objects) > 0
 
-    def admit(self, user: _User, exclusive: bool) -> None:
+    def admit(self, user: _Lease) -> None:
         """Take ``user`` on: the scene as the file opened it for its environment to be built on (the state of the
         environment now in the scene saved), refused where the scene cannot be shared."""
-        if self.users and (exclusive or any(u.exclusive for u in self.users)):
+        if self.users and (user.exclusive or any(u.exclusive for u in self.users)):
             raise SceneFileError(f"{self.path} is open for another environment ({self.users[0].what}) and a vector "
                                  "environment's copies fill the scene: close that one first (env.close()), or make "
                                  "this one in another process")
         self.switch_to(None)
-        user.exclusive = exclusive
         self.users.append(user)
         self.owner = user
 
-    def switch_to(self, user: _User | None) -> None:
+    def switch_to(self, user: _Lease | None) -> None:
         """Make the scene ``user``'s (None: as the file opened it), saving the state of the environment in it."""
         if self.owner is user:
             return
@@ -131,7 +131,7 @@ class _OpenFile:
         elif user is None:
             self.scene.frame_set(self.snapshot.frame)
 
-    def _pristine(self, user: _User) -> None:
+    def _pristine(self, user: _Lease) -> None:
         snap = self.snapshot
         for ob, _ in user.objects():
             state = snap.objects.get(ob.name)
@@ -145,7 +145,7 @@ class _OpenFile:
             if key in snap.scene_props:
                 self.scene[key] = snap.scene_props[key]
 
-    def release(self, user: _User) -> None:
+    def release(self, user: _Lease) -> None:
         global _OPEN
         if user not in self.users:
             return
@@ -225,21 +225,29 @@ def _release_if_alone(file: _OpenFile) -> None:
         file._restoring.close()
 
 
-class _User:
-    """One environment over the open file's scene: its ``SceneEnv`` parts, whose objects, RNA paths, scene
-    properties and frame are its state (saved while another environment uses the scene)."""
+class _Lease:
+    """One environment's hold on the open file: its add-on environment (``inner``: a ``SceneEnv``, a
+    ``SceneVectorEnv`` or a ``SceneTeamEnv``), whose objects, RNA paths, scene properties and frame are its state
+    (saved while another environment uses the scene), and its camera for ``render()``. The environment holds the
+    lease, never the other way round: an environment dropped without ``close()`` is closed when Python frees it
+    (``weakref.finalize``), so a forgotten one does not keep the file."""
 
-    file: _OpenFile
-    exclusive = False
-    saved: Any = None
-    interrupted = False
-    what = "an environment"
+    def __init__(self, file: _OpenFile, what: str, exclusive: bool) -> None:
+        self.file, self.what, self.exclusive = file, what, exclusive
+        self.inner: Any = None
+        self.renderer: Any = None
+        self.saved: Any = None
+        self.interrupted = False
+        self.closed = False
 
     def scene_envs(self) -> list[Any]:
-        raise NotImplementedError
+        envs = getattr(self.inner, "envs", None)
+        if envs is None:
+            return [] if self.inner is None else [self.inner]
+        return list(envs.values()) if isinstance(envs, dict) else list(envs)
 
     def frame(self) -> int:
-        raise NotImplementedError
+        return int(self.inner._frame) if self.inner is not None else int(self.file.snapshot.frame)
 
     def objects(self) -> list[tuple[Any, Any]]:
         return [pair for env in self.scene_envs() for pair in env.initial]
@@ -266,6 +274,45 @@ class _User:
         for k, v in props.items():
             self.file.scene[k] = v
         self.file.scene.frame_set(frame)
+
+    def use(self, resetting: bool = False) -> None:
+        """The scene made this environment's before it acts (see ``_OpenFile.switch_to``)."""
+        if self.closed:
+            raise RuntimeError(f"this DRLA scene environment ({self.what} of {self.file.path.name}) is closed")
+        self.file.switch_to(self)
+        if resetting:
+            self.interrupted = False
+        elif self.interrupted:
+            raise RuntimeError(f"another environment used {self.file.path.name} since this one's reset, and a "
+                               "rigid-body simulation cannot be saved for it: reset() this one again (or give "
+                               "each environment its own process)")
+
+    def end(self) -> None:
+        """Close the camera and the add-on environment, and let go of the file (``close()``, or Python freed the
+        environment)."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            if self.renderer is not None:
+                self.renderer.close()
+            if self.inner is not None:
+                self.inner.close()
+        finally:
+            self.file.release(self)
+
+
+def _hold(env: Any, file: _OpenFile, what: str, exclusive: bool) -> _Lease:
+    """``env``'s lease on ``file``, admitted (or refused), ended by ``env.close()`` or when ``env`` is freed."""
+    lease = _Lease(file, what, exclusive)
+    try:
+        file.admit(lease)
+    except BaseException:
+        _release_if_alone(file)
+        raise
+    env._finalizer = weakref.finalize(env, lease.end)
+    env._finalizer.atexit = False  # (at exit Blender goes too: nothing to give back)
+    return lease
 
 
 def _prepare(blend: str | Path | None, tree: str | None) -> tuple[_OpenFile, Any, Any]:
@@ -304,7 +351,7 @@ def _box_obs(space: gym_spaces.Space, obs: Any) -> Any:
 
 # --------------------------------------------------------------------------- one environment
 
-class BlendEnv(gymnasium.Env, _User):
+class BlendEnv(gymnasium.Env):
     """A single-agent tree's environment as a ``gymnasium.Env`` (``gymnasium.make("drla/Scene-v0", blend=...,
     tree=...)``; see the module docstring)."""
 
@@ -318,19 +365,19 @@ class BlendEnv(gymnasium.Env, _User):
         self.file, self.node_tree, compiled = _prepare(blend, tree)
         try:
             _single_agent_check(self.file, self.node_tree, compiled)
-            self.what = f"tree {self.node_tree.name!r}"
-            self.file.admit(self, exclusive=False)
         except BaseException:
             _release_if_alone(self.file)
             raise
-        try:
-            from . import scene as cli_scene
+        self._lease = _hold(self, self.file, f"tree {self.node_tree.name!r}", exclusive=False)
+        from . import scene as cli_scene
 
-            compiled.env.copies = 1
+        compiled.env.copies = 1
+        try:
             with _quiet():
-                self.inner = cli_scene.addon_module("scene.scene_env").SceneEnv(compiled.env, self.file.scene)
+                self.inner = self._lease.inner = cli_scene.addon_module("scene.scene_env").SceneEnv(
+                    compiled.env, self.file.scene)
         except BaseException:
-            self.file.release(self)
+            self.close()
             raise
         scene = self.file.scene
         self.metadata = {**self.metadata, "render_fps": scene.render.fps / scene.render.fps_base
@@ -340,56 +387,30 @@ class BlendEnv(gymnasium.Env, _User):
         self.observation_space = to_gym_space(self.inner.observation_space)
         self.action_space = to_gym_space(self.inner.action_space)
         self.task_metric = self.inner.task_metric
-        self._renderer: Any = None
-        self._closed = False
-
-    # _User
-    def scene_envs(self) -> list[Any]:
-        return [self.inner]
-
-    def frame(self) -> int:
-        return self.inner._frame
-
-    def _use(self, resetting: bool = False) -> None:
-        if self._closed:
-            raise RuntimeError("this drla/Scene-v0 environment is closed")
-        self.file.switch_to(self)
-        if resetting:
-            self.interrupted = False
-        elif self.interrupted:
-            raise RuntimeError(f"another environment used {self.file.path.name} since this one's reset, and a "
-                               "rigid-body simulation cannot be saved for it: reset() this one again (or give "
-                               "each environment its own process)")
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
         super().reset(seed=seed)
-        self._use(resetting=True)
+        self._lease.use(resetting=True)
         if seed is None and self.inner._np_random is None:  # the scene draws from Gymnasium's generator
             seed = int(self.np_random.integers(2**31 - 1))
         obs, info = self.inner.reset(seed=seed, options=options)
         return _box_obs(self.observation_space, obs), dict(info)
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
-        self._use()
+        self._lease.use()
         obs, reward, terminated, truncated, info = self.inner.step(_to_drla_action(self.inner.action_space, action))
         return _box_obs(self.observation_space, obs), float(reward), bool(terminated), bool(truncated), dict(info)
 
     def render(self) -> Any:
         if self.render_mode is None:
             return None
-        self._use()
-        return _camera_picture(self, self.file.scene)
+        self._lease.use()
+        return _camera_picture(self._lease, self.render_size)
 
     def close(self) -> None:
-        if getattr(self, "_closed", True):
-            return
-        self._closed = True
-        try:
-            if self._renderer is not None:
-                self._renderer.close()
-            self.inner.close()
-        finally:
-            self.file.release(self)
+        finalizer = getattr(self, "_finalizer", None)
+        if finalizer is not None:
+            finalizer()  # the lease's end, once
 
 
 def _checked_size(size: tuple[int, int] | None) -> tuple[int, int] | None:
@@ -414,26 +435,27 @@ def _render_size(scene: Any, size: tuple[int, int] | None) -> tuple[int, int]:
     return max(1, round(w * shrink)), max(1, round(h * shrink))
 
 
-def _camera_picture(env: Any, scene: Any) -> np.ndarray:
+def _camera_picture(lease: _Lease, size: tuple[int, int]) -> np.ndarray:
     """The scene camera's picture, (h, w, 3) uint8, drawn by DRLA's gpu camera (flat colours, no lighting)."""
-    if env._renderer is None:
+    scene = lease.file.scene
+    if lease.renderer is None:
         camera = scene.camera
         if camera is None or camera.type != 'CAMERA':
-            raise RuntimeError(f"{env.file.path.name}: the scene has no camera to render (set Scene > Camera)")
+            raise RuntimeError(f"{lease.file.path.name}: the scene has no camera to render (set Scene > Camera)")
         from . import scene as cli_scene
 
-        w, h = env.render_size
+        w, h = size
         with _quiet():  # (the GPU context, made on the first picture, says harmless things on stderr)
-            env._renderer = cli_scene.addon_module("scene.camera").CameraRenderer(scene, camera, w, h, 'RGB')
-            rgb = env._renderer.read()
+            lease.renderer = cli_scene.addon_module("scene.camera").CameraRenderer(scene, camera, w, h, 'RGB')
+            rgb = lease.renderer.read()
     else:
-        rgb = env._renderer.read()  # k / 255 in float32, for the 8-bit value k the gpu drew: exactly back to k
+        rgb = lease.renderer.read()  # k / 255 in float32, for the 8-bit value k the gpu drew: exactly back to k
     return np.rint(rgb * np.float32(255.0)).astype(np.uint8)
 
 
 # --------------------------------------------------------------------------- scene copies
 
-class BlendVectorEnv(VectorEnv, _User):
+class BlendVectorEnv(VectorEnv):
     """``num_envs`` copies of a single-agent tree's environment in one scene (``SceneVectorEnv``) as a
     ``gymnasium.vector.VectorEnv``: ``gymnasium.make_vec("drla/Scene-v0", num_envs=N,
     vectorization_mode="vector_entry_point", blend=..., tree=...)``.
@@ -474,21 +496,21 @@ class BlendVectorEnv(VectorEnv, _User):
         self.file, self.node_tree, compiled = _prepare(blend, tree)
         try:
             _single_agent_check(self.file, self.node_tree, compiled)
-            self.file.admit(self, exclusive=True)
         except BaseException:
             _release_if_alone(self.file)
             raise
+        self._lease = _hold(self, self.file, "a vector environment", exclusive=True)
         from . import scene as cli_scene
 
         try:
             with _quiet():
-                self.inner = cli_scene.addon_module("scene.scene_vector_env").SceneVectorEnv(
+                self.inner = self._lease.inner = cli_scene.addon_module("scene.scene_vector_env").SceneVectorEnv(
                     compiled.env, self.file.scene, self.num_envs)
         except cli_scene.addon_module("scene.copies").CopyError as exc:
-            self.file.release(self)
+            self.close()
             raise SceneFileError(f"num_envs={self.num_envs}: {exc}") from None
         except BaseException:
-            self.file.release(self)
+            self.close()
             raise
         self.render_mode = None
         self.single_observation_space = to_gym_space(self.inner.single_observation_space)
@@ -497,21 +519,13 @@ class BlendVectorEnv(VectorEnv, _User):
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.task_metric = self.inner.task_metric
         self._discrete = isinstance(self.single_action_space, gym_spaces.Discrete)
-        self._closed = False
         if self._next_step:
             for env in self.inner.envs:
                 _record_restarts(env)
 
-    def scene_envs(self) -> list[Any]:
-        return list(self.inner.envs)
-
-    def frame(self) -> int:
-        return self.inner._frame
-
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
               ) -> tuple[np.ndarray, dict]:
-        if self._closed:
-            raise RuntimeError("this drla/Scene-v0 vector environment is closed")
+        self._lease.use(resetting=True)
         if seed is not None:
             self._np_random, self._np_random_seed = gymnasium.utils.seeding.np_random(
                 seed if isinstance(seed, int) else None)
@@ -520,8 +534,7 @@ class BlendVectorEnv(VectorEnv, _User):
         return np.array(obs, dtype=self.single_observation_space.dtype), dict(infos)
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
-        if self._closed:
-            raise RuntimeError("this drla/Scene-v0 vector environment is closed")
+        self._lease.use()
         actions = np.asarray(actions)
         if actions.shape != self.action_space.shape:
             raise ValueError(f"step: actions of shape {self.action_space.shape} expected, got {actions.shape}")
@@ -587,13 +600,9 @@ class BlendVectorEnv(VectorEnv, _User):
         return obs, rewards, terminated, truncated, out
 
     def close_extras(self, **kwargs: Any) -> None:
-        if getattr(self, "_closed", True):
-            return
-        self._closed = True
-        try:
-            self.inner.close()
-        finally:
-            self.file.release(self)
+        finalizer = getattr(self, "_finalizer", None)
+        if finalizer is not None:
+            finalizer()  # the lease's end, once: the copies removed, the scene back as the file opened it
 
 
 def _record_restarts(env: Any) -> None:
@@ -612,12 +621,10 @@ def _record_restarts(env: Any) -> None:
 
 # --------------------------------------------------------------------------- several agents
 
-class BlendParallelEnv(DrlaParallelEnv, _User):
+class BlendParallelEnv(DrlaParallelEnv):
     """A multi-agent tree's agents (``SceneTeamEnv``) as a ``pettingzoo.ParallelEnv``:
     ``drla.gym.parallel_env(blend=..., tree=...)``. The scene is one world: when one agent's episode ends, it is
     terminated and the others truncated; agent ``i`` of ``reset(seed=s)`` draws its placements from ``s + i``."""
-
-    what = "a multi-agent environment"
 
     def __init__(self, blend: str | Path | None = None, tree: str | None = None, render_mode: str | None = None,
                  render_size: tuple[int, int] | None = None) -> None:
@@ -629,67 +636,42 @@ class BlendParallelEnv(DrlaParallelEnv, _User):
             if not compiled.team:
                 raise SceneFileError(f"tree {self.node_tree.name!r} in {self.file.path.name} has one agent: use "
                                      f"gymnasium.make(\"drla/Scene-v0\", blend=..., tree={self.node_tree.name!r})")
-            self.file.admit(self, exclusive=False)
         except BaseException:
             _release_if_alone(self.file)
             raise
+        self._lease = _hold(self, self.file, f"multi-agent tree {self.node_tree.name!r}", exclusive=False)
         from . import scene as cli_scene
 
         try:
             with _quiet():
-                inner = cli_scene.addon_module("scene.scene_team_env").SceneTeamEnv(
+                inner = self._lease.inner = cli_scene.addon_module("scene.scene_team_env").SceneTeamEnv(
                     [(m.name, m.env) for m in compiled.team], self.file.scene)
         except BaseException:
-            self.file.release(self)
+            self.close()
             raise
         super().__init__(inner, render_mode=render_mode)
         self.metadata = {**self.metadata, "render_modes": ["rgb_array"], "name": f"drla_scene_{self.node_tree.name}",
                          "render_fps": self.file.scene.render.fps / inner.frames_per_step}
         self.render_size = _render_size(self.file.scene, render_size)
-        self._renderer: Any = None
-        self._closed = False
-
-    def scene_envs(self) -> list[Any]:
-        return list(self.inner.envs.values())
-
-    def frame(self) -> int:
-        return self.inner._frame
-
-    def _use(self, resetting: bool = False) -> None:
-        if self._closed:
-            raise RuntimeError("this DRLA scene ParallelEnv is closed")
-        self.file.switch_to(self)
-        if resetting:
-            self.interrupted = False
-        elif self.interrupted:
-            raise RuntimeError(f"another environment used {self.file.path.name} since this one's reset, and a "
-                               "rigid-body simulation cannot be saved for it: reset() this one again (or give "
-                               "each environment its own process)")
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
-        self._use(resetting=True)
+        self._lease.use(resetting=True)
         return super().reset(seed=seed, options=options)
 
     def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
-        self._use()
+        self._lease.use()
         return super().step(actions)
 
     def render(self) -> Any:
         if self.render_mode is None:
             return None
-        self._use()
-        return _camera_picture(self, self.file.scene)
+        self._lease.use()
+        return _camera_picture(self._lease, self.render_size)
 
     def close(self) -> None:
-        if getattr(self, "_closed", True):
-            return
-        self._closed = True
-        try:
-            if self._renderer is not None:
-                self._renderer.close()
-            self.inner.close()
-        finally:
-            self.file.release(self)
+        finalizer = getattr(self, "_finalizer", None)
+        if finalizer is not None:
+            finalizer()  # the lease's end, once
 
 
 def parallel_env(blend: str | Path, tree: str | None = None, render_mode: str | None = None,

@@ -51,10 +51,10 @@ def _no_scene_env_left_open():
     """Each test closes its environments; one a failing test left open is closed here, not held by the next."""
     yield
     held = gym_scene._OPEN
-    if held is not None:
-        for user in list(held.users):
-            (user.close_extras if hasattr(user, "close_extras") else user.close)()
-        pytest.fail(f"an environment on {held.path.name} was left open") if held.users else None
+    if held is not None and held.users:
+        for lease in list(held.users):
+            lease.end()
+        pytest.fail(f"an environment on {held.path.name} was left open")
 
 
 def _scene_state() -> dict:
@@ -164,6 +164,24 @@ def test_another_file_is_refused_while_an_environment_holds_one_and_opens_after_
     other = gymnasium.make("drla/Scene-v0", blend=str(ROOT / "scenes" / "walker" / "walker.blend"))
     assert other.unwrapped.file.path.name == "walker.blend"
     other.close()
+
+
+def test_an_environment_dropped_without_close_lets_go_of_the_file():
+    import gc
+
+    env = gymnasium.make("drla/Scene-v0", blend=str(TANK))
+    env.reset(seed=0)
+    env.step(1)
+    moved = _scene_state()
+    del env
+    gc.collect()
+    assert gym_scene._OPEN is None
+    assert moved != _scene_state() == _as_opened(TANK)  # and the scene is back as the file opened it
+    other = gymnasium.make("drla/Scene-v0", blend=str(ROOT / "scenes" / "walker" / "walker.blend"))
+    other.close()
+    with pytest.raises(RuntimeError, match=r"this DRLA scene environment \(tree 'Walker' of walker\.blend\) is "
+                       "closed"):
+        other.reset(seed=0)
 
 
 def test_on_a_physics_scene_an_interrupted_episode_must_be_reset_and_a_vector_env_takes_the_file_alone():
