@@ -109,10 +109,16 @@ def test_a_tree_whose_sensors_all_know_their_bounds_passes_with_warnings_as_erro
 
 
 @pytest.mark.parametrize("blend, tree", MULTI)
-def test_pettingzoo_s_parallel_tests_pass_on_every_multi_agent_scene_tree(blend, tree):
+def test_pettingzoo_s_parallel_seed_and_aec_tests_pass_on_every_multi_agent_scene_tree(blend, tree):
+    from pettingzoo.test import api_test
+    from pettingzoo.utils.conversions import parallel_to_aec
+
     env = dgym.parallel_env(blend=str(blend), tree=tree)
     parallel_api_test(env, num_cycles=60)
     env.close()
+    aec = parallel_to_aec(dgym.parallel_env(blend=str(blend), tree=tree))
+    api_test(aec, num_cycles=30)
+    aec.close()
     parallel_seed_test(lambda: dgym.parallel_env(blend=str(blend), tree=tree), num_cycles=60)
     assert gym_scene._OPEN is None  # (the seed test closes both)
 
