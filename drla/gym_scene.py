@@ -19,9 +19,10 @@ Environments on that file share its scene: each one's objects, properties and fr
 acts, so several environments (``gymnasium.make_vec(..., vectorization_mode="sync")``, PettingZoo's seed test)
 each play their own episodes exactly as if alone. A rigid-body simulation cannot be saved: on a physics scene an
 environment whose episode another one interrupted must be reset before it steps again (it says so). A vector
-environment takes the file alone (its copies fill the scene). An environment on
-another file while one is open is refused with the open file's name: close the open ones first
-(``env.close()``), or make it in another process (``vectorization_mode="async"``). ``close()`` puts the scene
+environment takes the file alone (its copies fill the scene). An environment on another file while one is open
+is refused with the open file's name: close the open ones first (``env.close()``), or make it in another process:
+``gymnasium.make_vec(..., vectorization_mode="async", vector_kwargs={"context": "spawn"})`` gives each environment
+its own (spawn: a process forked after Blender made its GPU context, as a camera does, dies). ``close()`` puts the scene
 back as the file opened it (``snapshot.restored_scene``, as a run in Blender does) once the last environment on
 it is closed (or freed by Python without ``close()``); the file on disk is never written.
 """
