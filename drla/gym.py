@@ -10,8 +10,9 @@ space classes; this module gives the ecosystem the real thing, so any trainer th
 
 Spaces become Gymnasium's (``Box``, ``Discrete``, ``MultiDiscrete``); actions come back to DRLA as the types
 its envs take; seeding follows Gymnasium (``reset(seed=...)`` seeds the env and the action space's sampler).
-Environments whose ``render`` draws text take ``render_mode="ansi"``. Blender scenes (``.blend`` trees) as
-Gymnasium environments come next (issue 25).
+Environments whose ``render`` draws text take ``render_mode="ansi"``. A Blender scene's tree is
+``gymnasium.make("drla/Scene-v0", blend=PATH, tree=NAME)`` (and ``make_vec`` for its copies, ``parallel_env(blend=PATH,
+tree=NAME)`` for a multi-agent tree): ``drla.gym_scene``, with ``bpy`` in this process.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from gymnasium import spaces as gym_spaces
 from drla_core.base import spaces as drla_spaces
 from drla_core.envs import ENV_NAMES, make
 
-__all__ = ["to_gym_space", "GymEnv", "DrlaParallelEnv", "env", "parallel_env", "ENV_IDS", "register_envs"]
+__all__ = ["to_gym_space", "GymEnv", "DrlaParallelEnv", "env", "parallel_env", "ENV_IDS", "SCENE_ID", "register_envs"]
 
 
 def to_gym_space(space: drla_spaces.Space) -> gym_spaces.Space:
@@ -150,14 +151,25 @@ PARALLEL_GAMES = {"pacman": ("pacman", "PacmanEnv"), "chase": ("chase", "ChaseEn
                   "tank_duel": ("tank_duel", "TankDuel")}
 
 
-def parallel_env(name: str = "pacman", render_mode: str | None = None, **kwargs: Any) -> DrlaParallelEnv:
+def parallel_env(name: str | None = None, render_mode: str | None = None, *, blend: Any = None,
+                 tree: str | None = None, **kwargs: Any) -> DrlaParallelEnv:
     """A built-in multi-agent game as a ``pettingzoo.ParallelEnv`` (needs ``pip install pettingzoo``); ``kwargs``
-    go to the game (``parallel_env("chase", target="agent")``)."""
+    go to the game (``parallel_env("chase", target="agent")``). With ``blend=PATH`` (and ``tree=NAME``): that
+    .blend's multi-agent tree instead (``drla.gym_scene.BlendParallelEnv``; ``kwargs``: ``render_size``)."""
     try:
         _pettingzoo()
     except ImportError:
         raise ImportError("drla.gym.parallel_env needs PettingZoo: pip install '.[gym]' (or pip install "
                           "pettingzoo)") from None
+    if blend is not None:
+        if name is not None:
+            raise TypeError(f"parallel_env: give a built-in game's name ({name!r}) or blend=, not both")
+        from .gym_scene import parallel_env as scene_parallel_env
+
+        return scene_parallel_env(blend, tree, render_mode=render_mode, **kwargs)
+    if tree is not None:
+        raise TypeError("parallel_env: tree= names a tree of a .blend: give blend=PATH too")
+    name = "pacman" if name is None else name
     if name not in PARALLEL_GAMES:
         raise KeyError(f"unknown multi-agent game {name!r}; known: {', '.join(sorted(PARALLEL_GAMES))}")
     module, cls = PARALLEL_GAMES[name]
@@ -174,6 +186,9 @@ def _gym_id(name: str) -> str:
     return "drla/" + "".join(part.capitalize() for part in name.split("_")).replace("Cartpole", "CartPole") + "-v0"
 
 
+#: A .blend's tree: ``gymnasium.make(SCENE_ID, blend=PATH, tree=NAME)`` (``drla.gym_scene``)
+SCENE_ID = "drla/Scene-v0"
+
 #: ``gymnasium.make`` id -> the built-in environment's name (``drla/CartPole-v0`` -> ``cartpole``)
 ENV_IDS = {_gym_id(name): name for name in ENV_NAMES}
 
@@ -185,6 +200,9 @@ def register_envs() -> None:
             # (each env ends its own episodes: CartPole truncates at 500 steps itself, so no TimeLimit wrapper)
             vector = "drla.gym_vector:CartPoleVectorEnv" if name == "cartpole" else None
             gymnasium.register(env_id, entry_point="drla.gym:env", kwargs={"name": name}, vector_entry_point=vector)
+    if SCENE_ID not in gymnasium.registry:  # a .blend's tree (bpy is imported when one is made, not before)
+        gymnasium.register(SCENE_ID, entry_point="drla.gym_scene:BlendEnv",
+                           vector_entry_point="drla.gym_scene:BlendVectorEnv")
 
 
 register_envs()
