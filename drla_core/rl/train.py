@@ -141,11 +141,15 @@ class TrainingRun:
     # ---- as a TrainingJob (agents.base) -----------------------------------------------------------
 
     def status(self) -> dict[str, str]:
-        """Episodes, exploration and the mean return of the last 20 episodes, as the sidebar shows them."""
+        """Episodes, exploration (or the agent's own ``status()`` figures) and the mean return of the last 20
+        episodes, as the sidebar shows them."""
         returns = self.history.episode_returns[-20:]
         mean = sum(returns) / len(returns) if returns else 0.0
-        return {"Episodes": str(self.episodes), "Epsilon": f"{float(getattr(self.agent, 'epsilon', 0.0)):.2f}",
-                "Return": f"{mean:.2f}"}
+        figures = {"Episodes": str(self.episodes)}
+        if hasattr(self.agent, "epsilon"):
+            figures["Epsilon"] = f"{float(self.agent.epsilon):.2f}"
+        figures.update(getattr(self.agent, "status", dict)())  # an agent's own figures (PPO: its entropy)
+        return {**figures, "Return": f"{mean:.2f}"}
 
     @property
     def interrupted(self) -> bool:
