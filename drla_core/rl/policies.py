@@ -80,6 +80,16 @@ class RunningMeanStd:
         self.count = float(count)
 
 
+def _row_reduce(op: Any, a: np.ndarray) -> np.ndarray:
+    """``op.reduce(a, axis=-1)`` for a few columns, column by column: numpy reduces a short last axis slowly."""
+    if a.shape[-1] > 8:
+        return op.reduce(a, axis=-1)
+    out = a[..., 0].copy()
+    for j in range(1, a.shape[-1]):
+        op(out, a[..., j], out=out)
+    return out
+
+
 class CategoricalHead:
     """Independent categorical distributions over groups of logits (``nvec[g]`` logits in group ``g``)."""
 
@@ -95,8 +105,8 @@ class CategoricalHead:
 
     @staticmethod
     def _log_softmax(z: np.ndarray) -> np.ndarray:
-        shifted = z - z.max(axis=-1, keepdims=True)
-        return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+        shifted = z - _row_reduce(np.maximum, z)[..., None]
+        return shifted - np.log(_row_reduce(np.add, np.exp(shifted)))[..., None]
 
     def _as_columns(self, actions: np.ndarray) -> np.ndarray:
         return np.asarray(actions).reshape(len(actions), len(self.nvec))
@@ -128,7 +138,7 @@ class CategoricalHead:
         for g, z in enumerate(self._groups(out)):
             log_p = self._log_softmax(z)
             p = np.exp(log_p)
-            h = -(p * log_p).sum(axis=1)
+            h = -_row_reduce(np.add, p * log_p)
             logp += log_p[rows, acts[:, g]]
             entropy += h
             self._cache.append((p, log_p, h, acts[:, g]))

@@ -356,13 +356,17 @@ class PPOAgent:
         out = self._policy_out(y)
         values = y[:, -1] if self.critic is None else self.critic.forward_train(obs)[:, 0]
         logp, entropy = self.head.evaluate(out, actions)
-        if cfg.normalize_advantage and b > 1:
-            adv = (adv - adv.mean()) / (adv.std(ddof=1) + np.float32(1e-8))
+        inv_b = 1.0 / b  # (sums times 1/b: np.mean's Python wrapper costs more than its arithmetic here)
+        if cfg.normalize_advantage and b > 1:  # torch's std: unbiased
+            centered = adv - np.float32(adv.sum() * inv_b)
+            std = math.sqrt(float(np.dot(centered, centered)) / (b - 1))
+            adv = centered / np.float32(std + 1e-8)
         log_ratio = logp - old_logp
         ratio = np.exp(log_ratio)
         surr1 = adv * ratio
-        surr2 = adv * np.clip(ratio, np.float32(1.0 - clip), np.float32(1.0 + clip))
-        policy_loss = -float(np.minimum(surr1, surr2).mean())
+        surr2 = adv * np.minimum(np.maximum(ratio, np.float32(1.0 - clip)), np.float32(1.0 + clip))
+        unclipped = surr1 <= surr2
+        policy_loss = -float(np.where(unclipped, surr1, surr2).sum()) * inv_b
         if cfg.clip_range_vf > 0:
             moved = values - old_values
             inside = np.abs(moved) <= np.float32(cfg.clip_range_vf)
@@ -370,20 +374,21 @@ class PPOAgent:
         else:
             inside, pred = None, values
         err = pred - returns
-        value_loss = float((err * err).mean())
-        mean_entropy = float(entropy.mean())
+        value_loss = float(np.dot(err, err)) * inv_b
+        mean_entropy = float(entropy.sum()) * inv_b
         loss = policy_loss - cfg.ent_coef * mean_entropy + cfg.vf_coef * value_loss
-        figures = np.array([loss, policy_loss, value_loss, mean_entropy, float(((ratio - 1) - log_ratio).mean()),
-                            float((np.abs(ratio - 1) > clip).mean())])
+        figures = np.array([loss, policy_loss, value_loss, mean_entropy,
+                            float(((ratio - np.float32(1.0)) - log_ratio).sum()) * inv_b,
+                            np.count_nonzero(np.abs(ratio - np.float32(1.0)) > clip) * inv_b])
         if not backward:
             return figures, []
-        inv_b = np.float32(1.0 / b)
         # d policy_loss / d logp: through the unclipped term where it is the minimum, else 0
-        g_logp = np.where(surr1 <= surr2, -adv * ratio * inv_b, np.float32(0.0)).astype(np.float32)
-        g_entropy = np.full(b, -cfg.ent_coef / b, dtype=np.float32)
-        g_values = np.float32(2.0 * cfg.vf_coef) * err * inv_b
+        g_logp = surr1 * np.float32(-inv_b)
+        g_logp *= unclipped
+        g_entropy = np.full(b, -cfg.ent_coef * inv_b, dtype=np.float32)
+        g_values = err * np.float32(2.0 * cfg.vf_coef * inv_b)
         if inside is not None:
-            g_values = g_values * inside
+            g_values *= inside
         grad_out, grad_log_std = self.head.backward(g_logp, g_entropy)
         if self.critic is None:
             grads = [self.actor.backward(np.concatenate([grad_out, g_values[:, None]], axis=1))]
