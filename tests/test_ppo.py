@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import signal
 import subprocess
 import sys
@@ -393,3 +394,32 @@ def test_cli_trains_ppo_and_refuses_dqn_settings(tmp_path):
     assert out.returncode == 2 and "--gae-lambda" in out.stderr
     out = cli("train", "cartpole", "--resume", tmp_path / "m.json")
     assert out.returncode == 2 and "is a model file" in out.stderr
+
+
+def test_the_javascript_runtime_plays_a_ppo_model(tmp_path):
+    """web/drla.js runs a PPO model file (a plain mlp): the same discrete actions, the same clipped means."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    obs = np.random.default_rng(0).normal(0, 1.5, (50, 4)).astype(np.float32)
+    for name, space in (("discrete", Discrete(2)), ("box", Box(-1.0, 1.0, (2,)))):
+        agent = PPOAgent(Box(-5, 5, (4,)), space, PPOConfig(hidden=[(16, "tanh")], normalize_obs=True,
+                                                             ortho_init=False), seed=1)
+        agent.act_batch(obs[:20] * 3 + 1)  # observation statistics away from 0 and 1
+        save_model(tmp_path / f"{name}.json", agent.to_model({"env": "x"}))
+        script = (f"import {{ load }} from {json.dumps((ROOT / 'web' / 'drla.js').as_uri())};\n"
+                  "import { readFileSync } from 'node:fs';\n"
+                  f"const model = load(readFileSync({json.dumps(str(tmp_path / (name + '.json')))}, 'utf8'));\n"
+                  f"const xs = {json.dumps(obs.tolist())};\n"
+                  "console.log(JSON.stringify(xs.map((x) => { const a = model.act(x); "
+                  "return typeof a === 'number' ? a : Array.from(a); })));\n")
+        (tmp_path / "play.mjs").write_text(script)
+        out = subprocess.run([node, str(tmp_path / "play.mjs")], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        js = np.asarray(json.loads(out.stdout))
+        python = np.asarray([agent.predict(x) for x in obs])
+        if name == "discrete":
+            assert js.tolist() == python.tolist()
+        else:
+            assert js.shape == python.shape and np.allclose(js, python, atol=1e-5)
+            assert np.abs(js).max() <= 1.0
