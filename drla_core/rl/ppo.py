@@ -178,7 +178,7 @@ class PPOAgent:
             return
         if self.num_envs and self.pos:
             raise ValueError(f"PPO's rollout holds {self.num_envs} copies; it cannot go on with {n}")
-        t, cfg = self.config.n_steps, self.config
+        t = self.config.n_steps
         self.num_envs = n
         act_shape: tuple[int, ...] = () if isinstance(self.action_space, Discrete) else (self.head.n_outputs,) \
             if isinstance(self.head, GaussianHead) else (len(self.head.nvec),)
@@ -190,7 +190,6 @@ class PPOAgent:
         self.buf_rewards = np.zeros((t, n), dtype=np.float32)
         self.buf_dones = np.zeros((t, n), dtype=np.float32)
         self._returns = np.zeros(n, dtype=np.float64)
-        del cfg
 
     # ---- acting ------------------------------------------------------------------------------------------
 
