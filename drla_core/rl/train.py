@@ -180,12 +180,16 @@ class TrainingRun:
 
     def save_report(self, path: Any, title: str, wall_seconds: float = 0.0) -> Any:
         """The report picture: returns and losses by step, evaluations, the task's counts, and for a DQN agent
-        its layers' weight histograms and activation histograms over the last 1000 observations it stored."""
-        network = getattr(self.agent, "q_network", None)
+        its layers' weight histograms and activation histograms over the last 1000 observations it stored (a PPO
+        agent: its actor's, over its last rollout)."""
+        network = getattr(self.agent, "q_network", None) or getattr(self.agent, "actor", None)  # DQN's; PPO's actor
         buffer = getattr(self.agent, "replay_buffer", None)
         states = None
         if network is not None and buffer is not None and len(buffer):
             states = buffer.obs[:len(buffer)][-1000:]
+        rollout = getattr(self.agent, "buf_obs", None)  # PPO: its last rollout (normalised as the actor reads it)
+        if states is None and rollout is not None:
+            states = rollout.reshape(-1, rollout.shape[-1])[-1000:]
         return save_report(path, self.history, title, network=network, states=states)
 
     def to_model(self, meta: dict[str, Any] | None = None) -> Any:
