@@ -190,7 +190,7 @@ def test_schedules_fall_linearly_with_the_progress():
     assert [s for s, _, _ in seen] == [16, 32, 48, 64]
     for steps, lr, clip in seen:
         assert lr == pytest.approx(1e-3 * (1 - steps / 64)) and clip == pytest.approx(0.2 * (1 - steps / 64))
-        assert all(opt.lr == lr for opt in agent.optimizers) or steps != seen[-1][0]
+    assert [opt.lr for opt in agent.optimizers] == [seen[-1][1]] * 2  # the actor's and the critic's Adam
 
 
 def test_config_refuses_bad_settings():
@@ -423,3 +423,29 @@ def test_the_javascript_runtime_plays_a_ppo_model(tmp_path):
         else:
             assert js.shape == python.shape and np.allclose(js, python, atol=1e-5)
             assert np.abs(js).max() <= 1.0
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_one_forward_per_step_for_all_copies(shared):
+    """Acting for N copies is one call of the actor (and one of the critic when separate), whatever N."""
+    venv = SyncVectorEnv([lambda: make("cartpole")] * 6)
+    agent = PPOAgent(venv.single_observation_space, venv.single_action_space,
+                     PPOConfig(n_steps=100, shared_trunk=shared), seed=0)
+    calls = {"actor": 0, "critic": 0}
+
+    def counted(net, name):
+        forward = net.forward_into_cache
+
+        def wrapper(x):
+            calls[name] += 1
+            assert len(x) == 6
+            return forward(x)
+        net.forward_into_cache = wrapper
+
+    counted(agent.actor, "actor")
+    if agent.critic is not None:
+        counted(agent.critic, "critic")
+    run = VectorTrainingRun(venv, agent, 6 * 10, seed=0)
+    run.run()
+    assert calls == {"actor": 10, "critic": 0 if shared else 10}
+    assert agent.pos == 10  # ten steps of the six copies in the rollout, not learnt from yet
