@@ -228,6 +228,11 @@ def _check_target_flags(args: argparse.Namespace, blend: bool) -> None:
             if value is not None and not (name == "agent" and value == "dqn"):
                 raise CLIError(f"{flag}: a .blend file's tree chooses its agent and its settings (its agent node); "
                                f"drop {flag}")
+        ppo_given = [name for name in train_flags.PPO_ONLY if getattr(args, name, None) is not None]
+        if ppo_given:
+            flag = "--" + ppo_given[0].replace("_", "-")
+            raise CLIError(f"{flag}: a PPO setting; a .blend file's tree trains the agent of its agent node "
+                           f"(drop {flag})")
         return
     for flag, name in BLEND_ONLY:
         if getattr(args, name, None) is not None:
@@ -262,45 +267,57 @@ def cmd_train(args: argparse.Namespace) -> int:
     _check_target_flags(args, blend=False)
     if args.agent in pure_jobs.AGENTS or (args.resume or "").lower().endswith(".json"):
         # evolution; a .json --resume is a population file
-        return pure_jobs.train(args, tuple(f.name for f in dataclasses.fields(DQNConfig) if f.name not in _SKIP_FIELDS))
+        return pure_jobs.train(args, tuple(f.name for f in dataclasses.fields(DQNConfig) if f.name not in _SKIP_FIELDS),
+                               train_flags.PPO_ONLY)
     if args.population is not None:
         raise CLIError("--population: the population of an evolution run (--agent "
-                       f"{'|'.join(pure_jobs.AGENTS)}); DQN has none")
-    args.agent = "dqn"
+                       f"{'|'.join(pure_jobs.AGENTS)}); {(args.agent or 'dqn').upper()} has none")
     ckpt = read_resume(args.resume) if args.resume else None
     saved = ckpt.settings if ckpt is not None else {}
     if ckpt is not None and saved.get("target") != args.target:
         raise CLIError(f"--resume: {ckpt.path} is a run on {saved.get('target')!r}, not on {args.target!r}")
+    if ckpt is not None:  # a checkpoint continues with the agent it was trained with
+        kind = str(ckpt.meta.get("kind", "dqn"))
+        if args.agent not in (None, kind):
+            raise CLIError(f"--resume: {ckpt.path} is a run of --agent {kind}, not {args.agent}")
+    args.agent = args.agent or (str(ckpt.meta.get("kind", "dqn")) if ckpt is not None else "dqn")
+    train_flags.check_agent_flags(args)
     if args.target in PARALLEL_ENV_NAMES:
         raise CLIError(f"{args.target} is a two-agent game: train it with --agent coevolution")
+    ppo = args.agent == "ppo"
+    defaults = train_flags.ppo_defaults(args.target) if ppo else {"steps": 50_000, "copies": 1}
     saved_run = ckpt.meta["run"] if ckpt is not None else {}
-    steps = args.steps or saved_run.get("total_steps") or 50_000
+    steps = args.steps or saved_run.get("total_steps") or defaults["steps"]
     if ckpt is not None and args.seed is not None and args.seed != saved_run["seed"]:
         raise CLIError(f"--seed: a resumed run keeps its seed ({saved_run['seed']}); drop --seed")
     args.seed = saved_run.get("seed", 0) if args.seed is None else args.seed
     env, eval_env = make_target(args.target), make_target(args.target)
-    check_replay_memory(args.buffer_size, int(np.prod(env.observation_space.shape)))
-    if not isinstance(env.action_space, Discrete):
-        agents = " or --agent ".join(a for a in pure_jobs.AGENTS if a != "coevolution")
-        raise CLIError(f"{args.target} has continuous actions ({env.action_space}) and DQN needs discrete ones: "
-                       f"train it with --agent {agents}")
-    train_flags.check_resume_hidden(args, ckpt)
-    base = resume_config(ckpt) if ckpt is not None else None
-    config = make_config(base, {**(ENV_DEFAULTS.get(args.target, {}) if base is None else {}),
-                                **config_overrides(args)}, steps)
-    agent = DQNAgent(env.observation_space, env.action_space, config, seed=args.seed)
+    agent: Any
+    if ppo:
+        agent = train_flags.ppo_agent(args, env, ckpt, steps)
+    else:
+        check_replay_memory(args.buffer_size, int(np.prod(env.observation_space.shape)))
+        if not isinstance(env.action_space, Discrete):
+            agents = " or --agent ".join(a for a in ("ppo", *pure_jobs.AGENTS) if a != "coevolution")
+            raise CLIError(f"{args.target} has continuous actions ({env.action_space}) and DQN needs discrete ones: "
+                           f"train it with --agent {agents}")
+        train_flags.check_resume_hidden(args, ckpt)
+        base = resume_config(ckpt) if ckpt is not None else None
+        config = make_config(base, {**(ENV_DEFAULTS.get(args.target, {}) if base is None else {}),
+                                    **config_overrides(args)}, steps)
+        agent = DQNAgent(env.observation_space, env.action_space, config, seed=args.seed)
     model_path, report_path = out_paths(args.out or saved.get("out"), args.target)
     meta = {"env": args.target, "seed": args.seed}
     callbacks: list[Any] = ([] if args.quiet else [ProgressBar(steps)]) + train_flags.train_callbacks(args, ckpt)
     interval = args.checkpoint_interval if args.checkpoint_interval is not None else saved_run.get(
         "checkpoint_interval", 0)
     options = dict(seed=args.seed, eval_env=eval_env,
-                   eval_interval=_given(args.eval_interval, saved_run.get("eval_interval"), 2000),
+                   eval_interval=_given(args.eval_interval, saved_run.get("eval_interval"), 10_000 if ppo else 2000),
                    eval_episodes=_given(args.eval_episodes, saved_run.get("eval_episodes"), 10),
                    callbacks=callbacks, checkpoint_interval=interval,
                    checkpoint_path=str(model_path.with_name(model_path.stem + "_step{step}.json")),
                    save_fn=checkpoint_saver(model_path, {"target": args.target, "out": str(model_path)}))
-    copies = getattr(args, "copies", None) or saved_run.get("num_envs") or 1
+    copies = getattr(args, "copies", None) or saved_run.get("num_envs") or defaults["copies"]
     if copies > 1:  # N copies stepped together, one network call for all; steps count env steps of every copy
         meta["copies"] = copies
         venv = SyncVectorEnv([lambda: make_target(args.target)] * copies)
@@ -318,7 +335,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         if run.history.interrupted:
             meta["interrupted"] = True
         return finish_training(run, agent.to_model(meta), model_path, report_path,
-                               report_title(f"DQN on {args.target}", run, args.seed), wall, ctrl_c)
+                               report_title(f"{args.agent.upper()} on {args.target}", run, args.seed), wall,
+                               ctrl_c)
 
 
 def _given(value: Any, saved: Any, default: Any) -> Any:
@@ -484,14 +502,16 @@ def build_parser() -> argparse.ArgumentParser:
                         "(needs the ray package: pip install 'drla[ray]'; see docs/cluster.md)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     train_flags.add_train_flags(p)  # --metrics, --tensorboard, --grow (issue 15)
-    p.add_argument("--agent", choices=("dqn", *pure_jobs.AGENTS), default=None,
-                   help="built-in environments: dqn (default), or evolve networks: ga (genetic algorithm), neat, "
+    p.add_argument("--agent", choices=("dqn", "ppo", *pure_jobs.AGENTS), default=None,
+                   help="built-in environments: dqn (default), ppo (policy gradients; continuous actions too), or "
+                        "evolve networks: ga (genetic algorithm), neat, "
                         "novelty (GA scored by novelty search); a two-agent game (pacman): coevolution (two GA "
                         "populations, each scored against the other's champion); for these --steps counts generations "
                         "(a .blend: its tree's agent node)")
     p.add_argument("--population", type=int_range(3, 10_000), metavar="N",
                    help="population size for ga, neat, novelty, coevolution")
     _add_config_flags(p)
+    train_flags.add_ppo_flags(p)
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("eval", help="evaluate a model file on a built-in environment (greedy policy)",

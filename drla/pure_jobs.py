@@ -176,22 +176,24 @@ def _status_line(job: TrainingJob, unit: str, wall: float) -> str:
 DQN_ONLY = ("copies", "eval_interval", "eval_episodes", "grow", "metrics", "tensorboard")
 
 
-def check_flags(args: argparse.Namespace, dqn_fields: tuple[str, ...] = ()) -> None:
-    """Refuse the DQN flags given to an evolution run (``dqn_fields``: DQNConfig's, one flag each)."""
-    given = [name for name in (*DQN_ONLY, *dqn_fields) if getattr(args, name, None) is not None]
+def check_flags(args: argparse.Namespace, dqn_fields: tuple[str, ...] = (), ppo_fields: tuple[str, ...] = ()) -> None:
+    """Refuse the DQN and PPO flags given to an evolution run (``dqn_fields``: DQNConfig's, ``ppo_fields``: the
+    PPO-only ones, one flag each)."""
+    given = [name for name in (*DQN_ONLY, *dqn_fields, *ppo_fields) if getattr(args, name, None) is not None]
     if given:
         flag = "--" + given[0].replace("_", "-")
-        raise CLIError(f"{flag}: a DQN setting; --agent {args.agent} does not use it (drop {flag})")
+        who = "PPO" if given[0] in ppo_fields else "DQN"
+        raise CLIError(f"{flag}: a {who} setting; --agent {args.agent} does not use it (drop {flag})")
 
 
-def train(args: argparse.Namespace, dqn_fields: tuple[str, ...] = ()) -> int:
+def train(args: argparse.Namespace, dqn_fields: tuple[str, ...] = (), ppo_fields: tuple[str, ...] = ()) -> int:
     """Build the ``--agent`` job for ``args.target`` and run it to the end (or Ctrl-C); write the champion
     model, the report and the job's state (an evolution run's population) beside ``--out``."""
     if args.resume:
         read_state(args)
     if args.agent not in AGENTS:
         raise CLIError(f"--agent {args.agent}: {args.resume} is a population file of an evolution run")
-    check_flags(args, dqn_fields)
+    check_flags(args, dqn_fields, ppo_fields)
     args.seed = 0 if args.seed is None else args.seed
     built = AGENTS[args.agent](args.target, args)
     job = built.job

@@ -38,7 +38,11 @@ AGENTS = tuple(next(a for a in build_parser()._subparsers._group_actions[0].choi
 ENV = {"coevolution": "pacman"}
 #: The smallest run of each: a few hundred DQN steps, one generation of a tiny population.
 TINY = {"dqn": ["--steps", "300", "--learning-starts", "100", "--eval-interval", "0", "--hidden", "8",
-                "--checkpoint-interval", "200"]}
+                "--checkpoint-interval", "200"],
+        "ppo": ["--steps", "300", "--copies", "2", "--n-steps", "50", "--batch-size", "50", "--n-epochs", "1",
+                "--eval-interval", "0", "--hidden", "8", "--checkpoint-interval", "200"]}
+#: ``--steps`` of the resumed run (an evolution run's: generations)
+MORE_STEPS = {"dqn": "400", "ppo": "400"}
 TINY_EVOLUTION = ["--steps", "1", "--population", "4"]
 
 
@@ -226,7 +230,7 @@ def trained(tmp_path_factory) -> dict[str, Trained]:
         env = ENV.get(agent, "cartpole")
         base = ["train", env, "--agent", agent, "--quiet", *TINY.get(agent, TINY_EVOLUTION)]
         runs[agent] = train_once(agent, base, tmp_path_factory.mktemp(f"combo_{agent}"),
-                                 more_steps="400" if agent == "dqn" else "2")
+                                 more_steps=MORE_STEPS.get(agent, "2"))
     return runs
 
 

@@ -1,5 +1,9 @@
 """Full training checkpoints (format ``drla-checkpoint``, version 1): everything a DQN ``TrainingRun`` needs to go on.
 
+An agent with ``checkpoint_state() -> (meta, arrays)``, ``load_checkpoint_state(meta, arrays, total_steps)``,
+``checkpoint_mismatch(meta)``, ``checkpoint_kind`` and ``rng`` (PPO) says its own state; the file's ``kind`` is
+its ``checkpoint_kind`` and the rest (env, run, history, settings) is the same.
+
 A model file (``model_io``) holds a network to *use*; a checkpoint holds a run to *continue*: the
 online and target networks, Adam's moments and step count, the replay buffer (optional, capped,
 and the file says how much of it is there), every random generator (the agent's, the env's
@@ -171,16 +175,9 @@ def _lineage(agent: Any) -> dict[str, Any]:
     return out
 
 
-def checkpoint_state(run: Any, *, replay_buffer: bool = True, max_buffer_bytes: int = MAX_BUFFER_BYTES,
-                     settings: dict[str, Any] | None = None,
-                     copy: bool = True) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """``run``'s full state as ``(JSON-able meta, arrays)``; the arrays are copies unless ``copy=False`` (views
-    into the live run, for writing at once: a full replay buffer is tens of megabytes)."""
-    agent = run.agent
-
-    def own(a: np.ndarray) -> np.ndarray:
-        return a.copy() if copy else a
-
+def _dqn_state(agent: Any, own: Any, replay_buffer: bool,
+               max_buffer_bytes: int) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, Any]]:
+    """A DQN agent's networks, optimiser, counters and replay memory: ``(agent meta, arrays, buffer meta)``."""
     for name in ("q_network", "target_network", "optimizer", "replay_buffer", "rng", "config"):
         if not hasattr(agent, name):
             raise CheckpointError(f"checkpoints hold DQN runs; {type(agent).__name__} has no {name}")
@@ -225,6 +222,29 @@ def checkpoint_state(run: Any, *, replay_buffer: bool = True, max_buffer_bytes: 
     else:
         buffer_meta["stored"] = "none"
     buffer_meta["stored_transitions"] = keep
+    return agent_meta, arrays, buffer_meta
+
+
+def checkpoint_state(run: Any, *, replay_buffer: bool = True, max_buffer_bytes: int = MAX_BUFFER_BYTES,
+                     settings: dict[str, Any] | None = None,
+                     copy: bool = True) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """``run``'s full state as ``(JSON-able meta, arrays)``; the arrays are copies unless ``copy=False`` (views
+    into the live run, for writing at once: a full replay buffer is tens of megabytes)."""
+    agent = run.agent
+
+    def own(a: np.ndarray) -> np.ndarray:
+        return a.copy() if copy else a
+
+    own_state = getattr(agent, "checkpoint_state", None)
+    if callable(own_state):  # an agent that says its own state (PPO): its rollout is part of it
+        agent_meta, agent_arrays = own_state()
+        agent_meta = {**agent_meta, "rng": _rng_state(agent.rng)}
+        arrays = {f"agent.{name}": own(a) for name, a in agent_arrays.items()}
+        buffer_meta: dict[str, Any] = {"stored": "none", "stored_transitions": 0, "limit_bytes": 0}
+        kind = str(agent.checkpoint_kind)
+    else:
+        agent_meta, arrays, buffer_meta = _dqn_state(agent, own, replay_buffer, max_buffer_bytes)
+        kind = "dqn"
 
     envs = _copies(run.env)
     restorable = _restorable(run.env)
@@ -258,7 +278,7 @@ def checkpoint_state(run: Any, *, replay_buffer: bool = True, max_buffer_bytes: 
     }
     meta = {"format": FORMAT, "version": VERSION, "drla_version": __version__,
             "created": datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
-            "kind": "dqn", "run": run_meta, "agent": agent_meta, "buffer": buffer_meta, "env": env_meta,
+            "kind": kind, "run": run_meta, "agent": agent_meta, "buffer": buffer_meta, "env": env_meta,
             "history": run.history.to_dict(), "settings": dict(settings or {}),
             "callbacks": callback_states(run)}
     meta["arrays"] = {name: {"shape": list(a.shape), "dtype": a.dtype.str} for name, a in arrays.items()}

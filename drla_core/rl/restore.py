@@ -47,8 +47,17 @@ def _check_fits(ckpt: Checkpoint, run: Any) -> None:
     """Refuse a run the checkpoint cannot continue, saying what differs."""
     meta, agent = ckpt.meta, run.agent
     saved = meta["agent"]
-    arch = agent.q_network.architecture()
-    if saved["architecture"] != arch:
+    own = callable(getattr(agent, "load_checkpoint_state", None))  # an agent that restores itself (PPO)
+    kind = str(getattr(agent, "checkpoint_kind", "dqn"))
+    if meta.get("kind", "dqn") != kind:
+        raise CheckpointError(f"the checkpoint is of a {str(meta.get('kind', 'dqn')).upper()} run, this run trains "
+                              f"{kind.upper()}; resume it with the agent it was trained with")
+    if own:
+        why = agent.checkpoint_mismatch(saved)
+        if why:
+            raise CheckpointError(why)
+    arch = agent.actor.architecture() if own else agent.q_network.architecture()
+    if not own and saved["architecture"] != arch:
         raise CheckpointError(f"the network differs: the checkpoint has {_describe(saved['architecture'])}, this "
                               f"run {_describe(arch)}; a resumed run keeps its network (drop the change to the "
                               "hidden layers, or start a new run)")
@@ -61,6 +70,8 @@ def _check_fits(ckpt: Checkpoint, run: Any) -> None:
     if bool(meta["run"]["vector"]) != vector or int(meta["run"]["num_envs"]) != copies:
         raise CheckpointError(f"the checkpoint is of a run with {meta['run']['num_envs']} environment copies, this "
                               f"run has {copies}; resume with the same number of copies")
+    if own:
+        return
     buf = meta["buffer"]
     if buf["stored"] != "none" and int(buf["capacity"]) != agent.replay_buffer.capacity:
         raise CheckpointError(f"the replay buffer size differs: the checkpoint's holds {buf['capacity']} "
@@ -196,8 +207,14 @@ def _restore(run: Any, ckpt: Checkpoint) -> list[tuple[str, Any, Any]]:
     changes = _changes(ckpt, run)
     meta, saved_run = ckpt.meta, ckpt.meta["run"]
 
-    _restore_agent(run.agent, ckpt, {name for name, _, _ in changes}, run.total_steps)
-    _restore_buffer(run.agent.replay_buffer, ckpt)
+    if callable(getattr(run.agent, "load_checkpoint_state", None)):
+        prefix = "agent."
+        _set_rng(run.agent.rng, ckpt.meta["agent"]["rng"], "agent's")
+        run.agent.load_checkpoint_state(ckpt.meta["agent"], {k[len(prefix):]: v for k, v in ckpt.arrays.items()
+                                                             if k.startswith(prefix)}, run.total_steps)
+    else:
+        _restore_agent(run.agent, ckpt, {name for name, _, _ in changes}, run.total_steps)
+        _restore_buffer(run.agent.replay_buffer, ckpt)
     # the run: counters, clocks, curves
     run.steps, run.episodes = int(saved_run["steps"]), int(saved_run["episodes"])
     for name in ("train_seconds", "eval_seconds", "cpu_seconds", "eval_cpu_seconds"):

@@ -141,11 +141,15 @@ class TrainingRun:
     # ---- as a TrainingJob (agents.base) -----------------------------------------------------------
 
     def status(self) -> dict[str, str]:
-        """Episodes, exploration and the mean return of the last 20 episodes, as the sidebar shows them."""
+        """Episodes, exploration (or the agent's own ``status()`` figures) and the mean return of the last 20
+        episodes, as the sidebar shows them."""
         returns = self.history.episode_returns[-20:]
         mean = sum(returns) / len(returns) if returns else 0.0
-        return {"Episodes": str(self.episodes), "Epsilon": f"{float(getattr(self.agent, 'epsilon', 0.0)):.2f}",
-                "Return": f"{mean:.2f}"}
+        figures = {"Episodes": str(self.episodes)}
+        if hasattr(self.agent, "epsilon"):
+            figures["Epsilon"] = f"{float(self.agent.epsilon):.2f}"
+        figures.update(getattr(self.agent, "status", dict)())  # an agent's own figures (PPO: its entropy)
+        return {**figures, "Return": f"{mean:.2f}"}
 
     @property
     def interrupted(self) -> bool:
@@ -176,12 +180,16 @@ class TrainingRun:
 
     def save_report(self, path: Any, title: str, wall_seconds: float = 0.0) -> Any:
         """The report picture: returns and losses by step, evaluations, the task's counts, and for a DQN agent
-        its layers' weight histograms and activation histograms over the last 1000 observations it stored."""
-        network = getattr(self.agent, "q_network", None)
+        its layers' weight histograms and activation histograms over the last 1000 observations it stored (a PPO
+        agent: its actor's, over its last rollout)."""
+        network = getattr(self.agent, "q_network", None) or getattr(self.agent, "actor", None)  # DQN's; PPO's actor
         buffer = getattr(self.agent, "replay_buffer", None)
         states = None
         if network is not None and buffer is not None and len(buffer):
             states = buffer.obs[:len(buffer)][-1000:]
+        rollout = getattr(self.agent, "buf_obs", None)  # PPO: its last rollout (normalised as the actor reads it)
+        if states is None and rollout is not None:
+            states = rollout.reshape(-1, rollout.shape[-1])[-1000:]
         return save_report(path, self.history, title, network=network, states=states)
 
     def to_model(self, meta: dict[str, Any] | None = None) -> Any:
