@@ -436,8 +436,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "population as <out>_ckpt.json")
     p.add_argument("--resume", metavar="CKPT",
                    help="continue the run saved in this checkpoint (an <out>_ckpt.npz, or an evolution tree's "
-                        "<out>_ckpt.json; a built-in environment's --agent ga|neat|es|cmaes|novelty|coevolution run: its "
-                        "<out>_population.json) to its --steps; flags given now (learning rate, exploration, "
+                        "<out>_ckpt.json; a built-in environment's --agent ga|neat|es|cmaes|novelty|coevolution run: "
+                        "its <out>_population.json) to its --steps; flags given now (learning rate, exploration, "
                         "steps, ...) apply from there; the network cannot change")
     p.add_argument("--copies", type=COPIES, metavar="N",
                    help="train N copies of the environment at once, one network call for all (default: 1 for a "

@@ -80,6 +80,10 @@ def _evolution_config(env_name: str, method: str, novelty: bool, args: argparse.
                            novelty=NoveltyConfig() if novelty else None, **defaults)
 
 
+#: Each evolution method's name in a report's title.
+METHOD_NAMES = {"ga": "GA", "neat": "NEAT", "es": "OpenAI-ES", "cmaes": "CMA-ES"}
+
+
 def _evolution(method: str, novelty: bool) -> Callable[[str, argparse.Namespace], PureJob]:
     def build(env_name: str, args: argparse.Namespace) -> PureJob:
         if env_name in PARALLEL_ENV_NAMES:
@@ -97,7 +101,7 @@ def _evolution(method: str, novelty: bool) -> Callable[[str, argparse.Namespace]
                 job.continue_from(saved)
         except (KeyError, TypeError, ValueError) as exc:
             raise CLIError(_resume_error(exc) if saved is not None else str(exc)) from exc
-        name = {"ga": "GA", "neat": "NEAT", "es": "OpenAI-ES", "cmaes": "CMA-ES"}[method] + (" + novelty search" if novelty else "")
+        name = METHOD_NAMES[method] + (" + novelty search" if novelty else "")
         return PureJob(job, f"{name} on {env_name}",
                        lambda path, title, lines: save_evolution_report(path, job.history, title, lines),
                        lambda path, settings: job.save_checkpoint(path, settings))
