@@ -225,7 +225,7 @@ def test_es_settings_are_checked():
 
 @pytest.mark.parametrize("method, most", [("es", 30), ("cmaes", 30)])
 def test_cartpole_is_solved(method, most):
-    """Seed 0, the defaults (ES: 64, CMA-ES: lambda of 386 weights = 21): the champion's greedy mean over 20
+    """Seed 0, the defaults (ES: 64, CMA-ES: lambda of 352 weights = 21): the champion's greedy mean over 20
     episodes reaches 475 within ``most`` generations."""
     job = EvolutionJob(lambda: make("cartpole"), EvolutionConfig(method=method, generations=60, target_return=475.0),
                        seed=0)

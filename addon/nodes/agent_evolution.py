@@ -74,7 +74,8 @@ class DRLA_EvolutionAgentNode(DRLANode, bpy.types.Node):
             draw_prop(layout, self, name)
 
     def summary(self):
-        return f"{self.method}, {self.population_size} x {self.generations} generations"
+        name = {'ES': "OpenAI-ES", 'CMAES': "CMA-ES"}.get(self.method, self.method)
+        return f"{name}, {self.population_size} x {self.generations} generations"
 
     def compile(self, ctx):
         """The settings by ``EvolutionConfig`` / ``GAConfig`` names (``runs.build.evolution_config`` reads
