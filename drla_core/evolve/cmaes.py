@@ -83,9 +83,13 @@ class CMAES:
 
     def ask(self) -> np.ndarray:
         """``lambda`` samples ``mean + sigma B D z`` (``z ~ N(0, I)``), one per row."""
-        z = self.rng.standard_normal((self.lam, self.n))
-        y = z * self.D if self.B is None else (z * self.D) @ self.B.T
-        return self.mean + self.sigma * y
+        y = self.rng.standard_normal((self.lam, self.n))
+        y *= self.D  # in place: a few arrays of lambda x n freshly allocated cost more than the arithmetic
+        if self.B is not None:
+            y = y @ self.B.T
+        y *= self.sigma
+        y += self.mean
+        return y
 
     def _invsqrt(self, y: np.ndarray) -> np.ndarray:
         """``C^-1/2 y`` from the decomposition (sep: ``y / D``)."""

@@ -121,19 +121,22 @@ class OpenAIES(FixedTopologyMethod):
         self.m = np.zeros_like(self.theta)
         self.v = np.zeros_like(self.theta)
         self.t = 0
+        # the noise and its scaled copy, filled in place each generation (fresh arrays cost more than the numbers)
+        self.noise = np.empty((config.population_size // 2, self.theta.size))
+        self._step = np.empty_like(self.noise)
         self._sample()
 
     def _sample(self) -> None:
         """The next generation's noise (``P / 2`` directions) and its antithetic rows."""
-        self.noise = self.rng.standard_normal((self.config.population_size // 2, self.theta.size))
+        self.rng.standard_normal(out=self.noise)
         self._rows()
 
     def _rows(self) -> None:
-        step = self.config.sigma * self.noise
-        pop = np.empty((2 * self.noise.shape[0], self.theta.size), dtype=np.float64)
-        pop[0::2] = self.theta + step
-        pop[1::2] = self.theta - step
-        self.population = pop.astype(np.float32)
+        step = np.multiply(self.noise, self.config.sigma, out=self._step)
+        pop = np.empty((2 * self.noise.shape[0], self.theta.size), dtype=np.float32)
+        np.add(self.theta, step, out=pop[0::2], casting="unsafe")  # summed in float64, then rounded
+        np.subtract(self.theta, step, out=pop[1::2], casting="unsafe")
+        self.population = pop
 
     def shaped(self, scores: np.ndarray) -> np.ndarray:
         scores = np.asarray(scores, dtype=np.float64).reshape(-1)
@@ -170,7 +173,7 @@ class OpenAIES(FixedTopologyMethod):
         n = self.theta.size
         self.theta = loaded_array(state, "theta", (n,))
         self.m, self.v = loaded_array(state, "m", (n,)), loaded_array(state, "v", (n,))
-        self.noise = loaded_array(state, "noise", (self.config.population_size // 2, n))
+        self.noise[...] = loaded_array(state, "noise", self.noise.shape)
         self.t = int(state["t"])
         self._rows()
 
