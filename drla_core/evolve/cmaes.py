@@ -80,6 +80,7 @@ class CMAES:
         self.generation = 0
         self.evaluations = 0
         self.eigen_evaluations = 0
+        self._scratch: np.ndarray | None = None
 
     def ask(self) -> np.ndarray:
         """``lambda`` samples ``mean + sigma B D z`` (``z ~ N(0, I)``), one per row."""
@@ -118,8 +119,12 @@ class CMAES:
         keep = 1 + self.c1 * dh - self.c1 - self.cmu * float(w.sum())
         if self.B is None:
             self.C = keep * self.C + self.c1 * self.pc ** 2 + self.cmu * (w @ (y * y))
-        else:
-            self.C = keep * self.C + self.c1 * np.outer(self.pc, self.pc) + self.cmu * ((y.T * w) @ y)
+        else:  # in place, through one scratch matrix: fresh n x n arrays cost more than the arithmetic
+            if self._scratch is None:
+                self._scratch = np.empty_like(self.C)
+            self.C *= keep
+            self.C += np.outer(self.c1 * self.pc, self.pc, out=self._scratch)
+            self.C += np.matmul(y.T * (self.cmu * w), y, out=self._scratch)
         self.sigma *= math.exp((self.cs / self.damps) * (ps_norm / self.chin - 1))
         self._decompose()
 
