@@ -12,7 +12,7 @@
   among the population and the archive) and ``NoveltyArchive`` (adaptive threshold or probability).
 * ``Evaluation``: one generation's episodes, every individual and episode on a pool of environments, one
   batched forward per step, pausable between steps (so a session can advance it in time slices).
-* ``EvolutionJob``: a ``TrainingJob`` (see ``agents/base.py``) over GA or NEAT (``neat.NEAT``), with
+* ``EvolutionJob``: a ``TrainingJob`` (see ``agents/base.py``) over GA, NEAT, OpenAI-ES or CMA-ES, with
   novelty, checkpoints as JSON and a report picture.
 """
 
