@@ -70,7 +70,7 @@ class DRLA_EvolutionAgentNode(DRLANode, bpy.types.Node):
                   "mutation_rate", "mutation_sigma", "elites", "sigma", "learning_rate", "covariance")
 
     def draw(self, layout) -> None:
-        for name in METHOD_PROPS.get(self.method, self.draw_props[:9]):
+        for name in METHOD_PROPS.get(self.method, self.draw_props[:9]):  # GA, NEAT: the nine before Sigma
             draw_prop(layout, self, name)
 
     def summary(self):
