@@ -21,8 +21,8 @@ The libraries are optimisers, not runners of episodes: each generation, every on
 own batched evaluator (``Evaluation`` on ``CartPoleBatch``, one forward for the population per step) and plays the
 check as above, so the difference in time per generation is the optimiser's (ask and tell) and the way each hands
 its population over. ``drla_es_job`` / ``drla_cmaes_job``: DRLA's ``EvolutionJob``, as ``drla train --agent
-es|cmaes`` runs it (it evolves the same generations as the loop, which the bench asserts; it plays the check
-alongside the generation for its likely best, more episode steps each generation for fewer generations' wait).
+es|cmaes`` runs it (it evolves the same generations as the loop, which the bench asserts; for these methods it
+checks a candidate on its own, after its generation, as the loop does: ``check_alongside = False`` in es.py).
 
 Figures: ``*_generation_ms`` the median wall time of a generation over every generation of every seed,
 ``*_update_ms`` the part spent in the optimiser (sampling and update), ``*_generations_median`` the median

@@ -32,6 +32,10 @@ class FixedTopologyMethod:
 
     net: PopulationMLP
     population: np.ndarray
+    #: No champion check alongside the generation (``Evaluation``): a population around one point has many
+    #: individuals that may be its best, whose check episodes would play in every generation (doubling its time
+    #: on CartPole); the job checks the generation's best on its own when it reaches the target (same results).
+    check_alongside = False
 
     def __len__(self) -> int:
         return self.population.shape[0]

@@ -271,8 +271,9 @@ class EvolutionJob:
             n = len(self.method)
             seeds = self._episode_seeds()
             target = self.config.target_return
+            alongside = target is not None and getattr(self.method, "check_alongside", True)  # (see es.py)
             self._eval = Evaluation(self.method.policy(), n, seeds, self._pool(n * len(seeds)), self._act,
-                                    self.behavior, check_seeds=self._check_seeds() if target is not None else (),
+                                    self.behavior, check_seeds=self._check_seeds() if alongside else (),
                                     check_target=target)
         ev = self._eval
         steps_before = ev.env_steps
