@@ -236,6 +236,20 @@ def test_cartpole_is_solved(method, most):
     assert job.to_model().meta["agent"] == f"evolution-{method}"
 
 
+def test_checking_after_the_generation_gives_what_checking_alongside_gives():
+    """ES and CMA-ES check a candidate champion after its generation (``check_alongside = False``: around one point
+    the alongside checks would play every generation); the run is the same as with the check alongside."""
+    runs = []
+    for alongside in (False, True):
+        job = EvolutionJob(lambda: make("cartpole"), EvolutionConfig(method="es", generations=30,
+                                                                     target_return=475.0), seed=2)
+        assert job.method.check_alongside is False
+        job.method.check_alongside = alongside
+        job.advance()
+        runs.append((job.steps, job.solved, job.history["best"], job.history["evals"], job.champion.tobytes()))
+    assert runs[0][1] and runs[0] == runs[1]
+
+
 def model_file(path):
     """A model file's JSON without its clock (``meta.created``), and its network's weights as bytes."""
     data = json.loads(path.read_text())
