@@ -1,7 +1,7 @@
 """The DRLA command line (``drla``, installed by ``make setup`` as ``.venv/bin/drla``; or ``python -m drla``).
 
     drla train cartpole --steps 50000 --seed 0 --out model.json
-    drla train cartpole --agent neat            (or ga; drla train deceptive_maze --agent novelty)
+    drla train cartpole --agent neat            (or ga, es, cmaes; drla train deceptive_maze --agent novelty)
     drla train scenes/tank/tank.blend --tree Tank --steps 20000 --out tank.json
     drla eval model.json --env cartpole --episodes 20
     drla play scenes/tank/tank.blend --model tank.json --episodes 20
@@ -487,8 +487,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "population as <out>_ckpt.json")
     p.add_argument("--resume", metavar="CKPT",
                    help="continue the run saved in this checkpoint (an <out>_ckpt.npz, or an evolution tree's "
-                        "<out>_ckpt.json; a built-in environment's --agent ga|neat|novelty|coevolution run: its "
-                        "<out>_population.json) to its --steps; flags given now (learning rate, exploration, "
+                        "<out>_ckpt.json; a built-in environment's --agent ga|neat|es|cmaes|novelty|coevolution run: "
+                        "its <out>_population.json) to its --steps; flags given now (learning rate, exploration, "
                         "steps, ...) apply from there; the network cannot change")
     p.add_argument("--copies", type=COPIES, metavar="N",
                    help="train N copies of the environment at once, one network call for all (default: 1 for a "
@@ -504,12 +504,14 @@ def build_parser() -> argparse.ArgumentParser:
     train_flags.add_train_flags(p)  # --metrics, --tensorboard, --grow (issue 15)
     p.add_argument("--agent", choices=("dqn", "ppo", *pure_jobs.AGENTS), default=None,
                    help="built-in environments: dqn (default), ppo (policy gradients; continuous actions too), or "
-                        "evolve networks: ga (genetic algorithm), neat, "
-                        "novelty (GA scored by novelty search); a two-agent game (pacman): coevolution (two GA "
+                        "evolve networks: ga (genetic algorithm), neat, es (OpenAI-ES), cmaes (CMA-ES; sep-CMA above "
+                        "1000 weights), novelty (GA scored by novelty search); a two-agent game (pacman): "
+                        "coevolution (two GA "
                         "populations, each scored against the other's champion); for these --steps counts generations "
                         "(a .blend: its tree's agent node)")
     p.add_argument("--population", type=int_range(3, 10_000), metavar="N",
-                   help="population size for ga, neat, novelty, coevolution")
+                   help="population size for ga, neat, es (even), cmaes (default 4 + 3 ln(weights)), novelty, "
+                        "coevolution")
     _add_config_flags(p)
     train_flags.add_ppo_flags(p)
     p.set_defaults(func=cmd_train)

@@ -1,4 +1,4 @@
-"""``drla train <built-in env> --agent ga|neat|novelty|coevolution``: training jobs other than DQN on the pure
+"""``drla train <built-in env> --agent ga|neat|es|cmaes|novelty|coevolution``: training jobs other than DQN on the pure
 environments (``coevolution`` on a two-agent game such as ``pacman``).
 
 ``AGENTS`` maps an agent name to a builder ``(env_name, args) -> PureJob`` (a ``TrainingJob`` plus how to
@@ -32,6 +32,8 @@ from drla_core.evolve.evolution import (
 )
 from drla_core.io.model_io import save_model
 from drla_core.evolve.neat import NEATConfig
+from drla_core.evolve.es import ESConfig
+from drla_core.evolve.cmaes import CMAESConfig
 
 from .common import CLIError, CtrlC, drla_command, out_paths, refuse_model_file, shown_path
 from .gym_adapter import make_target as make  # a built-in environment's name, or gym:ID (drla train --gym-id)
@@ -67,12 +69,20 @@ def _evolution_config(env_name: str, method: str, novelty: bool, args: argparse.
     defaults = dict(EVOLUTION_DEFAULTS.get(env_name, {"generations": 50}))
     ga = GAConfig(**defaults.pop("ga", {}))
     neat = NEATConfig()
+    es, cmaes = (ESConfig(), None) if method == "es" else (None, CMAESConfig()) if method == "cmaes" else (None, None)
     if args.population is not None:
         ga.population_size = neat.population_size = args.population
+        for settings in (es, cmaes):
+            if settings is not None:
+                settings.population_size = args.population
     if args.steps is not None:
         defaults["generations"] = args.steps
-    return EvolutionConfig(method=method, ga=ga, neat=neat, novelty=NoveltyConfig() if novelty else None,
-                           **defaults)
+    return EvolutionConfig(method=method, ga=ga, neat=neat, es=es, cmaes=cmaes,
+                           novelty=NoveltyConfig() if novelty else None, **defaults)
+
+
+#: Each evolution method's name in a report's title.
+METHOD_NAMES = {"ga": "GA", "neat": "NEAT", "es": "OpenAI-ES", "cmaes": "CMA-ES"}
 
 
 def _evolution(method: str, novelty: bool) -> Callable[[str, argparse.Namespace], PureJob]:
@@ -92,7 +102,7 @@ def _evolution(method: str, novelty: bool) -> Callable[[str, argparse.Namespace]
                 job.continue_from(saved)
         except (KeyError, TypeError, ValueError) as exc:
             raise CLIError(_resume_error(exc) if saved is not None else str(exc)) from exc
-        name = {"ga": "GA", "neat": "NEAT"}[method] + (" + novelty search" if novelty else "")
+        name = METHOD_NAMES[method] + (" + novelty search" if novelty else "")
         return PureJob(job, f"{name} on {env_name}",
                        lambda path, title, lines: save_evolution_report(path, job.history, title, lines),
                        lambda path, settings: job.save_checkpoint(path, settings))
@@ -123,6 +133,8 @@ def _coevolution(env_name: str, args: argparse.Namespace) -> PureJob:
 AGENTS: dict[str, Callable[[str, argparse.Namespace], PureJob]] = {
     "ga": _evolution("ga", novelty=False),
     "neat": _evolution("neat", novelty=False),
+    "es": _evolution("es", novelty=False),
+    "cmaes": _evolution("cmaes", novelty=False),
     "novelty": _evolution("ga", novelty=True),
     "coevolution": _coevolution,
 }

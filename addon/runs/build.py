@@ -24,6 +24,8 @@ from ...drla_core.evolve.evolution import EvolutionConfig, EvolutionJob, GAConfi
 from ...drla_core.nets.growth import GrowthRule
 from ...drla_core.io.model_io import load_model
 from ...drla_core.evolve.neat import NEATConfig
+from ...drla_core.evolve.es import ESConfig
+from ...drla_core.evolve.cmaes import CMAESConfig
 from ...drla_core.rl.multi_agent import MultiAgentRun
 from ...drla_core.base.vector_env import VectorEnv
 from ..scene.scene_env import SceneEnv
@@ -350,8 +352,13 @@ def evolution_config_of(spec: AgentSpec, generations: int) -> EvolutionConfig:
                                                add_probability=n["add_probability"],
                                                fitness_weight=n["fitness_weight"])
     neat = NEATConfig(population_size=population, elitism=min(int(c.get("elites", 2)), population - 1))
-    return EvolutionConfig(method=c.get("method", "ga"), generations=int(generations),
-                           episodes=int(c.get("episodes", 1)), novelty=novelty, ga=ga, neat=neat)
+    method, hidden, sigma = c.get("method", "ga"), [tuple(h) for h in spec.hidden], float(c.get("sigma", 0.2))
+    es = ESConfig(population_size=population, hidden=hidden, sigma=sigma,
+                  learning_rate=float(c.get("learning_rate", 0.1))) if method == "es" else None
+    cmaes = CMAESConfig(population_size=population, hidden=hidden, sigma=sigma,
+                        covariance=c.get("covariance", "auto")) if method == "cmaes" else None
+    return EvolutionConfig(method=method, generations=int(generations), episodes=int(c.get("episodes", 1)),
+                           novelty=novelty, ga=ga, neat=neat, es=es, cmaes=cmaes)
 
 
 def behavior_of(compiled: CompiledTree):

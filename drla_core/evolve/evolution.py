@@ -12,7 +12,7 @@
   among the population and the archive) and ``NoveltyArchive`` (adaptive threshold or probability).
 * ``Evaluation``: one generation's episodes, every individual and episode on a pool of environments, one
   batched forward per step, pausable between steps (so a session can advance it in time slices).
-* ``EvolutionJob``: a ``TrainingJob`` (see ``agents/base.py``) over GA or NEAT (``neat.NEAT``), with
+* ``EvolutionJob``: a ``TrainingJob`` (see ``agents/base.py``) over GA, NEAT, OpenAI-ES or CMA-ES, with
   novelty, checkpoints as JSON and a report picture.
 """
 
@@ -36,6 +36,8 @@ from .neat import NEAT, NEATConfig
 from ..base.spaces import Box, Discrete
 from .evaluation import Evaluation, action_function, default_behavior, output_activation_for
 from .ga import GA, GAConfig
+from .es import ESConfig, OpenAIES
+from .cmaes import CMAESConfig, CMAESMethod
 from .novelty import NoveltyArchive, NoveltyConfig, novelty_scores
 from .population import (
     SELECTIONS,
@@ -90,7 +92,7 @@ class EvolutionConfig:
     """One evolution run: the method and its settings, the budget, how individuals are scored."""
 
     method: str = "ga"
-    """ga (fixed-topology MLPs) or neat."""
+    """ga, es (OpenAI-ES), cmaes (CMA-ES): on fixed-topology MLPs (``FIXED_METHODS``); or neat."""
     generations: int = 100
     episodes: int = 1
     """Episodes per individual per generation; fitness = their mean return."""
@@ -99,6 +101,10 @@ class EvolutionConfig:
     ga: GAConfig = field(default_factory=GAConfig)
     neat: Any = None
     """A ``neat.NEATConfig`` (its defaults when None)."""
+    es: Any = None
+    """An ``es.ESConfig`` (its defaults when None)."""
+    cmaes: Any = None
+    """A ``cmaes.CMAESConfig`` (its defaults when None)."""
     target_return: float | None = None
     """Stop once the champion's greedy mean return over ``solve_episodes`` fresh episodes reaches this."""
     solve_episodes: int = 20
@@ -123,8 +129,16 @@ class EvolutionConfig:
         kw["ga"] = GAConfig(**kw.get("ga") or {})
         kw["novelty"] = NoveltyConfig(**kw["novelty"]) if kw.get("novelty") else None
         kw["neat"] = NEATConfig(**kw["neat"]) if kw.get("neat") else None
+        for name, (settings, _) in FIXED_METHODS.items():
+            if name != "ga":
+                kw[name] = settings(**kw[name]) if kw.get(name) else None
         return cls(**kw)
 
+
+#: The methods on fixed-topology MLPs: ``method`` -> (its settings, in the ``EvolutionConfig`` field of that name;
+#: its class)
+FIXED_METHODS: dict[str, tuple[type, Callable[..., Method]]] = {
+    "ga": (GAConfig, GA), "es": (ESConfig, OpenAIES), "cmaes": (CMAESConfig, CMAESMethod)}
 
 EnvSource = Callable[[], Env] | Sequence[Env] | Env
 
@@ -214,15 +228,17 @@ class EvolutionJob:
 
     def _make_method(self) -> Method:
         c = self.config
-        if c.method == "ga":
-            hidden = [tuple(h) if isinstance(h, list) else h for h in c.ga.hidden]
+        if c.method in FIXED_METHODS:
+            settings_type, method_type = FIXED_METHODS[c.method]
+            settings = getattr(c, c.method) or settings_type()
+            hidden = [tuple(h) if isinstance(h, list) else h for h in settings.hidden]
             net = PopulationMLP(self.input_size, hidden, self.output_size, output_activation_for(self.action_space))
-            return GA(net, c.ga, self.rng)
+            return method_type(net, settings, self.rng)
         if c.method == "neat":
 
             return NEAT(self.input_size, self.output_size, c.neat or NEATConfig(), self.rng,
                         output_activation=output_activation_for(self.action_space))
-        raise ValueError(f"unknown evolution method {c.method!r}; choose ga or neat")
+        raise ValueError(f"unknown evolution method {c.method!r}; choose {', '.join(FIXED_METHODS)} or neat")
 
     # -- TrainingJob -----------------------------------------------------------------------------------------
 
@@ -255,8 +271,9 @@ class EvolutionJob:
             n = len(self.method)
             seeds = self._episode_seeds()
             target = self.config.target_return
+            alongside = target is not None and getattr(self.method, "check_alongside", True)  # (see es.py)
             self._eval = Evaluation(self.method.policy(), n, seeds, self._pool(n * len(seeds)), self._act,
-                                    self.behavior, check_seeds=self._check_seeds() if target is not None else (),
+                                    self.behavior, check_seeds=self._check_seeds() if alongside else (),
                                     check_target=target)
         ev = self._eval
         steps_before = ev.env_steps
