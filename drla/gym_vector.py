@@ -1,16 +1,27 @@
 """A batched CartPole as a ``gymnasium.vector.VectorEnv`` (``gymnasium.make_vec("drla/CartPole-v0", num_envs=N,
-vectorization_mode="vector_entry_point")``): N CartPoles stepped by one set of numpy calls.
+vectorization_mode="vector_entry_point")``): N CartPoles stepped together.
 
-Each copy follows the scalar ``drla/CartPole-v0`` (and Gymnasium's ``CartPole-v1``) bit for bit: the same
-float64 arithmetic in the same order, with ``cos``, ``sin`` and ``x**2`` through CartPole's exact-math path
-(numpy's where it matches C's libm, a per-element fallback where not, as on AVX-512 CPUs). Seeding and
-autoreset are ``SyncVectorEnv``'s: ``reset(seed=s)`` seeds copy ``i`` with ``s + i``, and a copy whose episode
-ended is reset on its next step (``AutoresetMode.NEXT_STEP``: reward 0, the action ignored), so a run equals
-``SyncVectorEnv`` over N scalar envs step for step (``tests/test_gym.py``).
+Each copy follows the scalar ``drla/CartPole-v0`` (and Gymnasium's ``CartPole-v1``) bit for bit: the same float64
+arithmetic in the same order. Two kernels do the step, both exact on every CPU and ``DRLA_EXACT_MATH`` path: for a
+few copies (``kernel="python"``, the default up to ``PYTHON_KERNEL_MAX`` copies) the scalar env's own Python float
+arithmetic row by row, with no numpy call but the one that builds the observations; for more (``kernel="numpy"``)
+``CartPoleBatch``, about 35 numpy calls whatever N, ``cos``, ``sin`` and ``x**2`` through CartPole's exact math.
+
+Seeding is ``SyncVectorEnv``'s: ``reset(seed=s)`` seeds copy ``i`` with ``s + i`` (a list gives each its own), and
+every copy draws its start states from its own generator, as the scalar env does, so a run equals ``SyncVectorEnv``
+over N scalar envs step for step (``tests/test_gym_vector.py``). The start states of the next 64 episodes are drawn
+ahead in one call per copy (the same numbers: one generator, in order). Autoreset is Gymnasium's, in the mode given
+(``metadata["autoreset_mode"]``): ``NEXT_STEP`` (the default, as Gymnasium's own ``CartPoleVectorEnv``): a copy whose
+episode ended is reset on its next step, which pays 0 and ignores its action; ``SAME_STEP``: it is reset in the step
+that ends it, its last observation in ``info["final_obs"]``; ``DISABLED``: never (``reset(options={"reset_mask":
+mask})`` resets some). Every array ``step`` returns is the caller's (the rewards and flags of a step where nothing
+happened are read-only arrays shared between such steps).
 """
 
 from __future__ import annotations
 
+import math
+import struct
 from typing import Any
 
 import gymnasium
@@ -22,7 +33,95 @@ from drla_core.envs import cartpole as cp
 
 from .gym import to_gym_space
 
-__all__ = ["CartPoleVectorEnv"]
+__all__ = ["CartPoleVectorEnv", "PYTHON_KERNEL_MAX"]
+
+#: up to this many copies the Python kernel is faster than numpy's fixed cost per call (measured: bench/gym_vector.py)
+PYTHON_KERNEL_MAX = 12
+_AHEAD = 64  # start states drawn ahead per copy
+_BINARY = frozenset((0, 1))
+# actions as unsigned integers of their size (a bool array as uint8: not a mask), so that any value but 0 and 1 is out
+# of the two forces' range
+_UNSIGNED = {c: np.dtype(c.upper() if c != "?" else "B") for c in "?bhilqBHILQ"}
+_NO_ROWS: frozenset[int] = frozenset()
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+class _PythonKernel:
+    """The scalar CartPole's step, row by row in Python floats (``CartPole.step``'s expressions, in its order); the
+    state is one flat list (x, x_dot, theta, theta_dot of row 0, then row 1, ...), packed into the observations at
+    once."""
+
+    def __init__(self, n: int, env: cp.CartPole) -> None:
+        self.n = n
+        self.state = [0.0] * (4 * n)
+        self._pack = struct.Struct(f"{4 * n}d").pack
+        self._k = (env.force_mag, env.polemass_length, env.total_mass, env.gravity, env.length, env.masspole, env.tau,
+                   env.x_threshold, env.theta_threshold_radians)
+
+    def restart(self, rows: np.ndarray, states: np.ndarray) -> None:
+        for i, s in zip(rows.tolist(), states.tolist()):
+            self.state[4 * i:4 * i + 4] = s
+
+    def observations(self) -> np.ndarray:
+        if self.n <= 4:  # (numpy's list conversion is the cheaper for a few rows, packing for more)
+            return np.array(self.state, np.float32).reshape(self.n, 4)
+        return np.ndarray((self.n, 4), np.float64, self._pack(*self.state)).astype(np.float32)
+
+    def advance(self, a: np.ndarray, skip: Any) -> tuple[np.ndarray, list[int]]:
+        """Step every row not in ``skip``; returns the observations and the rows whose episode terminated."""
+        acts = a.tolist()
+        if a.dtype.kind not in "biu" or not _BINARY.issuperset(acts):
+            raise ValueError(f"step: actions must be {self.n} zeros and ones, got {a!r}")
+        fm, pml, total_mass, gravity, length, masspole, tau, xt, tt = self._k
+        st, cos, sin = self.state, math.cos, math.sin
+        ended = []
+        j = 0
+        for i, action in enumerate(acts):
+            if skip and i in skip:
+                j += 4
+                continue
+            x, x_dot, theta, theta_dot = st[j:j + 4]
+            force = fm if action == 1 else -fm
+            costheta = cos(theta)
+            sintheta = sin(theta)
+            temp = (force + pml * theta_dot**2 * sintheta) / total_mass
+            thetaacc = (gravity * sintheta - costheta * temp) / (length * (4.0 / 3.0 - masspole * costheta**2
+                                                                          / total_mass))
+            xacc = temp - pml * thetaacc * costheta / total_mass
+            x = x + tau * x_dot
+            x_dot = x_dot + tau * xacc
+            theta = theta + tau * theta_dot
+            theta_dot = theta_dot + tau * thetaacc
+            st[j:j + 4] = x, x_dot, theta, theta_dot
+            if x < -xt or x > xt or theta < -tt or theta > tt:
+                ended.append(i)
+            j += 4
+        return self.observations(), ended
+
+
+class _NumpyKernel:
+    """``CartPoleBatch``: every row in one set of numpy calls (rows to skip are stepped too, then restarted)."""
+
+    def __init__(self, n: int, env: cp.CartPole) -> None:
+        self._batch = cp.CartPoleBatch(n, env)
+        self._batch.reset([0] * n)
+
+    def restart(self, rows: np.ndarray, states: np.ndarray) -> None:
+        self._batch.restart(rows, states)
+
+    def observations(self) -> np.ndarray:
+        return self._batch.observations().copy()
+
+    def advance(self, a: np.ndarray, skip: Any) -> tuple[np.ndarray, Any]:
+        try:  # (as unsigned: a negative action is out of range too; CartPoleBatch.step checks it first thing)
+            obs, _, terminated, _ = self._batch.step(a.view(_UNSIGNED[a.dtype.char]))
+        except (KeyError, IndexError):
+            raise ValueError(f"step: actions must be {len(a)} zeros and ones, got {a!r}") from None
+        return obs.copy(), np.flatnonzero(terminated) if np.count_nonzero(terminated) else ()
 
 
 class CartPoleVectorEnv(VectorEnv):
@@ -31,81 +130,176 @@ class CartPoleVectorEnv(VectorEnv):
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
 
     def __init__(self, num_envs: int = 8, max_episode_steps: int = 500, render_mode: str | None = None,
-                 name: str = "cartpole") -> None:
+                 name: str = "cartpole", autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
+                 kernel: str = "auto") -> None:
         if name != "cartpole":  # (the registered id's kwargs name the env)
             raise ValueError(f"CartPoleVectorEnv steps CartPole only, not {name!r}")
         if render_mode is not None:
             raise ValueError(f"render_mode {render_mode!r}: the vector CartPole does not render")
-        self.num_envs = int(num_envs)
-        if self.num_envs < 1:
+        self.num_envs = n = int(num_envs)
+        if n < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}")
-        self._env = cp.CartPole(max_episode_steps)  # its constants and spaces; never stepped
-        self.single_observation_space = to_gym_space(self._env.observation_space)
-        self.single_action_space = to_gym_space(self._env.action_space)
-        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
-        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        if kernel not in ("auto", "python", "numpy"):
+            raise ValueError(f"kernel {kernel!r}: expected 'auto', 'python' or 'numpy'")
+        self.autoreset_mode = AutoresetMode(autoreset_mode)
+        self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
+        self._env = env = cp.CartPole(max_episode_steps)  # its constants and spaces; never stepped
+        self.max_episode_steps = env.max_episode_steps
+        self.single_observation_space = to_gym_space(env.observation_space)
+        self.single_action_space = to_gym_space(env.action_space)
+        self.observation_space = batch_space(self.single_observation_space, n)
+        self.action_space = batch_space(self.single_action_space, n)
         self.render_mode = None
-        n = self.num_envs
-        self._state = np.zeros((4, n))  # x, x_dot, theta, theta_dot (float64, as the scalar env's floats)
-        self._elapsed = np.zeros(n, np.int64)
-        self._needs_reset = np.zeros(n, bool)
+        if kernel == "auto":
+            kernel = "python" if n <= PYTHON_KERNEL_MAX else "numpy"
+        self.kernel = kernel
+        self._kernel = _PythonKernel(n, env) if kernel == "python" else _NumpyKernel(n, env)
         self._rngs = [np.random.default_rng() for _ in range(n)]
-        self._two = np.full(n, 2.0)  # the exponent and the libm functions' outputs, kept between steps
-        self._cos, self._sin, self._sq_dot, self._sq_cos = (np.empty(n) for _ in range(4))
+        self._snapshots: list[dict] = [{}] * n  # each generator's state before its block of starts ahead
+        self._ahead = np.zeros((n, _AHEAD, 4))  # start states drawn ahead (x, x_dot, theta, theta_dot)
+        self._used = np.full(n, _AHEAD, np.int64)  # how many of each row's block are used
+        self._t = 0  # steps since the first reset; row i's episode started at step _began[i]
+        self._began = np.zeros(n, np.int64)
+        self._next_truncation = self.max_episode_steps
+        self._pending: np.ndarray | None = None  # NEXT_STEP: the rows to reset on the next step
+        self._ended = np.zeros(n, bool)  # DISABLED: the rows whose episode ended (stepping them is an error)
+        self._ones = _frozen(np.ones(n))
+        self._no_flags = _frozen(np.zeros(n, bool))
+        self._started = False
+        self._shape = (n,)
+        self._quiet_until = 0  # steps before this one need no more than the kernel's step (see step)
+
+    # ---- start states: each copy's own generator, as the scalar env's reset draws them
+    def _refill(self, i: int) -> None:
+        rng = self._rngs[i]
+        self._snapshots[i] = rng.bit_generator.state
+        self._ahead[i] = rng.uniform(-0.05, 0.05, size=(_AHEAD, 4))
+        self._used[i] = 0
+
+    def _draw(self, rows: np.ndarray) -> np.ndarray:
+        """The next start state of each of ``rows`` (k, 4)."""
+        for i in rows[self._used[rows] >= _AHEAD].tolist():
+            self._refill(i)
+        used = self._used[rows]
+        self._used[rows] = used + 1
+        return self._ahead[rows, used]
 
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
               ) -> tuple[np.ndarray, dict]:
-        if isinstance(seed, int) or seed is None:
-            seeds: list[int | None] = [None if seed is None else seed + i for i in range(self.num_envs)]
+        n = self.num_envs
+        if seed is None or isinstance(seed, int):
+            seeds: list[int | None] = [None if seed is None else seed + i for i in range(n)]
         else:
             seeds = list(seed)
-            if len(seeds) != self.num_envs:
-                raise ValueError(f"reset: {len(seeds)} seeds for {self.num_envs} copies")
+            if len(seeds) != n:
+                raise ValueError(f"reset: {len(seeds)} seeds for {n} copies")
         if seed is not None:
             self._np_random, self._np_random_seed = gymnasium.utils.seeding.np_random(
                 seed if isinstance(seed, int) else None)
-        for i, s in enumerate(seeds):
-            if s is not None:
-                self._rngs[i] = np.random.default_rng(s)
-            self._start(i, options)
-        self._needs_reset[:] = False
-        return self._obs(), {}
-
-    def _start(self, i: int, options: dict[str, Any] | None = None) -> None:
+        options = dict(options or {})
+        mask = options.pop("reset_mask", None)
+        if mask is None:
+            rows = np.arange(n)
+        else:
+            if not (isinstance(mask, np.ndarray) and mask.dtype == np.bool_ and mask.shape == (n,) and mask.any()):
+                raise ValueError(f"reset: options['reset_mask'] must be a bool array of shape ({n},) with a True")
+            rows = np.flatnonzero(mask)
+        if mask is not None and not self._started:
+            raise ValueError("reset: reset every copy (no reset_mask) before resetting some")
         low, high = -0.05, 0.05
-        if options:
+        if options:  # Gymnasium's maybe_parse_reset_bounds: custom start bounds
             low, high = float(options.get("low", low)), float(options.get("high", high))
-        self._state[:, i] = self._rngs[i].uniform(low, high, size=(4,))
-        self._elapsed[i] = 0
+        states = np.empty((len(rows), 4))
+        for j, i in enumerate(rows.tolist()):
+            if seeds[i] is not None:
+                self._rngs[i] = rng = np.random.default_rng(seeds[i])
+            else:
+                rng = self._rngs[i]
+                if self._used[i] < _AHEAD:  # rewind to the first start not yet used
+                    rng.bit_generator.state = self._snapshots[i]
+                    rng.random(4 * int(self._used[i]))
+            states[j] = rng.uniform(low, high, size=(4,))
+            self._used[i] = _AHEAD  # (the next autoreset draws a new block from here)
+        self._kernel.restart(rows, states)
+        self._began[rows] = self._t
+        self._next_truncation = int(self._began.min()) + self.max_episode_steps
+        self._ended[rows] = False
+        if self._pending is not None:
+            self._pending = np.setdiff1d(self._pending, rows) if mask is not None else None
+            if self._pending is not None and not self._pending.size:
+                self._pending = None
+        self._started = True
+        self._quiet_until = 0 if self._pending is not None or self._ended.any() else self._next_truncation
+        return self._kernel.observations(), {}
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
-        actions = np.asarray(actions)
-        if actions.shape != (self.num_envs,) or not np.isin(actions, (0, 1)).all():
+        a = actions if type(actions) is np.ndarray else np.asarray(actions)
+        if a.shape != self._shape:
             raise ValueError(f"step: actions must be {self.num_envs} zeros and ones, got {actions!r}")
-        e = self._env
-        resetting = self._needs_reset.copy()
-        x, x_dot, theta, theta_dot = self._state
-        force = np.where(actions == 1, e.force_mag, -e.force_mag)
-        costheta = cp._COS(theta, self._cos)
-        sintheta = cp._SIN(theta, self._sin)
-        temp = (force + e.polemass_length * cp._SQUARE(theta_dot, self._two, self._sq_dot) * sintheta) / e.total_mass
-        thetaacc = (e.gravity * sintheta - costheta * temp) / (
-            e.length * (4.0 / 3.0 - e.masspole * cp._SQUARE(costheta, self._two, self._sq_cos) / e.total_mass))
-        xacc = temp - e.polemass_length * thetaacc * costheta / e.total_mass
-        new = np.stack([x + e.tau * x_dot, x_dot + e.tau * xacc, theta + e.tau * theta_dot,
-                        theta_dot + e.tau * thetaacc])
-        keep = ~resetting
-        self._state[:, keep] = new[:, keep]
-        self._elapsed[keep] += 1
-        x, theta = self._state[0], self._state[2]
-        terminated = ((x < -e.x_threshold) | (x > e.x_threshold) | (theta < -e.theta_threshold_radians)
-                      | (theta > e.theta_threshold_radians)) & keep
-        truncated = (self._elapsed >= e.max_episode_steps) & keep  # (as the scalar env: both may be True)
-        rewards = keep.astype(np.float64)
-        for i in np.flatnonzero(resetting):
-            self._start(int(i))
-        self._needs_reset = terminated | truncated
-        return self._obs(), rewards, terminated, truncated, {}
+        t = self._t + 1
+        if t < self._quiet_until:  # the common step: no copy to reset first, none due to be truncated
+            obs, terminal_rows = self._kernel.advance(a, _NO_ROWS)
+            self._t = t
+            if not len(terminal_rows):
+                return obs, self._ones, self._no_flags, self._no_flags, {}
+            terminated = np.zeros(self.num_envs, bool)
+            terminated[terminal_rows] = True
+            return obs, self._ones, terminated, self._no_flags, self._episodes_ended(obs, terminated)
+        return self._step(a)
 
-    def _obs(self) -> np.ndarray:
-        return self._state.T.astype(np.float32)
+    def _step(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
+        """``step`` where some copies start again first, or some may be truncated (or the call is an error)."""
+        if not self._started:
+            raise RuntimeError("CartPoleVectorEnv: call reset() before step()")
+        if self._ended.any():
+            raise RuntimeError(f"step: copies {np.flatnonzero(self._ended).tolist()} ended their episodes; "
+                               "reset them first (autoreset_mode DISABLED): reset(options={'reset_mask': ...})")
+        pending = self._pending
+        obs, terminal_rows = self._kernel.advance(a, _NO_ROWS if pending is None else set(pending.tolist()))
+        self._t = t = self._t + 1
+        rewards = self._ones
+        terminated = truncated = none = self._no_flags
+        if len(terminal_rows):
+            terminated = np.zeros(self.num_envs, bool)
+            terminated[terminal_rows] = True
+        if t >= self._next_truncation:
+            truncated = t - self._began >= self.max_episode_steps
+            self._next_truncation = int(self._began.min()) + self.max_episode_steps
+            if not truncated.any():
+                truncated = none
+        if pending is not None:  # NEXT_STEP: these copies start again, paying 0
+            self._restart(pending, obs)
+            rewards = np.ones(self.num_envs)
+            rewards[pending] = 0.0
+            if terminated is not none:
+                terminated[pending] = False
+            if truncated is not none:
+                truncated[pending] = False
+            self._pending = None
+        self._quiet_until = self._next_truncation
+        info = self._episodes_ended(obs, terminated | truncated) if terminated is not none or truncated is not none else {}
+        return obs, rewards, terminated, truncated, info
+
+    def _episodes_ended(self, obs: np.ndarray, ended_mask: np.ndarray) -> dict:
+        """The autoreset mode's part after a step in which some episodes may have ended; returns the step's info."""
+        info: dict = {}
+        ended = np.flatnonzero(ended_mask)
+        if not ended.size:
+            return info
+        if self.autoreset_mode is AutoresetMode.NEXT_STEP:
+            self._pending = ended
+            self._quiet_until = 0
+        elif self.autoreset_mode is AutoresetMode.SAME_STEP:
+            for i in ended.tolist():
+                info = self._add_info(info, {"final_obs": obs[i].copy(), "final_info": {}}, i)
+            self._restart(ended, obs)
+        else:
+            self._ended[ended] = True
+            self._quiet_until = 0
+        return info
+
+    def _restart(self, rows: np.ndarray, obs: np.ndarray) -> None:
+        states = self._draw(rows)
+        self._kernel.restart(rows, states)
+        obs[rows] = states
+        self._began[rows] = self._t

@@ -1,0 +1,154 @@
+"""Vector CartPole: steps per second, summed over copies, of DRLA's batched CartPole ``VectorEnv`` beside its peers,
+all in one run on one machine.
+
+For each N (copies, default 1 4 16 64 256), the same random actions (drawn beforehand, one (steps, N) int64 array)
+drive, one after the other:
+
+- ``drla``: ``gymnasium.make_vec("drla/CartPole-v0", num_envs=N, vectorization_mode="vector_entry_point")``, DRLA's
+  batched CartPole (``drla/gym_vector.py``), bit for bit the scalar env per copy, autoreset included;
+- ``gymnasium``: Gymnasium's own numpy ``CartPoleVectorEnv`` (``make_vec("CartPole-v1", ...,
+  vectorization_mode="vector_entry_point")``; not bit for bit its scalar env);
+- ``sync``: Gymnasium's ``SyncVectorEnv`` over ``drla/CartPole-v0``;
+- ``loop``: a plain Python loop over N of DRLA's scalar ``drla_core`` CartPoles (no Gymnasium wrappers), each reset
+  when its episode ends;
+- ``envpool``: EnvPool's ``CartPole-v1`` (``env_type="gymnasium"``, synchronous), skipped with the reason printed
+  when it will not import (``pip install -r bench/requirements-bench.txt``).
+
+Each figure is the best of ``--repeats`` timed runs of ``--seconds`` each (after a short warm-up): the fastest run
+is the one other work on the machine disturbed least. Prints a table on stderr and ONE JSON line on stdout.
+
+    .venv/bin/python bench/gym_vector.py [--copies 1 4 16 64 256] [--seconds 0.3] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import gymnasium  # noqa: E402
+import numpy as np  # noqa: E402
+
+import drla.gym  # noqa: E402,F401  (registers drla/CartPole-v0)
+from drla_core.envs.cartpole import EXACT_MATH_CHOICE, CartPole  # noqa: E402
+
+CONTENDERS = ("drla", "gymnasium", "sync", "loop", "envpool")
+
+
+def _vector_runner(envs):
+    envs.reset(seed=0)
+    step = envs.step
+
+    def run(actions: np.ndarray) -> None:
+        for a in actions:
+            step(a)
+
+    return run
+
+
+def _loop_runner(n: int):
+    envs = [CartPole() for _ in range(n)]
+    for i, e in enumerate(envs):
+        e.reset(seed=i)
+
+    def run(actions: np.ndarray) -> None:
+        for row in actions.tolist():
+            for env, a in zip(envs, row):
+                _, _, terminated, truncated, _ = env.step(a)
+                if terminated or truncated:
+                    env.reset()
+
+    return run
+
+
+def _envpool_runner(n: int):
+    import envpool
+
+    envs = envpool.make("CartPole-v1", env_type="gymnasium", num_envs=n, seed=0)
+    envs.reset()
+    step = envs.step
+
+    def run(actions: np.ndarray) -> None:
+        for a in actions:
+            step(a)
+
+    return run
+
+
+def make_runner(name: str, n: int):
+    if name == "drla":
+        return _vector_runner(gymnasium.make_vec("drla/CartPole-v0", num_envs=n, vectorization_mode="vector_entry_point"))
+    if name == "gymnasium":
+        return _vector_runner(gymnasium.make_vec("CartPole-v1", num_envs=n, vectorization_mode="vector_entry_point"))
+    if name == "sync":
+        return _vector_runner(gymnasium.make_vec("drla/CartPole-v0", num_envs=n, vectorization_mode="sync"))
+    if name == "loop":
+        return _loop_runner(n)
+    return _envpool_runner(n)
+
+
+def measure(run, n: int, seconds: float, repeats: int, rng: np.random.Generator) -> float:
+    """Best steps/s (summed over the n copies) of ``repeats`` runs of about ``seconds`` each."""
+    warm = rng.integers(0, 2, (50, n))
+    t0 = time.perf_counter()
+    run(warm)
+    per_step = max((time.perf_counter() - t0) / 50, 1e-7)
+    steps = max(20, int(seconds / per_step))
+    best = 0.0
+    for _ in range(repeats):
+        actions = rng.integers(0, 2, (steps, n))  # drawn beforehand, outside the timed part
+        t0 = time.perf_counter()
+        run(actions)
+        best = max(best, steps * n / (time.perf_counter() - t0))
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--copies", type=int, nargs="+", default=[1, 4, 16, 64, 256])
+    parser.add_argument("--seconds", type=float, default=0.3)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only", nargs="+", choices=CONTENDERS, default=list(CONTENDERS))
+    args = parser.parse_args()
+
+    skipped: dict[str, str] = {}
+    if "envpool" in args.only:
+        try:
+            import envpool
+
+            envpool.make("CartPole-v1", env_type="gymnasium", num_envs=1)
+        except Exception as err:  # (an import error, or a wheel without this platform's binary)
+            skipped["envpool"] = f"{type(err).__name__}: {err}"
+            print(f"envpool skipped: {skipped['envpool']}", file=sys.stderr)
+    names = [c for c in args.only if c not in skipped]
+    rng = np.random.default_rng(0)
+    figures: dict[str, dict[str, float]] = {c: {} for c in names}
+    for n in args.copies:
+        for name in names:
+            figures[name][str(n)] = round(measure(make_runner(name, n), n, args.seconds, args.repeats, rng))
+    width = max(len(c) for c in names) + 2
+    print("steps/s summed over copies (best of %d runs of ~%.1f s)" % (args.repeats, args.seconds), file=sys.stderr)
+    print("N".ljust(width) + "".join(f"{n:>12}" for n in args.copies), file=sys.stderr)
+    for name in names:
+        print(name.ljust(width) + "".join(f"{figures[name][str(n)]:>12,}" for n in args.copies), file=sys.stderr)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    versions = {"numpy": np.__version__, "gymnasium": gymnasium.__version__}
+    if "envpool" in names:
+        import envpool
+
+        versions["envpool"] = envpool.__version__
+    print(json.dumps({"bench": "gym_vector", "steps_per_s": figures, "skipped": skipped,
+                      "exact_math": EXACT_MATH_CHOICE, "versions": versions, "load_1min": load,
+                      "cpus": os.cpu_count(), "machine": platform.processor() or platform.machine(),
+                      "date": time.strftime("%Y-%m-%d")}))
+
+
+if __name__ == "__main__":
+    main()
