@@ -36,7 +36,7 @@ from .gym import to_gym_space
 __all__ = ["CartPoleVectorEnv", "PYTHON_KERNEL_MAX"]
 
 #: up to this many copies the Python kernel is faster than numpy's fixed cost per call (measured: bench/gym_vector.py)
-PYTHON_KERNEL_MAX = 12
+PYTHON_KERNEL_MAX = 40
 _AHEAD = 64  # start states drawn ahead per copy
 _BINARY = frozenset((0, 1))
 # actions as unsigned integers of their size (a bool array as uint8: not a mask), so that any value but 0 and 1 is out
@@ -66,22 +66,24 @@ class _PythonKernel:
         for i, s in zip(rows.tolist(), states.tolist()):
             self.state[4 * i:4 * i + 4] = s
 
+    def restart_ordered(self, rows: np.ndarray, states: np.ndarray) -> None:
+        self.restart(rows, states[:, (0, 2, 1, 3)])
+
     def observations(self) -> np.ndarray:
         if self.n <= 4:  # (numpy's list conversion is the cheaper for a few rows, packing for more)
             return np.array(self.state, np.float32).reshape(self.n, 4)
         return np.ndarray((self.n, 4), np.float64, self._pack(*self.state)).astype(np.float32)
 
-    def advance(self, a: np.ndarray, skip: Any) -> tuple[np.ndarray, list[int]]:
-        """Step every row not in ``skip``; returns the observations and the rows whose episode terminated."""
-        acts = a.tolist()
-        if a.dtype.kind not in "biu" or not _BINARY.issuperset(acts):
-            raise ValueError(f"step: actions must be {self.n} zeros and ones, got {a!r}")
+    def advance(self, acts: list, starts: dict[int, list[float]] | None) -> tuple[np.ndarray, list[int]]:
+        """Step every row (its action in ``acts``, already checked) but those of ``starts``, which start again at
+        the state given; returns the observations and the rows whose episode terminated."""
         fm, pml, total_mass, gravity, length, masspole, tau, xt, tt = self._k
         st, cos, sin = self.state, math.cos, math.sin
         ended = []
         j = 0
         for i, action in enumerate(acts):
-            if skip and i in skip:
+            if starts and i in starts:
+                st[j:j + 4] = starts[i]
                 j += 4
                 continue
             x, x_dot, theta, theta_dot = st[j:j + 4]
@@ -104,7 +106,7 @@ class _PythonKernel:
 
 
 class _NumpyKernel:
-    """``CartPoleBatch``: every row in one set of numpy calls (rows to skip are stepped too, then restarted)."""
+    """``CartPoleBatch``: every row in one set of numpy calls (rows that start again are stepped too, then overwritten)."""
 
     def __init__(self, n: int, env: cp.CartPole) -> None:
         self._batch = cp.CartPoleBatch(n, env)
@@ -113,15 +115,20 @@ class _NumpyKernel:
     def restart(self, rows: np.ndarray, states: np.ndarray) -> None:
         self._batch.restart(rows, states)
 
+    def restart_ordered(self, rows: np.ndarray, states: np.ndarray) -> None:
+        """``restart`` with ``states`` in the batch's own order (x, theta, x_dot, theta_dot)."""
+        self._batch.restart(rows, states, None)
+
     def observations(self) -> np.ndarray:
         return self._batch.observations().copy()
 
-    def advance(self, a: np.ndarray, skip: Any) -> tuple[np.ndarray, Any]:
+    def advance(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """Step every row; returns the observations and which rows terminated (None: none did)."""
         try:  # (as unsigned: a negative action is out of range too; CartPoleBatch.step checks it first thing)
             obs, _, terminated, _ = self._batch.step(a.view(_UNSIGNED[a.dtype.char]))
         except (KeyError, IndexError):
             raise ValueError(f"step: actions must be {len(a)} zeros and ones, got {a!r}") from None
-        return obs.copy(), np.flatnonzero(terminated) if np.count_nonzero(terminated) else ()
+        return obs.copy(), terminated.copy() if np.count_nonzero(terminated) else None
 
 
 class CartPoleVectorEnv(VectorEnv):
@@ -153,10 +160,12 @@ class CartPoleVectorEnv(VectorEnv):
         if kernel == "auto":
             kernel = "python" if n <= PYTHON_KERNEL_MAX else "numpy"
         self.kernel = kernel
+        self._python = kernel == "python"
         self._kernel = _PythonKernel(n, env) if kernel == "python" else _NumpyKernel(n, env)
         self._rngs = [np.random.default_rng() for _ in range(n)]
         self._snapshots: list[dict] = [{}] * n  # each generator's state before its block of starts ahead
-        self._ahead = np.zeros((n, _AHEAD, 4))  # start states drawn ahead (x, x_dot, theta, theta_dot)
+        # start states drawn ahead: x, x_dot, theta, theta_dot, then again as CartPoleBatch orders them
+        self._ahead = np.zeros((n, _AHEAD, 8))
         self._used = np.full(n, _AHEAD, np.int64)  # how many of each row's block are used
         self._t = 0  # steps since the first reset; row i's episode started at step _began[i]
         self._began = np.zeros(n, np.int64)
@@ -173,16 +182,27 @@ class CartPoleVectorEnv(VectorEnv):
     def _refill(self, i: int) -> None:
         rng = self._rngs[i]
         self._snapshots[i] = rng.bit_generator.state
-        self._ahead[i] = rng.uniform(-0.05, 0.05, size=(_AHEAD, 4))
+        block = self._ahead[i]
+        block[:, :4] = rng.uniform(-0.05, 0.05, size=(_AHEAD, 4))
+        block[:, 4:] = block[:, (0, 2, 1, 3)]
         self._used[i] = 0
 
     def _draw(self, rows: np.ndarray) -> np.ndarray:
-        """The next start state of each of ``rows`` (k, 4)."""
-        for i in rows[self._used[rows] >= _AHEAD].tolist():
-            self._refill(i)
+        """The next start state of each of ``rows`` (k, 8: see ``_ahead``)."""
         used = self._used[rows]
+        if used.max() >= _AHEAD:
+            for i in rows[used >= _AHEAD].tolist():
+                self._refill(i)
+            used = self._used[rows]
         self._used[rows] = used + 1
         return self._ahead[rows, used]
+
+    def _draw_one(self, i: int) -> list[float]:
+        if self._used[i] >= _AHEAD:
+            self._refill(i)
+        used = int(self._used[i])
+        self._used[i] = used + 1
+        return self._ahead[i, used, :4].tolist()
 
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
               ) -> tuple[np.ndarray, dict]:
@@ -229,7 +249,7 @@ class CartPoleVectorEnv(VectorEnv):
             if self._pending is not None and not self._pending.size:
                 self._pending = None
         self._started = True
-        self._quiet_until = 0 if self._pending is not None or self._ended.any() else self._next_truncation
+        self._quiet_until = 0 if self._ended.any() else self._next_truncation
         return self._kernel.observations(), {}
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
@@ -237,48 +257,70 @@ class CartPoleVectorEnv(VectorEnv):
         if a.shape != self._shape:
             raise ValueError(f"step: actions must be {self.num_envs} zeros and ones, got {actions!r}")
         t = self._t + 1
-        if t < self._quiet_until:  # the common step: no copy to reset first, none due to be truncated
-            obs, terminal_rows = self._kernel.advance(a, _NO_ROWS)
-            self._t = t
-            if not len(terminal_rows):
-                return obs, self._ones, self._no_flags, self._no_flags, {}
-            terminated = np.zeros(self.num_envs, bool)
-            terminated[terminal_rows] = True
-            return obs, self._ones, terminated, self._no_flags, self._episodes_ended(obs, terminated)
-        return self._step(a)
+        if t >= self._quiet_until:  # (the step is an error, or some copies may be truncated)
+            return self._step(a)
+        obs, terminated, rewards = self._advance(a, t)
+        if terminated is self._no_flags:
+            return obs, rewards, terminated, terminated, {}
+        return obs, rewards, terminated, self._no_flags, self._episodes_ended(obs, terminated)
+
+    def _advance(self, a: np.ndarray, t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The kernel's step at step ``t``, the copies pending a reset (``NEXT_STEP``) starting again instead:
+        ``(observations, terminated, rewards)``."""
+        pending = self._pending
+        if self._python:
+            acts = a.tolist()
+            if a.dtype.kind not in "biu" or not _BINARY.issuperset(acts):
+                raise ValueError(f"step: actions must be {self.num_envs} zeros and ones, got {a!r}")
+            starts = None
+            if pending is not None:
+                starts = {i: self._draw_one(i) for i in pending.tolist()}
+                self._began[pending] = t
+            obs, terminal_rows = self._kernel.advance(acts, starts)
+            terminated = self._no_flags
+            if terminal_rows:
+                terminated = np.zeros(self.num_envs, bool)
+                terminated[terminal_rows] = True
+        else:
+            obs, flags = self._kernel.advance(a)
+            terminated = self._no_flags if flags is None else flags
+            if pending is not None:
+                self._restart(pending, obs, t)
+        self._t = t
+        rewards = self._ones
+        if pending is not None:
+            self._pending = None
+            self._quiet_until = self._next_truncation
+            rewards = np.ones(self.num_envs)
+            rewards[pending] = 0.0
+            if terminated is not self._no_flags:
+                terminated[pending] = False  # (the numpy kernel stepped them too)
+                if not terminated.any():
+                    terminated = self._no_flags
+        return obs, terminated, rewards
 
     def _step(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
-        """``step`` where some copies start again first, or some may be truncated (or the call is an error)."""
+        """``step`` where some copies may be truncated (or the call is an error)."""
         if not self._started:
             raise RuntimeError("CartPoleVectorEnv: call reset() before step()")
         if self._ended.any():
             raise RuntimeError(f"step: copies {np.flatnonzero(self._ended).tolist()} ended their episodes; "
                                "reset them first (autoreset_mode DISABLED): reset(options={'reset_mask': ...})")
         pending = self._pending
-        obs, terminal_rows = self._kernel.advance(a, _NO_ROWS if pending is None else set(pending.tolist()))
-        self._t = t = self._t + 1
-        rewards = self._ones
-        terminated = truncated = none = self._no_flags
-        if len(terminal_rows):
-            terminated = np.zeros(self.num_envs, bool)
-            terminated[terminal_rows] = True
+        t = self._t + 1
+        obs, terminated, rewards = self._advance(a, t)
+        truncated = self._no_flags
         if t >= self._next_truncation:
             truncated = t - self._began >= self.max_episode_steps
             self._next_truncation = int(self._began.min()) + self.max_episode_steps
-            if not truncated.any():
-                truncated = none
-        if pending is not None:  # NEXT_STEP: these copies start again, paying 0
-            self._restart(pending, obs)
-            rewards = np.ones(self.num_envs)
-            rewards[pending] = 0.0
-            if terminated is not none:
-                terminated[pending] = False
-            if truncated is not none:
+            if pending is not None:
                 truncated[pending] = False
-            self._pending = None
+            if not truncated.any():
+                truncated = self._no_flags
         self._quiet_until = self._next_truncation
-        info = self._episodes_ended(obs, terminated | truncated) if terminated is not none or truncated is not none else {}
-        return obs, rewards, terminated, truncated, info
+        if terminated is self._no_flags and truncated is self._no_flags:
+            return obs, rewards, terminated, truncated, {}
+        return obs, rewards, terminated, truncated, self._episodes_ended(obs, terminated | truncated)
 
     def _episodes_ended(self, obs: np.ndarray, ended_mask: np.ndarray) -> dict:
         """The autoreset mode's part after a step in which some episodes may have ended; returns the step's info."""
@@ -288,18 +330,17 @@ class CartPoleVectorEnv(VectorEnv):
             return info
         if self.autoreset_mode is AutoresetMode.NEXT_STEP:
             self._pending = ended
-            self._quiet_until = 0
         elif self.autoreset_mode is AutoresetMode.SAME_STEP:
             for i in ended.tolist():
                 info = self._add_info(info, {"final_obs": obs[i].copy(), "final_info": {}}, i)
-            self._restart(ended, obs)
+            self._restart(ended, obs, self._t)
         else:
             self._ended[ended] = True
             self._quiet_until = 0
         return info
 
-    def _restart(self, rows: np.ndarray, obs: np.ndarray) -> None:
+    def _restart(self, rows: np.ndarray, obs: np.ndarray, t: int) -> None:
         states = self._draw(rows)
-        self._kernel.restart(rows, states)
-        obs[rows] = states
-        self._began[rows] = self._t
+        self._kernel.restart_ordered(rows, states[:, 4:])
+        obs[rows] = states[:, :4]
+        self._began[rows] = t

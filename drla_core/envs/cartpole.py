@@ -159,7 +159,8 @@ class _ProductSquare:
     ``e = (hi*hi - p) + lo*(hi + x)`` to about 2**-24 ULP. Every element whose ``|e|`` is not below
     ``(1/2 - 1/32)`` ULP of ``p`` (about 6 % of them: 2.5 times glibc's stated bound, 4.7 times the worst seen in
     4 million squares), or whose square is outside [2**-39, 2**40] (where ``pow``'s log costs it more accuracy), or
-    not finite, is squared again by Python; the others are ``x*x``, which is then what ``pow`` gives. ``exact_math``'s
+    zero, is squared again by Python; the others are ``x*x``, which is then what ``pow`` gives (an infinite or NaN
+    square stays numpy's: Python's ``x**2`` raises OverflowError there). ``exact_math``'s
     probe checks that on the running CPU and C library (else the square is Python's per element). Arrays of at most
     ``small`` elements are squared by Python at once (cheaper there than the 15 numpy calls).
     """
@@ -190,7 +191,7 @@ class _ProductSquare:
             if len(self._work) > 64:
                 self._work.clear()
             work = self._work[m] = (np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m, bool))
-        hi, lo, e, thr, ok = work
+        hi, lo, e, thr, bad = work
         np.multiply(x, x, p)
         np.bitwise_and(x.view(np.int64), self._HI, hi.view(np.int64))
         np.subtract(x, hi, lo)
@@ -205,10 +206,9 @@ class _ProductSquare:
         np.minimum(t, self._CAP, t)
         np.bitwise_and(t, self._SIGN_EXP, t)
         np.multiply(thr, self._SCALE, thr)
-        np.less(e, thr, ok)  # (False where e or p is NaN)
-        if np.count_nonzero(ok) != m:
-            redo = np.flatnonzero(np.logical_not(ok, ok))
-            p[redo] = [t**2 for t in x[redo].tolist()]
+        np.greater_equal(e, thr, bad)
+        if np.count_nonzero(bad):
+            p[bad] = [t**2 for t in x[bad].tolist()]
         return out
 
 
@@ -393,14 +393,15 @@ class CartPoleBatch:
         np.copyto(*self._obs_copy, casting="same_kind")
         return self._obs_n
 
-    def restart(self, rows: np.ndarray, states: np.ndarray) -> None:
-        """Put ``rows`` (indices) at ``states`` ((k, 4): x, x_dot, theta, theta_dot, as a CartPole's state) now, their
-        observations too (a vector env's autoreset)."""
-        self._state[:, rows] = states[:, (0, 2, 1, 3)].T
-        self._obs_n[rows] = states
+    def restart(self, rows: np.ndarray, states: np.ndarray, columns: Sequence[int] | None = (0, 2, 1, 3)) -> None:
+        """Put ``rows`` (indices) at ``states`` ((k, 4): x, x_dot, theta, theta_dot, as a CartPole's state) now (a
+        vector env's autoreset; ``observations()`` shows them). ``columns=None``: ``states`` are in the batch's own
+        order, x, theta, x_dot, theta_dot."""
+        self._state[:, rows] = (states if columns is None else states[:, columns]).T
 
     def observations(self) -> np.ndarray:
-        """The rows' observations ``(n, 4)`` float32 (overwritten by the next ``step``)."""
+        """The rows' observations now ``(n, 4)`` float32 (overwritten by the next ``step``)."""
+        np.copyto(*self._obs_copy, casting="same_kind")
         return self._obs_n
 
     def steps_run(self, mask: np.ndarray) -> np.ndarray:
