@@ -83,10 +83,9 @@ def _envpool_runner(n: int):
 
 
 def make_runner(name: str, n: int):
-    if name == "drla":
-        return _vector_runner(gymnasium.make_vec("drla/CartPole-v0", num_envs=n, vectorization_mode="vector_entry_point"))
-    if name == "gymnasium":
-        return _vector_runner(gymnasium.make_vec("CartPole-v1", num_envs=n, vectorization_mode="vector_entry_point"))
+    if name in ("drla", "gymnasium"):
+        env_id = "drla/CartPole-v0" if name == "drla" else "CartPole-v1"
+        return _vector_runner(gymnasium.make_vec(env_id, num_envs=n, vectorization_mode="vector_entry_point"))
     if name == "sync":
         return _vector_runner(gymnasium.make_vec("drla/CartPole-v0", num_envs=n, vectorization_mode="sync"))
     if name == "loop":
@@ -134,7 +133,7 @@ def main() -> None:
         for name in names:
             figures[name][str(n)] = round(measure(make_runner(name, n), n, args.seconds, args.repeats, rng))
     width = max(len(c) for c in names) + 2
-    print("steps/s summed over copies (best of %d runs of ~%.1f s)" % (args.repeats, args.seconds), file=sys.stderr)
+    print(f"steps/s summed over copies (best of {args.repeats} runs of ~{args.seconds:.1f} s)", file=sys.stderr)
     print("N".ljust(width) + "".join(f"{n:>12}" for n in args.copies), file=sys.stderr)
     for name in names:
         print(name.ljust(width) + "".join(f"{figures[name][str(n)]:>12,}" for n in args.copies), file=sys.stderr)

@@ -39,9 +39,6 @@ __all__ = ["CartPoleVectorEnv", "PYTHON_KERNEL_MAX"]
 PYTHON_KERNEL_MAX = 40
 _AHEAD = 64  # start states drawn ahead per copy
 _BINARY = frozenset((0, 1))
-# actions as unsigned integers of their size (a bool array as uint8: not a mask), so that any value but 0 and 1 is out
-# of the two forces' range
-_UNSIGNED = {c: np.dtype(c.upper() if c != "?" else "B") for c in "?bhilqBHILQ"}
 _NO_ROWS: frozenset[int] = frozenset()
 
 
@@ -106,7 +103,7 @@ class _PythonKernel:
 
 
 class _NumpyKernel:
-    """``CartPoleBatch``: every row in one set of numpy calls (rows that start again are stepped too, then overwritten)."""
+    """``CartPoleBatch``: every row in one set of numpy calls (rows that start again are stepped, then overwritten)."""
 
     def __init__(self, n: int, env: cp.CartPole) -> None:
         self._batch = cp.CartPoleBatch(n, env)
@@ -124,10 +121,10 @@ class _NumpyKernel:
 
     def advance(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """Step every row; returns the observations and which rows terminated (None: none did)."""
-        try:  # (as unsigned: a negative action is out of range too; CartPoleBatch.step checks it first thing)
-            obs, _, terminated, _ = self._batch.step(a.view(_UNSIGNED[a.dtype.char]))
-        except (KeyError, IndexError):
-            raise ValueError(f"step: actions must be {len(a)} zeros and ones, got {a!r}") from None
+        kind = a.dtype.kind
+        if kind != "b" and (kind not in "iu" or np.count_nonzero(a >> 1)):
+            raise ValueError(f"step: actions must be {len(a)} zeros and ones, got {a!r}")
+        obs, _, terminated, _ = self._batch.step(a.view(np.uint8) if kind == "b" else a)
         return obs.copy(), terminated.copy() if np.count_nonzero(terminated) else None
 
 
@@ -161,7 +158,7 @@ class CartPoleVectorEnv(VectorEnv):
             kernel = "python" if n <= PYTHON_KERNEL_MAX else "numpy"
         self.kernel = kernel
         self._python = kernel == "python"
-        self._kernel = _PythonKernel(n, env) if kernel == "python" else _NumpyKernel(n, env)
+        self._kernel: Any = _PythonKernel(n, env) if kernel == "python" else _NumpyKernel(n, env)
         self._rngs = [np.random.default_rng() for _ in range(n)]
         self._snapshots: list[dict] = [{}] * n  # each generator's state before its block of starts ahead
         # start states drawn ahead: x, x_dot, theta, theta_dot, then again as CartPoleBatch orders them

@@ -149,6 +149,9 @@ def _py_square(v: np.ndarray, two: np.ndarray, out: np.ndarray) -> np.ndarray:
     return out
 
 
+_CLIP = (getattr(np, "_core", None) or np.core).umath.clip  # the ufunc (np.clip adds a Python wrapper's cost)
+
+
 class _ProductSquare:
     """Python's ``x**2`` (C ``pow(x, 2)``) on a float64 array, from numpy's ``x * x``; called ``f(x, two, out)``.
 
@@ -167,10 +170,11 @@ class _ProductSquare:
 
     _HI = np.int64(-(1 << 27))  # sign, exponent and the top 25 stored mantissa bits: 26 significant bits
     _SIGN_EXP = np.int64(-(1 << 52))
-    # thr bits = min(bits(p) - (983 << 52) - 1, 80 << 52) & sign_exp: 2**(E - 983) for p = m 2**E, E in [-39, 40]
-    # (for a power of two 2**(E - 984): the gap below it is half), negative below that range (p tiny or 0: every
+    # thr bits = clip(bits(p) - (983 << 52) - 1, -2**52, 80 << 52) & sign_exp: 2**(E - 983) for p = m 2**E, E in
+    # [-39, 40] (for a power of two 2**(E - 984): the gap below it is half), -inf below that range (p tiny or 0: every
     # such element goes to Python), capped above it (a smaller threshold: only more go to Python)
     _OFFSET = np.int64((983 << 52) + 1)
+    _FLOOR = np.int64(-(1 << 52))  # (bits of -inf)
     _CAP = np.int64(80 << 52)
     _SCALE = (0.5 - 1.0 / 32.0) * 2.0**931  # 2**(E - 983) -> (1/2 - 1/32) * 2**(E - 52), one ULP of p
 
@@ -203,7 +207,7 @@ class _ProductSquare:
         np.abs(e, e)
         t = thr.view(np.int64)
         np.subtract(p.view(np.int64), self._OFFSET, t)
-        np.minimum(t, self._CAP, t)
+        _CLIP(t, self._FLOOR, self._CAP, t)
         np.bitwise_and(t, self._SIGN_EXP, t)
         np.multiply(thr, self._SCALE, thr)
         np.greater_equal(e, thr, bad)
