@@ -68,14 +68,34 @@ class _PythonKernel:
 
     def observations(self) -> np.ndarray:
         if self.n <= 4:  # (numpy's list conversion is the cheaper for a few rows, packing for more)
-            return np.array(self.state, np.float32).reshape(self.n, 4)
+            return np.array(self.state, np.float32, ndmin=2).reshape(self.n, 4)
         return np.ndarray((self.n, 4), np.float64, self._pack(*self.state)).astype(np.float32)
 
-    def advance(self, acts: list, starts: dict[int, list[float]] | None) -> tuple[np.ndarray, list[int]]:
+    def advance1(self, action: int, cos: Any = math.cos, sin: Any = math.sin, f32: Any = np.float32
+                 ) -> tuple[np.ndarray, bool]:
+        """``advance`` for one row, the shortest way: its observations and whether its episode terminated."""
+        fm, pml, total_mass, gravity, length, masspole, tau, xt, tt = self._k
+        st = self.state
+        x, x_dot, theta, theta_dot = st
+        force = fm if action == 1 else -fm
+        costheta = cos(theta)
+        sintheta = sin(theta)
+        temp = (force + pml * theta_dot**2 * sintheta) / total_mass
+        thetaacc = (gravity * sintheta - costheta * temp) / (length * (4.0 / 3.0 - masspole * costheta**2 / total_mass))
+        xacc = temp - pml * thetaacc * costheta / total_mass
+        x = x + tau * x_dot
+        x_dot = x_dot + tau * xacc
+        theta = theta + tau * theta_dot
+        theta_dot = theta_dot + tau * thetaacc
+        st[:] = x, x_dot, theta, theta_dot
+        return np.array(st, f32, ndmin=2), x < -xt or x > xt or theta < -tt or theta > tt
+
+    def advance(self, acts: list, starts: dict[int, list[float]] | None, cos: Any = math.cos, sin: Any = math.sin,
+                f32: Any = np.float32) -> tuple[np.ndarray, list[int]]:
         """Step every row (its action in ``acts``, already checked) but those of ``starts``, which start again at
         the state given; returns the observations and the rows whose episode terminated."""
         fm, pml, total_mass, gravity, length, masspole, tau, xt, tt = self._k
-        st, cos, sin = self.state, math.cos, math.sin
+        st = self.state
         ended = []
         j = 0
         for i, action in enumerate(acts):
@@ -99,7 +119,9 @@ class _PythonKernel:
             if x < -xt or x > xt or theta < -tt or theta > tt:
                 ended.append(i)
             j += 4
-        return self.observations(), ended
+        if j <= 16:  # (as observations())
+            return np.array(st, f32, ndmin=2).reshape(j >> 2, 4), ended
+        return np.ndarray((j >> 2, 4), np.float64, self._pack(*st)).astype(f32), ended
 
 
 class _NumpyKernel:
@@ -122,9 +144,17 @@ class _NumpyKernel:
     def advance(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """Step every row; returns the observations and which rows terminated (None: none did)."""
         kind = a.dtype.kind
-        if kind != "b" and (kind not in "iu" or np.count_nonzero(a >> 1)):
+        if kind in "iu":
+            bad = np.count_nonzero(a >> 1)
+        elif kind == "b":
+            bad, a = 0, a.view(np.uint8)
+        else:  # (as the scalar env: any number equal to 0 or 1)
+            bad = kind not in "fc" or np.count_nonzero((a != 0) & (a != 1))
+            if not bad:
+                a = a.real.astype(np.intp)
+        if bad:
             raise ValueError(f"step: actions must be {len(a)} zeros and ones, got {a!r}")
-        obs, _, terminated, _ = self._batch.step(a.view(np.uint8) if kind == "b" else a)
+        obs, _, terminated, _ = self._batch.step(a)
         return obs.copy(), terminated.copy() if np.count_nonzero(terminated) else None
 
 
@@ -158,9 +188,10 @@ class CartPoleVectorEnv(VectorEnv):
             kernel = "python" if n <= PYTHON_KERNEL_MAX else "numpy"
         self.kernel = kernel
         self._python = kernel == "python"
+        self._single = self._python and n == 1
         self._kernel: Any = _PythonKernel(n, env) if kernel == "python" else _NumpyKernel(n, env)
         self._rngs = [np.random.default_rng() for _ in range(n)]
-        self._snapshots: list[dict] = [{}] * n  # each generator's state before its block of starts ahead
+        self._snapshots: list[Any] = [{}] * n  # each generator's state before its block of starts ahead
         # start states drawn ahead: x, x_dot, theta, theta_dot, then again as CartPoleBatch orders them
         self._ahead = np.zeros((n, _AHEAD, 8))
         self._used = np.full(n, _AHEAD, np.int64)  # how many of each row's block are used
@@ -169,7 +200,7 @@ class CartPoleVectorEnv(VectorEnv):
         self._next_truncation = self.max_episode_steps
         self._pending: np.ndarray | None = None  # NEXT_STEP: the rows to reset on the next step
         self._ended = np.zeros(n, bool)  # DISABLED: the rows whose episode ended (stepping them is an error)
-        self._ones = _frozen(np.ones(n))
+        self._ones, self._zeros = _frozen(np.ones(n)), _frozen(np.zeros(n))
         self._no_flags = _frozen(np.zeros(n, bool))
         self._started = False
         self._shape = (n,)
@@ -251,9 +282,27 @@ class CartPoleVectorEnv(VectorEnv):
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
         a = actions if type(actions) is np.ndarray else np.asarray(actions)
+        t = self._t + 1
+        if self._python and self._pending is None and t < self._quiet_until:  # a few copies' usual step, shortest
+            acts = a.tolist()
+            if a.shape != self._shape or not _BINARY.issuperset(acts):
+                raise ValueError(f"step: actions must be {self.num_envs} zeros and ones, got {actions!r}")
+            if self._single:
+                obs, ended = self._kernel.advance1(acts[0])
+                self._t = t
+                if not ended:
+                    return obs, self._ones, self._no_flags, self._no_flags, {}
+                terminal_rows = [0]
+            else:
+                obs, terminal_rows = self._kernel.advance(acts, None)
+                self._t = t
+                if not terminal_rows:
+                    return obs, self._ones, self._no_flags, self._no_flags, {}
+            terminated = np.zeros(self.num_envs, bool)
+            terminated[terminal_rows] = True
+            return obs, self._ones, terminated, self._no_flags, self._episodes_ended(obs, terminated)
         if a.shape != self._shape:
             raise ValueError(f"step: actions must be {self.num_envs} zeros and ones, got {actions!r}")
-        t = self._t + 1
         if t >= self._quiet_until:  # (the step is an error, or some copies may be truncated)
             return self._step(a)
         obs, terminated, rewards = self._advance(a, t)
@@ -267,7 +316,7 @@ class CartPoleVectorEnv(VectorEnv):
         pending = self._pending
         if self._python:
             acts = a.tolist()
-            if a.dtype.kind not in "biu" or not _BINARY.issuperset(acts):
+            if not _BINARY.issuperset(acts):
                 raise ValueError(f"step: actions must be {self.num_envs} zeros and ones, got {a!r}")
             starts = None
             if pending is not None:
@@ -288,8 +337,11 @@ class CartPoleVectorEnv(VectorEnv):
         if pending is not None:
             self._pending = None
             self._quiet_until = self._next_truncation
-            rewards = np.ones(self.num_envs)
-            rewards[pending] = 0.0
+            if len(pending) == self.num_envs:
+                rewards = self._zeros
+            else:
+                rewards = np.ones(self.num_envs)
+                rewards[pending] = 0.0
             if terminated is not self._no_flags:
                 terminated[pending] = False  # (the numpy kernel stepped them too)
                 if not terminated.any():

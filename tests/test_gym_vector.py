@@ -51,7 +51,7 @@ def _run_both(fast, sync, steps, seed=0, reset_at=()):
     expected, info_expected = sync.reset(seed=seed)
     assert np.array_equal(obs, expected) and obs.dtype == expected.dtype == np.float32
     rng = np.random.default_rng(seed)
-    noise = np.linspace(0.0, 0.5, n)
+    noise = np.linspace(0.5 if n == 1 else 0.0, 0.5, n)
     ended = truncations = 0
     digest = hashlib.sha256(obs.tobytes())
     done = np.zeros(n, bool)
@@ -87,6 +87,15 @@ def test_it_equals_sync_vector_env_step_for_step_in_each_autoreset_mode(kernel, 
     assert fast.metadata["autoreset_mode"] is mode and fast.kernel == kernel
     ended, truncations, _ = _run_both(fast, _sync(24, mode, 40), 400, seed=3, reset_at=(150,))
     assert ended > 150 and truncations > 20  # terminations and truncations both compared
+
+
+@pytest.mark.parametrize("n", [1, 4])
+@pytest.mark.parametrize("mode", MODES, ids=[m.value for m in MODES])
+def test_one_or_a_few_copies_equal_sync_vector_env_too(n, mode):
+    """(One copy has its own shortest path.)"""
+    fast = CartPoleVectorEnv(n, max_episode_steps=25, autoreset_mode=mode)
+    ended, truncations, _ = _run_both(fast, _sync(n, mode, 25), 300, seed=8, reset_at=(100,))
+    assert ended > truncations > 0  # both kinds of ending compared
 
 
 @pytest.mark.parametrize("kernel", ["python", "numpy"])
@@ -194,12 +203,14 @@ def test_the_arrays_step_returns_are_the_caller_s(kernel):
 def test_bad_actions_are_refused_before_any_copy_moves(kernel):
     env = CartPoleVectorEnv(4, kernel=kernel)
     obs, _ = env.reset(seed=1)
-    for bad in ([0, 1, 2, 0], [0, -1, 1, 1], np.array([0.0, 1.0, 1.0, 0.0]), [[0, 1, 1, 0]], [0, 1]):
+    for bad in ([0, 1, 2, 0], [0, -1, 1, 1], np.array([0.0, 0.5, 1.0, 0.0]), [[0, 1, 1, 0]], [0, 1], ["0"] * 4):
         with pytest.raises(ValueError, match="step: actions must be 4 zeros and ones"):
             env.step(bad)
     expected = SyncVectorEnv([lambda: gymnasium.make("drla/CartPole-v0") for _ in range(4)])
     expected.reset(seed=1)
     assert np.array_equal(env.step([0, 1, True, False])[0], expected.step(np.array([0, 1, 1, 0]))[0])
+    # numbers equal to 0 or 1 are actions, as the scalar env (and so SyncVectorEnv) takes them
+    assert np.array_equal(env.step(np.array([1.0, 0.0, 1.0, 1.0]))[0], expected.step(np.array([1.0, 0.0, 1.0, 1.0]))[0])
 
 
 def test_misuse_says_what_is_wrong():
