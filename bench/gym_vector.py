@@ -1,8 +1,9 @@
 """Vector CartPole: steps per second, summed over copies, of DRLA's batched CartPole ``VectorEnv`` beside its peers,
 all in one run on one machine.
 
-For each N (copies, default 1 4 16 64 256), the same random actions (drawn beforehand, one (steps, N) int64 array)
-drive, one after the other:
+For each N (copies, default 1 4 16 64 256), random actions drawn beforehand (one (steps, N) int64 array per timed run,
+split into each step's (N,) array, or into Python ints for the loop, before the clock starts) drive, one after the
+other:
 
 - ``drla``: ``gymnasium.make_vec("drla/CartPole-v0", num_envs=N, vectorization_mode="vector_entry_point")``, DRLA's
   batched CartPole (``drla/gym_vector.py``), bit for bit the scalar env per copy, autoreset included;
@@ -46,11 +47,11 @@ def _vector_runner(envs):
     envs.reset(seed=0)
     step = envs.step
 
-    def run(actions: np.ndarray) -> None:
+    def run(actions: list[np.ndarray]) -> None:
         for a in actions:
             step(a)
 
-    return run
+    return list, run  # (each step's actions: one int64 array, split from the block beforehand)
 
 
 def _loop_runner(n: int):
@@ -58,14 +59,14 @@ def _loop_runner(n: int):
     for i, e in enumerate(envs):
         e.reset(seed=i)
 
-    def run(actions: np.ndarray) -> None:
-        for row in actions.tolist():
+    def run(actions: list[list[int]]) -> None:
+        for row in actions:
             for env, a in zip(envs, row):
                 _, _, terminated, truncated, _ = env.step(a)
                 if terminated or truncated:
                     env.reset()
 
-    return run
+    return np.ndarray.tolist, run  # (Python ints, converted beforehand)
 
 
 def _envpool_runner(n: int):
@@ -75,11 +76,11 @@ def _envpool_runner(n: int):
     envs.reset()
     step = envs.step
 
-    def run(actions: np.ndarray) -> None:
+    def run(actions: list[np.ndarray]) -> None:
         for a in actions:
             step(a)
 
-    return run
+    return list, run
 
 
 def make_runner(name: str, n: int):
@@ -93,16 +94,17 @@ def make_runner(name: str, n: int):
     return _envpool_runner(n)
 
 
-def measure(run, n: int, seconds: float, repeats: int, rng: np.random.Generator) -> float:
+def measure(runner, n: int, seconds: float, repeats: int, rng: np.random.Generator) -> float:
     """Best steps/s (summed over the n copies) of ``repeats`` runs of about ``seconds`` each."""
-    warm = rng.integers(0, 2, (50, n))
+    prepare, run = runner
+    warm = prepare(rng.integers(0, 2, (50, n)))
     t0 = time.perf_counter()
     run(warm)
     per_step = max((time.perf_counter() - t0) / 50, 1e-7)
     steps = max(20, int(seconds / per_step))
     best = 0.0
     for _ in range(repeats):
-        actions = rng.integers(0, 2, (steps, n))  # drawn beforehand, outside the timed part
+        actions = prepare(rng.integers(0, 2, (steps, n)))  # drawn beforehand, outside the timed part
         t0 = time.perf_counter()
         run(actions)
         best = max(best, steps * n / (time.perf_counter() - t0))

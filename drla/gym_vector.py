@@ -138,6 +138,10 @@ class _NumpyKernel:
         """``restart`` with ``states`` in the batch's own order (x, theta, x_dot, theta_dot)."""
         self._batch.restart(rows, states, None)
 
+    def restart_where(self, mask: np.ndarray, states: np.ndarray) -> None:
+        """Rows where ``mask`` is True start at their row of ``states`` ((n, 4), the batch's order)."""
+        self._batch.restart_where(mask, states)
+
     def observations(self) -> np.ndarray:
         return self._batch.observations().copy()
 
@@ -191,14 +195,18 @@ class CartPoleVectorEnv(VectorEnv):
         self._single = self._python and n == 1
         self._kernel: Any = _PythonKernel(n, env) if kernel == "python" else _NumpyKernel(n, env)
         self._rngs = [np.random.default_rng() for _ in range(n)]
-        self._snapshots: list[Any] = [{}] * n  # each generator's state before its block of starts ahead
-        # start states drawn ahead: x, x_dot, theta, theta_dot, then again as CartPoleBatch orders them
-        self._ahead = np.zeros((n, _AHEAD, 8))
-        self._used = np.full(n, _AHEAD, np.int64)  # how many of each row's block are used
+        # start states drawn ahead, _ahead[u, i]: row i's u-th, x, x_dot, theta, theta_dot, then again as CartPoleBatch
+        # orders them (x, theta, x_dot, theta_dot); row i's next is _ahead_flat[_next[i]], _next[i] = u * n + i (always
+        # below _AHEAD * n: a row's block is drawn again when it is used up)
+        self._ahead = np.zeros((_AHEAD, n, 8))
+        self._ahead_flat = self._ahead.reshape(_AHEAD * n, 8)
+        self._next = np.arange(n)
+        self._spent = _AHEAD * n
         self._t = 0  # steps since the first reset; row i's episode started at step _began[i]
         self._began = np.zeros(n, np.int64)
         self._next_truncation = self.max_episode_steps
-        self._pending: np.ndarray | None = None  # NEXT_STEP: the rows to reset on the next step
+        # NEXT_STEP: the rows to reset on the next step (their indices; for the numpy kernel a bool mask)
+        self._pending: np.ndarray | None = None
         self._ended = np.zeros(n, bool)  # DISABLED: the rows whose episode ended (stepping them is an error)
         self._ones, self._zeros = _frozen(np.ones(n)), _frozen(np.zeros(n))
         self._no_flags = _frozen(np.zeros(n, bool))
@@ -208,29 +216,39 @@ class CartPoleVectorEnv(VectorEnv):
 
     # ---- start states: each copy's own generator, as the scalar env's reset draws them
     def _refill(self, i: int) -> None:
-        rng = self._rngs[i]
-        self._snapshots[i] = rng.bit_generator.state
-        block = self._ahead[i]
-        block[:, :4] = rng.uniform(-0.05, 0.05, size=(_AHEAD, 4))
+        block = self._ahead[:, i]
+        block[:, :4] = self._rngs[i].uniform(-0.05, 0.05, size=(_AHEAD, 4))
         block[:, 4:] = block[:, (0, 2, 1, 3)]
-        self._used[i] = 0
+        self._next[i] = i
+
+    def _refill_spent(self) -> None:
+        for i in np.flatnonzero(self._next >= _AHEAD * self.num_envs).tolist():
+            self._refill(i)
+
+    def _rewind(self, i: int) -> np.random.Generator:
+        """Row i's generator, set back to where its first start not yet used was drawn (PCG64: one draw a number)."""
+        rng = self._rngs[i]
+        unused = _AHEAD - (int(self._next[i]) - i) // self.num_envs
+        rng.bit_generator.advance(2**128 - 4 * unused)  # (the period is 2**128: this many steps back)
+        return rng
 
     def _draw(self, rows: np.ndarray) -> np.ndarray:
         """The next start state of each of ``rows`` (k, 8: see ``_ahead``)."""
-        used = self._used[rows]
-        if used.max() >= _AHEAD:
-            for i in rows[used >= _AHEAD].tolist():
-                self._refill(i)
-            used = self._used[rows]
-        self._used[rows] = used + 1
-        return self._ahead[rows, used]
+        at = self._next[rows]
+        states = self._ahead_flat[at]
+        at += self.num_envs
+        self._next[rows] = at
+        if at.max() >= _AHEAD * self.num_envs:
+            self._refill_spent()
+        return states
 
     def _draw_one(self, i: int) -> list[float]:
-        if self._used[i] >= _AHEAD:
+        at = int(self._next[i])
+        state = self._ahead_flat[at, :4].tolist()
+        self._next[i] = at = at + self.num_envs
+        if at >= _AHEAD * self.num_envs:
             self._refill(i)
-        used = int(self._used[i])
-        self._used[i] = used + 1
-        return self._ahead[i, used, :4].tolist()
+        return state
 
     def reset(self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
               ) -> tuple[np.ndarray, dict]:
@@ -262,20 +280,24 @@ class CartPoleVectorEnv(VectorEnv):
             if seeds[i] is not None:
                 self._rngs[i] = rng = np.random.default_rng(seeds[i])
             else:
-                rng = self._rngs[i]
-                if self._used[i] < _AHEAD:  # rewind to the first start not yet used
-                    rng.bit_generator.state = self._snapshots[i]
-                    rng.random(4 * int(self._used[i]))
+                rng = self._rewind(i) if self._started else self._rngs[i]
             states[j] = rng.uniform(low, high, size=(4,))
-            self._used[i] = _AHEAD  # (the next autoreset draws a new block from here)
+            self._refill(i)  # (the next autoreset's starts, drawn from here)
         self._kernel.restart(rows, states)
         self._began[rows] = self._t
         self._next_truncation = int(self._began.min()) + self.max_episode_steps
         self._ended[rows] = False
         if self._pending is not None:
-            self._pending = np.setdiff1d(self._pending, rows) if mask is not None else None
-            if self._pending is not None and not self._pending.size:
+            if mask is None:
                 self._pending = None
+            elif self._python:
+                self._pending = np.setdiff1d(self._pending, rows)
+                if not self._pending.size:
+                    self._pending = None
+            else:
+                self._pending = self._pending & ~mask
+                if not self._pending.any():
+                    self._pending = None
         self._started = True
         self._quiet_until = 0 if self._ended.any() else self._next_truncation
         return self._kernel.observations(), {}
@@ -330,22 +352,31 @@ class CartPoleVectorEnv(VectorEnv):
         else:
             obs, flags = self._kernel.advance(a)
             terminated = self._no_flags if flags is None else flags
-            if pending is not None:
-                self._restart(pending, obs, t)
+            if pending is not None:  # (a mask: whole-width copies, no index arrays)
+                at = self._next
+                starts = self._ahead_flat.take(at, 0)
+                np.add(at, self.num_envs, at, where=pending)
+                if at.max() >= self._spent:
+                    self._refill_spent()
+                self._kernel.restart_where(pending, starts[:, 4:])
+                np.copyto(obs, starts[:, :4], casting="same_kind", where=pending[:, None])
+                np.copyto(self._began, t, where=pending)
+                if terminated is not self._no_flags:
+                    np.greater(terminated, pending, terminated)  # (the kernel stepped them too)
+                    if not np.count_nonzero(terminated):
+                        terminated = self._no_flags
         self._t = t
         rewards = self._ones
         if pending is not None:
             self._pending = None
             self._quiet_until = self._next_truncation
-            if len(pending) == self.num_envs:
+            if not self._python:
+                rewards = np.subtract(1.0, pending, dtype=np.float64)
+            elif len(pending) == self.num_envs:
                 rewards = self._zeros
             else:
                 rewards = np.ones(self.num_envs)
                 rewards[pending] = 0.0
-            if terminated is not self._no_flags:
-                terminated[pending] = False  # (the numpy kernel stepped them too)
-                if not terminated.any():
-                    terminated = self._no_flags
         return obs, terminated, rewards
 
     def _step(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
@@ -374,6 +405,9 @@ class CartPoleVectorEnv(VectorEnv):
     def _episodes_ended(self, obs: np.ndarray, ended_mask: np.ndarray) -> dict:
         """The autoreset mode's part after a step in which some episodes may have ended; returns the step's info."""
         info: dict = {}
+        if self.autoreset_mode is AutoresetMode.NEXT_STEP and not self._python:
+            self._pending = ended_mask.copy()  # (the caller's array, as it is)
+            return info
         ended = np.flatnonzero(ended_mask)
         if not ended.size:
             return info

@@ -155,16 +155,18 @@ _CLIP = (getattr(np, "_core", None) or np.core).umath.clip  # the ufunc (np.clip
 class _ProductSquare:
     """Python's ``x**2`` (C ``pow(x, 2)``) on a float64 array, from numpy's ``x * x``; called ``f(x, two, out)``.
 
-    ``x * x`` is the correctly rounded square; C's ``pow`` (glibc's: at most 0.52 ULP of error, about 0.01 ULP before
-    its last rounding) is not always: where the exact square lies within a hair of the midpoint between two doubles,
-    it may round the other way (about 1 square in 1250). The exact error of the product, ``e = x*x - p``, tells
-    where: ``x`` splits into ``hi`` (its top 26 bits: ``hi*hi`` is exact) and ``lo = x - hi`` (exact), and
-    ``e = (hi*hi - p) + lo*(hi + x)`` to about 2**-24 ULP. Every element whose ``|e|`` is not below
-    ``(1/2 - 1/32)`` ULP of ``p`` (about 6 % of them: 2.5 times glibc's stated bound, 4.7 times the worst seen in
-    4 million squares), or whose square is outside [2**-39, 2**40] (where ``pow``'s log costs it more accuracy), or
-    zero, is squared again by Python; the others are ``x*x``, which is then what ``pow`` gives (an infinite or NaN
-    square stays numpy's: Python's ``x**2`` raises OverflowError there). ``exact_math``'s
-    probe checks that on the running CPU and C library (else the square is Python's per element). Arrays of at most
+    ``x * x`` is the correctly rounded square; C's ``pow`` is not always: where the exact square lies within a hair
+    of the midpoint between two doubles it may round the other way (glibc's, about 1 square in 1250). The exact
+    error of the product, ``e = x*x - p``, tells where: ``x`` splits into ``hi`` (its top 26 bits: ``hi*hi`` is
+    exact) and ``lo = x - hi`` (exact), and ``e = (hi*hi - p) + lo*(hi + x)`` to about 2**-24 ULP. Every element
+    whose ``|e|`` is not below ``(1/2 - 1/64)`` ULP of ``p`` (about 3 % of them), or whose square is outside
+    [2**-39, 2**40], or zero, is squared again by Python; the others are ``x*x``, which is then what ``pow`` gives
+    (an infinite or NaN square stays numpy's: Python's ``x**2`` raises OverflowError there). The margin: glibc's
+    ``pow`` (ARM's optimized-routines code) errs by at most 0.509 ULP in its ``exp`` step plus 1.5 * 2**-68 of
+    relative error times ``|2 log x|`` in its ``log`` step, so by at most 0.0103 ULP before its last rounding
+    for squares in that range (where ``|2 log x| <= 28``), 1.5 times less than 1/64; the worst seen in 4 million
+    squares is 0.0067 ULP. ``exact_math``'s probe checks the values just outside the window on the running CPU and
+    C library (else the square is Python's per element). Arrays of at most
     ``small`` elements are squared by Python at once (cheaper there than the 15 numpy calls).
     """
 
@@ -176,7 +178,7 @@ class _ProductSquare:
     _OFFSET = np.int64((983 << 52) + 1)
     _FLOOR = np.int64(-(1 << 52))  # (bits of -inf)
     _CAP = np.int64(80 << 52)
-    _SCALE = (0.5 - 1.0 / 32.0) * 2.0**931  # 2**(E - 983) -> (1/2 - 1/32) * 2**(E - 52), one ULP of p
+    _SCALE = (0.5 - 1.0 / 64.0) * 2.0**931  # 2**(E - 983) -> (1/2 - 1/64) * 2**(E - 52), one ULP of p
 
     def __init__(self, small: int = 24) -> None:
         self.small = small
@@ -217,7 +219,7 @@ class _ProductSquare:
 
 
 def _near_the_midpoints(values: np.ndarray) -> np.ndarray:
-    """Those of ``values`` whose exact square lies between 1/2 - 1/16 and 1/2 - 1/32 ULP from ``x*x``: the closest to
+    """Those of ``values`` whose exact square lies between 1/2 - 1/32 and 1/2 - 1/64 ULP from ``x*x``: the closest to
     the rounding midpoint that ``_ProductSquare`` leaves to numpy's product (found by Dekker's classic product,
     Veltkamp's split: not the formula under test)."""
     p = values * values
@@ -226,17 +228,17 @@ def _near_the_midpoints(values: np.ndarray) -> np.ndarray:
     lo = values - hi
     e = ((hi * hi - p) + 2.0 * hi * lo) + lo * lo
     r = np.abs(e) / np.spacing(p)
-    return values[(r >= 0.5 - 1.0 / 16.0) & (r < 0.5 - 1.0 / 32.0)]
+    return values[(r >= 0.5 - 1.0 / 32.0) & (r < 0.5 - 1.0 / 64.0)]
 
 
 def _probe_numpy_is_exact() -> dict[str, bool]:
     """Whether numpy's ``cos`` and ``sin`` and ``_ProductSquare`` give, on this CPU, what ``math.cos``, ``math.sin``
     and Python's ``x**2`` (C ``pow``) give, on 1024 values of the ranges CartPole meets (and, for the square, on
-    the values of 4096 nearest the rounding midpoints that it leaves to numpy's product)."""
+    the values of 8192 nearest the rounding midpoints that it leaves to numpy's product)."""
     probe = np.random.default_rng(12345)
     angles = probe.uniform(-0.5, 0.5, 512)
     values = np.concatenate([angles, probe.normal(0.0, 3.0, 512)])
-    squares = np.concatenate([values, _near_the_midpoints(probe.normal(0.0, 3.0, 4096))])
+    squares = np.concatenate([values, _near_the_midpoints(probe.normal(0.0, 3.0, 8192))])
 
     def same(fn: Any, ref: Any, v: np.ndarray, *args: Any) -> bool:
         return np.array_equal(fn(v, *args, np.empty_like(v)), ref(v, *args, np.empty_like(v)))
@@ -402,6 +404,11 @@ class CartPoleBatch:
         vector env's autoreset; ``observations()`` shows them). ``columns=None``: ``states`` are in the batch's own
         order, x, theta, x_dot, theta_dot."""
         self._state[:, rows] = (states if columns is None else states[:, columns]).T
+
+    def restart_where(self, mask: np.ndarray, states: np.ndarray) -> None:
+        """``restart`` of the rows where ``mask`` is True, from ``states`` ((n, 4), in the batch's order: x, theta,
+        x_dot, theta_dot), by one masked copy (no index arrays)."""
+        np.copyto(self._state, states.T, where=mask)
 
     def observations(self) -> np.ndarray:
         """The rows' observations now ``(n, 4)`` float32 (overwritten by the next ``step``)."""
