@@ -182,24 +182,25 @@ class _ProductSquare:
 
     def __init__(self, small: int = 24) -> None:
         self.small = small
-        self._work: dict[int, tuple[np.ndarray, ...]] = {}
+        self._last: tuple[Any, ...] = (None, None, ())  # the last call's arrays and their views (a batch's are reused)
 
     def __call__(self, v: np.ndarray, two: Any, out: np.ndarray) -> np.ndarray:
-        m = v.size
-        if m <= self.small:
-            return _py_square(v, two, out)
-        if not (v.flags.c_contiguous and out.flags.c_contiguous and v.dtype == out.dtype == np.float64):
-            out[...] = self(np.ascontiguousarray(v, dtype=np.float64), two, np.empty(v.shape))
-            return out
-        x, p = v.reshape(m), out.reshape(m)
-        work = self._work.get(m)
-        if work is None:
-            if len(self._work) > 64:
-                self._work.clear()
-            work = self._work[m] = (np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m, bool))
-        hi, lo, e, thr, bad = work
+        last_v, last_out, views = self._last
+        if v is not last_v or out is not last_out:
+            m = v.size
+            if m <= self.small:
+                return _py_square(v, two, out)
+            if not (v.flags.c_contiguous and out.flags.c_contiguous and v.dtype == out.dtype == np.float64):
+                out[...] = self(np.ascontiguousarray(v, dtype=np.float64), two, np.empty(v.shape))
+                return out
+            x, p = v.reshape(m), out.reshape(m)
+            hi, lo, e, thr = (np.empty(m) for _ in range(4))
+            views = (x, p, x.view(np.int64), p.view(np.int64), hi, hi.view(np.int64), lo, e, thr, thr.view(np.int64),
+                     np.empty(m, bool))
+            self._last = (v, out, views)
+        x, p, x_bits, p_bits, hi, hi_bits, lo, e, thr, t, bad = views
         np.multiply(x, x, p)
-        np.bitwise_and(x.view(np.int64), self._HI, hi.view(np.int64))
+        np.bitwise_and(x_bits, self._HI, hi_bits)
         np.subtract(x, hi, lo)
         np.multiply(hi, hi, e)
         np.subtract(e, p, e)  # exact (Sterbenz)
@@ -207,8 +208,7 @@ class _ProductSquare:
         np.multiply(hi, lo, lo)
         np.add(e, lo, e)
         np.abs(e, e)
-        t = thr.view(np.int64)
-        np.subtract(p.view(np.int64), self._OFFSET, t)
+        np.subtract(p_bits, self._OFFSET, t)
         _CLIP(t, self._FLOOR, self._CAP, t)
         np.bitwise_and(t, self._SIGN_EXP, t)
         np.multiply(thr, self._SCALE, thr)
@@ -357,6 +357,7 @@ class CartPoleBatch:
         two = self._two[:2 * n]
         self._v = (*[two if r is None else f[r[0] * n:r[1] * n] for r in self._OPERANDS], flags, flags[:n],
                    flags[n:])
+        self._squares = f[6 * n:8 * n]  # (the same view every step: the exact square keeps its own views of it)
 
     def reset(self, seeds: Sequence[int]) -> np.ndarray:
         """Row ``i`` starts as ``CartPole().reset(seed=seeds[i])`` does; returns the observations ``(n, 4)``."""
@@ -441,7 +442,7 @@ class CartPoleBatch:
         force = self._force[actions]
         _COS(theta, costheta)
         _SIN(theta, sintheta)
-        _SQUARE(pow_in, two, mul_in[:len(pow_in)])  # theta_dot**2, costheta**2
+        _SQUARE(pow_in, two, self._squares)  # theta_dot**2, costheta**2
         multiply(mul_in, mul_k, mul_out)  # polemass_length * theta_dot**2, masspole * costheta**2, gravity * sin
         multiply(temp, sintheta, temp)
         np.add(force, temp, temp)
