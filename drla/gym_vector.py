@@ -56,8 +56,8 @@ class _PythonKernel:
         self.n = n
         self.state = [0.0] * (4 * n)
         self._pack = struct.Struct(f"{4 * n}d").pack
-        self._k = (env.force_mag, env.polemass_length, env.total_mass, env.gravity, env.length, env.masspole, env.tau,
-                   env.x_threshold, env.theta_threshold_radians)
+        self.constants = self._k = (env.force_mag, env.polemass_length, env.total_mass, env.gravity, env.length,
+                                    env.masspole, env.tau, env.x_threshold, env.theta_threshold_radians)
 
     def restart(self, rows: np.ndarray, states: np.ndarray) -> None:
         for i, s in zip(rows.tolist(), states.tolist()):
@@ -70,25 +70,6 @@ class _PythonKernel:
         if self.n <= 4:  # (numpy's list conversion is the cheaper for a few rows, packing for more)
             return np.array(self.state, np.float32, ndmin=2).reshape(self.n, 4)
         return np.ndarray((self.n, 4), np.float64, self._pack(*self.state)).astype(np.float32)
-
-    def advance1(self, action: int, cos: Any = math.cos, sin: Any = math.sin, f32: Any = np.float32
-                 ) -> tuple[np.ndarray, bool]:
-        """``advance`` for one row, the shortest way: its observations and whether its episode terminated."""
-        fm, pml, total_mass, gravity, length, masspole, tau, xt, tt = self._k
-        st = self.state
-        x, x_dot, theta, theta_dot = st
-        force = fm if action == 1 else -fm
-        costheta = cos(theta)
-        sintheta = sin(theta)
-        temp = (force + pml * theta_dot**2 * sintheta) / total_mass
-        thetaacc = (gravity * sintheta - costheta * temp) / (length * (4.0 / 3.0 - masspole * costheta**2 / total_mass))
-        xacc = temp - pml * thetaacc * costheta / total_mass
-        x = x + tau * x_dot
-        x_dot = x_dot + tau * xacc
-        theta = theta + tau * theta_dot
-        theta_dot = theta_dot + tau * thetaacc
-        st[:] = x, x_dot, theta, theta_dot
-        return np.array(st, f32, ndmin=2), x < -xt or x > xt or theta < -tt or theta > tt
 
     def advance(self, acts: list, starts: dict[int, list[float]] | None, cos: Any = math.cos, sin: Any = math.sin,
                 f32: Any = np.float32) -> tuple[np.ndarray, list[int]]:
@@ -194,6 +175,8 @@ class CartPoleVectorEnv(VectorEnv):
         self._python = kernel == "python"
         self._single = self._python and n == 1
         self._kernel: Any = _PythonKernel(n, env) if kernel == "python" else _NumpyKernel(n, env)
+        if self._single:  # (its step reads the kernel's state and constants itself)
+            self._st, self._constants = self._kernel.state, self._kernel.constants
         self._rngs = [np.random.default_rng() for _ in range(n)]
         # start states drawn ahead, _ahead[u, i]: row i's u-th, x, x_dot, theta, theta_dot, then again as CartPoleBatch
         # orders them (x, theta, x_dot, theta_dot); row i's next is _ahead_flat[_next[i]], _next[i] = u * n + i (always
@@ -201,6 +184,7 @@ class CartPoleVectorEnv(VectorEnv):
         self._ahead = np.zeros((_AHEAD, n, 8))
         self._ahead_flat = self._ahead.reshape(_AHEAD * n, 8)
         self._next = np.arange(n)
+        self._rows = _frozen(np.arange(n))
         self._spent = _AHEAD * n
         self._t = 0  # steps since the first reset; row i's episode started at step _began[i]
         self._began = np.zeros(n, np.int64)
@@ -209,7 +193,7 @@ class CartPoleVectorEnv(VectorEnv):
         self._pending: np.ndarray | None = None
         self._ended = np.zeros(n, bool)  # DISABLED: the rows whose episode ended (stepping them is an error)
         self._ones, self._zeros = _frozen(np.ones(n)), _frozen(np.zeros(n))
-        self._no_flags = _frozen(np.zeros(n, bool))
+        self._no_flags, self._all_flags = _frozen(np.zeros(n, bool)), _frozen(np.ones(n, bool))
         self._started = False
         self._shape = (n,)
         self._quiet_until = 0  # steps before this one need no more than the kernel's step (see step)
@@ -302,24 +286,52 @@ class CartPoleVectorEnv(VectorEnv):
         self._quiet_until = 0 if self._ended.any() else self._next_truncation
         return self._kernel.observations(), {}
 
-    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
+    def step(self, actions: Any, _cos: Any = math.cos, _sin: Any = math.sin, _f32: Any = np.float32
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
         a = actions if type(actions) is np.ndarray else np.asarray(actions)
         t = self._t + 1
+        if self._single and t < self._quiet_until:  # one copy's usual step, the shortest way
+            action = a.tolist()[0] if a.shape == self._shape else None
+            if action != 1 and action != 0:
+                raise ValueError(f"step: actions must be 1 zeros and ones, got {actions!r}")
+            self._t = t
+            st = self._st
+            if self._pending is not None:  # NEXT_STEP: it starts again, paying 0
+                self._pending = None
+                st[:] = start = self._draw_one(0)
+                self._began[0] = t
+                return np.array(start, _f32, ndmin=2), self._zeros, self._no_flags, self._no_flags, {}
+            # (_PythonKernel.advance's arithmetic, for its one row)
+            fm, pml, total_mass, gravity, length, masspole, tau, xt, tt = self._constants
+            x, x_dot, theta, theta_dot = st
+            force = fm if action == 1 else -fm
+            costheta = _cos(theta)
+            sintheta = _sin(theta)
+            temp = (force + pml * theta_dot**2 * sintheta) / total_mass
+            thetaacc = (gravity * sintheta - costheta * temp) / (length * (4.0 / 3.0 - masspole * costheta**2
+                                                                          / total_mass))
+            xacc = temp - pml * thetaacc * costheta / total_mass
+            x = x + tau * x_dot
+            x_dot = x_dot + tau * xacc
+            theta = theta + tau * theta_dot
+            theta_dot = theta_dot + tau * thetaacc
+            st[:] = x, x_dot, theta, theta_dot
+            obs = np.array(st, _f32, ndmin=2)
+            if not (x < -xt or x > xt or theta < -tt or theta > tt):
+                return obs, self._ones, self._no_flags, self._no_flags, {}
+            if self.autoreset_mode is AutoresetMode.NEXT_STEP:
+                self._pending = self._rows
+                return obs, self._ones, self._all_flags, self._no_flags, {}
+            terminated = np.ones(1, bool)
+            return obs, self._ones, terminated, self._no_flags, self._episodes_ended(obs, terminated)
         if self._python and self._pending is None and t < self._quiet_until:  # a few copies' usual step, shortest
             acts = a.tolist()
             if a.shape != self._shape or not _BINARY.issuperset(acts):
                 raise ValueError(f"step: actions must be {self.num_envs} zeros and ones, got {actions!r}")
-            if self._single:
-                obs, ended = self._kernel.advance1(acts[0])
-                self._t = t
-                if not ended:
-                    return obs, self._ones, self._no_flags, self._no_flags, {}
-                terminal_rows = [0]
-            else:
-                obs, terminal_rows = self._kernel.advance(acts, None)
-                self._t = t
-                if not terminal_rows:
-                    return obs, self._ones, self._no_flags, self._no_flags, {}
+            obs, terminal_rows = self._kernel.advance(acts, None)
+            self._t = t
+            if not terminal_rows:
+                return obs, self._ones, self._no_flags, self._no_flags, {}
             terminated = np.zeros(self.num_envs, bool)
             terminated[terminal_rows] = True
             return obs, self._ones, terminated, self._no_flags, self._episodes_ended(obs, terminated)
