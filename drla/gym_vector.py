@@ -174,9 +174,12 @@ class CartPoleVectorEnv(VectorEnv):
         self.kernel = kernel
         self._python = kernel == "python"
         self._single = self._python and n == 1
-        self._kernel: Any = _PythonKernel(n, env) if kernel == "python" else _NumpyKernel(n, env)
-        if self._single:  # (its step reads the kernel's state and constants itself)
-            self._st, self._constants = self._kernel.state, self._kernel.constants
+        self._kernel: Any
+        if self._python:
+            self._kernel = rows = _PythonKernel(n, env)
+            self._st, self._constants = rows.state, rows.constants  # (one copy's step reads them itself)
+        else:
+            self._kernel = _NumpyKernel(n, env)
         self._rngs = [np.random.default_rng() for _ in range(n)]
         # start states drawn ahead, _ahead[u, i]: row i's u-th, x, x_dot, theta, theta_dot, then again as CartPoleBatch
         # orders them (x, theta, x_dot, theta_dot); row i's next is _ahead_flat[_next[i]], _next[i] = u * n + i (always
@@ -213,7 +216,8 @@ class CartPoleVectorEnv(VectorEnv):
         """Row i's generator, set back to where its first start not yet used was drawn (PCG64: one draw a number)."""
         rng = self._rngs[i]
         unused = _AHEAD - (int(self._next[i]) - i) // self.num_envs
-        rng.bit_generator.advance(2**128 - 4 * unused)  # (the period is 2**128: this many steps back)
+        bits: Any = rng.bit_generator  # (PCG64, as default_rng and Gymnasium's seeding make)
+        bits.advance(2**128 - 4 * unused)  # (the period is 2**128: this many steps back)
         return rng
 
     def _draw(self, rows: np.ndarray) -> np.ndarray:
@@ -366,12 +370,12 @@ class CartPoleVectorEnv(VectorEnv):
             terminated = self._no_flags if flags is None else flags
             if pending is not None:  # (a mask: whole-width copies, no index arrays)
                 at = self._next
-                starts = self._ahead_flat.take(at, 0)
+                firsts = self._ahead_flat.take(at, 0)
                 np.add(at, self.num_envs, at, where=pending)
                 if at.max() >= self._spent:
                     self._refill_spent()
-                self._kernel.restart_where(pending, starts[:, 4:])
-                np.copyto(obs, starts[:, :4], casting="same_kind", where=pending[:, None])
+                self._kernel.restart_where(pending, firsts[:, 4:])
+                np.copyto(obs, firsts[:, :4], casting="same_kind", where=pending[:, None])
                 np.copyto(self._began, t, where=pending)
                 if terminated is not self._no_flags:
                     np.greater(terminated, pending, terminated)  # (the kernel stepped them too)
