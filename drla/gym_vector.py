@@ -126,8 +126,9 @@ class _NumpyKernel:
     def observations(self) -> np.ndarray:
         return self._batch.observations().copy()
 
-    def advance(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-        """Step every row; returns the observations and which rows terminated (None: none did)."""
+    @staticmethod
+    def checked(a: np.ndarray) -> np.ndarray:
+        """The actions as indices (0 or 1), or ValueError."""
         kind = a.dtype.kind
         if kind in "iu":
             bad = np.count_nonzero(a >> 1)
@@ -139,7 +140,13 @@ class _NumpyKernel:
                 a = a.real.astype(np.intp)
         if bad:
             raise ValueError(f"step: actions must be {len(a)} zeros and ones, got {a!r}")
-        obs, _, terminated, _ = self._batch.step(a)
+        return a
+
+    def advance(self, a: np.ndarray, restart: tuple[np.ndarray, np.ndarray] | None = None
+                ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Step every row (the actions ``checked``; ``restart``: see ``CartPoleBatch.step``); returns the observations
+        and which rows terminated (None: none did)."""
+        obs, _, terminated, _ = self._batch.step(a, restart)
         return obs.copy(), terminated.copy() if np.count_nonzero(terminated) else None
 
 
@@ -366,21 +373,17 @@ class CartPoleVectorEnv(VectorEnv):
                 terminated = np.zeros(self.num_envs, bool)
                 terminated[terminal_rows] = True
         else:
-            obs, flags = self._kernel.advance(a)
-            terminated = self._no_flags if flags is None else flags
+            a = self._kernel.checked(a)
+            restart = None
             if pending is not None:  # (a mask: whole-width copies, no index arrays)
                 at = self._next
-                firsts = self._ahead_flat.take(at, 0)
+                restart = (pending, self._ahead_flat.take(at, 0)[:, 4:])
                 np.add(at, self.num_envs, at, where=pending)
                 if at.max() >= self._spent:
                     self._refill_spent()
-                self._kernel.restart_where(pending, firsts[:, 4:])
-                np.copyto(obs, firsts[:, :4], casting="same_kind", where=pending[:, None])
                 np.copyto(self._began, t, where=pending)
-                if terminated is not self._no_flags:
-                    np.greater(terminated, pending, terminated)  # (the kernel stepped them too)
-                    if not np.count_nonzero(terminated):
-                        terminated = self._no_flags
+            obs, flags = self._kernel.advance(a, restart)
+            terminated = self._no_flags if flags is None else flags
         self._t = t
         rewards = self._ones
         if pending is not None:

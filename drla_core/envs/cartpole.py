@@ -430,10 +430,13 @@ class CartPoleBatch:
         if self._start is not None:
             self._start = self._start[mask]
 
-    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool | np.ndarray]:
+    def step(self, actions: np.ndarray, restart: tuple[np.ndarray, np.ndarray] | None = None
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool | np.ndarray]:
         """One step of every row: ``(obs (n, 4) float32, rewards (n,), terminated (n,) bool, truncated)``;
         ``truncated`` is one bool for every row, or once rows were added, a bool array on a step that
-        truncates some (False on the others)."""
+        truncates some (False on the others). ``restart=(mask, states)``: the rows where ``mask`` is True are put
+        at their row of ``states`` ((n, 4), the batch's order: x, theta, x_dot, theta_dot) instead of stepped (as
+        ``restart_where`` after the step, but with their observations and flags those of that state)."""
         (theta, pow_in, two, costheta, sintheta, mul_in, mul_k, mul_out, temp, temp_and_c2, c2, length,
          denominator, num, b, thetaacc, xacc, rates, scaled, state, positions, magnitudes, limits, flags, flag_x,
          flag_theta) = self._v
@@ -458,6 +461,8 @@ class CartPoleBatch:
         subtract(temp, b, xacc)  # (cos(theta) is not needed any more: xacc takes its row)
         multiply(k["tau"], rates, scaled)
         np.add(state, scaled, state)  # x + tau * x_dot, theta + tau * theta_dot, x_dot + tau * xacc, ...
+        if restart is not None:
+            np.copyto(self._state, restart[1].T, where=restart[0])
         self.elapsed_steps += 1
         np.abs(positions, magnitudes)
         np.greater(magnitudes, limits, flags)
