@@ -1,6 +1,7 @@
 """Every machine-picked path, forced on every machine: ``CartPoleBatch``'s exact-math functions (numpy's SIMD
-``cos``/``sin``/``power`` where they match C's ``libm``, a per-element Python fallback where they do not, as on
-AVX-512 CPUs) give the same bits whichever path runs, so no test and no result depends on the CPU.
+``cos``/``sin`` where they match C's ``libm`` and numpy's ``x * x`` made C's ``pow(x, 2)``, a per-element Python
+fallback where they do not, as on AVX-512 CPUs) give the same bits whichever path runs, so no test and no result
+depends on the CPU.
 
 The paths are forced in-process (``use_exact_math``), through ``DRLA_EXACT_MATH`` in a subprocess, and a CPU
 without AVX-512 is stood in for by numpy's own ``NPY_DISABLE_CPU_FEATURES``.

@@ -252,12 +252,14 @@ def exact_math(path: str | None = None) -> tuple[Any, Any, Any, dict[str, str]]:
     what ``math.cos``, ``math.sin`` and Python's ``x**2`` (C ``pow``) give, so a batch follows the scalar
     CartPole (and Gymnasium) bit for bit; and which path each took.
 
-    numpy's float64 ``cos``/``sin``, and ``power`` with an array exponent, call the C library on most CPUs;
-    where a numpy build uses its own SIMD versions instead (AVX-512 SVML), they can differ in the last bit
-    and the batch calls ``math`` per element (slower, still exact). ``path``: ``"auto"`` (probe the CPU, the
-    default), ``"python"`` (always the per-element fallback) or ``"numpy"`` (always numpy: exact only where
-    the probe agrees); None reads ``DRLA_EXACT_MATH``, so the test suite runs every path on every machine.
-    (``x * x`` is not Python's ``x**2``: C ``pow`` rounds differently about once in a thousand squares.)
+    numpy's float64 ``cos``/``sin`` call the C library on most CPUs; where a numpy build uses its own SIMD versions
+    instead (AVX-512 SVML), they can differ in the last bit and the batch calls ``math`` per element (slower, still
+    exact). The square is never numpy's ``power`` (SVML's differs from C's ``pow`` in 14 % of squares on AVX-512) nor
+    plain ``x * x`` (correctly rounded, unlike glibc's ``pow``, which differs in about 1 square in 1250): it is
+    ``_ProductSquare``, ``x * x`` with Python's ``x**2`` for the squares next to a rounding midpoint. ``path``:
+    ``"auto"`` (probe the CPU and C library, the default), ``"python"`` (always the per-element fallback) or
+    ``"numpy"`` (always numpy's ``cos``/``sin`` and the product square: exact only where the probe agrees); None reads
+    ``DRLA_EXACT_MATH``, so the test suite runs every path on every machine.
     """
     path = path if path is not None else (os.environ.get(EXACT_MATH_VARIABLE) or "auto")
     if path not in EXACT_MATH_PATHS:
