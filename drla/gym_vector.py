@@ -119,10 +119,6 @@ class _NumpyKernel:
         """``restart`` with ``states`` in the batch's own order (x, theta, x_dot, theta_dot)."""
         self._batch.restart(rows, states, None)
 
-    def restart_where(self, mask: np.ndarray, states: np.ndarray) -> None:
-        """Rows where ``mask`` is True start at their row of ``states`` ((n, 4), the batch's order)."""
-        self._batch.restart_where(mask, states)
-
     def observations(self) -> np.ndarray:
         return self._batch.observations().copy()
 

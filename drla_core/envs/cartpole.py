@@ -408,11 +408,6 @@ class CartPoleBatch:
         order, x, theta, x_dot, theta_dot."""
         self._state[:, rows] = (states if columns is None else states[:, columns]).T
 
-    def restart_where(self, mask: np.ndarray, states: np.ndarray) -> None:
-        """``restart`` of the rows where ``mask`` is True, from ``states`` ((n, 4), in the batch's order: x, theta,
-        x_dot, theta_dot), by one masked copy (no index arrays)."""
-        np.copyto(self._state, states.T, where=mask)
-
     def observations(self) -> np.ndarray:
         """The rows' observations now ``(n, 4)`` float32 (overwritten by the next ``step``)."""
         np.copyto(*self._obs_copy, casting="same_kind")
@@ -437,8 +432,8 @@ class CartPoleBatch:
         """One step of every row: ``(obs (n, 4) float32, rewards (n,), terminated (n,) bool, truncated)``;
         ``truncated`` is one bool for every row, or once rows were added, a bool array on a step that
         truncates some (False on the others). ``restart=(mask, states)``: the rows where ``mask`` is True are put
-        at their row of ``states`` ((n, 4), the batch's order: x, theta, x_dot, theta_dot) instead of stepped (as
-        ``restart_where`` after the step, but with their observations and flags those of that state)."""
+        at their row of ``states`` ((n, 4), the batch's order: x, theta, x_dot, theta_dot) instead of stepped (their
+        observations and flags those of that state: a vector env's autoreset)."""
         (theta, pow_in, two, costheta, sintheta, mul_in, mul_k, mul_out, temp, temp_and_c2, c2, length,
          denominator, num, b, thetaacc, xacc, rates, scaled, state, positions, magnitudes, limits, flags, flag_x,
          flag_theta) = self._v
