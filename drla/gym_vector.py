@@ -69,7 +69,7 @@ class _PythonKernel:
 
     def observations(self) -> np.ndarray:
         if self.n <= 4:  # (numpy's list conversion is the cheaper for a few rows, packing for more)
-            return np.array(self.state, np.float32, ndmin=2).reshape(self.n, 4)
+            return np.array(self.state, np.float32).reshape(self.n, 4)
         return np.ndarray((self.n, 4), np.float64, self._pack(*self.state)).astype(np.float32)
 
     def advance(self, acts: list, starts: dict[int, list[float]] | None, cos: Any = math.cos, sin: Any = math.sin,
@@ -102,7 +102,7 @@ class _PythonKernel:
                 ended.append(i)
             j += 4
         if j <= 16:  # (as observations())
-            return np.array(st, f32, ndmin=2).reshape(j >> 2, 4), ended
+            return np.array(st, f32).reshape(j >> 2, 4), ended
         return np.ndarray((j >> 2, 4), np.float64, self._pack(*st)).astype(f32), ended
 
 
