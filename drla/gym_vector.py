@@ -11,8 +11,9 @@ shortest step.
 
 Seeding is ``SyncVectorEnv``'s: ``reset(seed=s)`` seeds copy ``i`` with ``s + i`` (a list gives each its own), and
 every copy draws its start states from its own generator, as the scalar env does, so a run equals ``SyncVectorEnv``
-over N scalar envs step for step (``tests/test_gym_vector.py``). The start states of the next 64 episodes are drawn
-ahead in one call per copy (the same numbers: one generator, in order). Autoreset is Gymnasium's, in the mode given
+over N scalar envs step for step (``tests/test_gym_vector.py``). The start states of the next 256 episodes (64 beyond
+1024 copies) are drawn ahead in one call per copy (the same numbers: one generator, in order; an explicit reset
+winds the generator back to the first not used). Autoreset is Gymnasium's, in the mode given
 (``metadata["autoreset_mode"]``): ``NEXT_STEP`` (the default, as Gymnasium's own ``CartPoleVectorEnv``): a copy whose
 episode ended is reset on its next step, which pays 0 and ignores its action; ``SAME_STEP``: it is reset in the step
 that ends it, its last observation in ``info["final_obs"]``; ``DISABLED``: never (``reset(options={"reset_mask":
@@ -39,7 +40,7 @@ __all__ = ["CartPoleVectorEnv", "PYTHON_KERNEL_MAX"]
 
 #: up to this many copies the Python kernel is the faster (on a 2-core EPYC the two cross near 48 copies)
 PYTHON_KERNEL_MAX = 40
-_AHEAD = 64  # start states drawn ahead per copy
+_AHEAD = 64  # start states drawn ahead per copy (4 KiB; 256 for up to 1024 copies: fewer draws of a block)
 _BINARY = frozenset((0, 1))
 
 
@@ -188,12 +189,13 @@ class CartPoleVectorEnv(VectorEnv):
         self._rngs = [np.random.default_rng() for _ in range(n)]
         # start states drawn ahead, _ahead[u, i]: row i's u-th, x, x_dot, theta, theta_dot, then again as CartPoleBatch
         # orders them (x, theta, x_dot, theta_dot); row i's next is _ahead_flat[_next[i]], _next[i] = u * n + i (always
-        # below _AHEAD * n: a row's block is drawn again when it is used up)
-        self._ahead = np.zeros((_AHEAD, n, 8))
-        self._ahead_flat = self._ahead.reshape(_AHEAD * n, 8)
+        # below _spent: a row's block is drawn again when it is used up)
+        self._ahead_n = ahead = _AHEAD * 4 if n <= 1024 else _AHEAD
+        self._ahead = np.zeros((ahead, n, 8))
+        self._ahead_flat = self._ahead.reshape(ahead * n, 8)
         self._next = np.arange(n)
         self._rows = _frozen(np.arange(n))
-        self._spent = _AHEAD * n
+        self._spent = ahead * n
         self._t = 0  # steps since the first reset; row i's episode started at step _began[i]
         self._began = np.zeros(n, np.int64)
         self._next_truncation = self.max_episode_steps
@@ -209,18 +211,18 @@ class CartPoleVectorEnv(VectorEnv):
     # ---- start states: each copy's own generator, as the scalar env's reset draws them
     def _refill(self, i: int) -> None:
         block = self._ahead[:, i]
-        block[:, :4] = self._rngs[i].uniform(-0.05, 0.05, size=(_AHEAD, 4))
+        block[:, :4] = self._rngs[i].uniform(-0.05, 0.05, size=(self._ahead_n, 4))
         block[:, 4:] = block[:, (0, 2, 1, 3)]
         self._next[i] = i
 
     def _refill_spent(self) -> None:
-        for i in np.flatnonzero(self._next >= _AHEAD * self.num_envs).tolist():
+        for i in np.flatnonzero(self._next >= self._spent).tolist():
             self._refill(i)
 
     def _rewind(self, i: int) -> np.random.Generator:
         """Row i's generator, set back to where its first start not yet used was drawn (PCG64: one draw a number)."""
         rng = self._rngs[i]
-        unused = _AHEAD - (int(self._next[i]) - i) // self.num_envs
+        unused = self._ahead_n - (int(self._next[i]) - i) // self.num_envs
         bits: Any = rng.bit_generator  # (PCG64, as default_rng and Gymnasium's seeding make)
         bits.advance(2**128 - 4 * unused)  # (the period is 2**128: this many steps back)
         return rng
@@ -231,7 +233,7 @@ class CartPoleVectorEnv(VectorEnv):
         states = self._ahead_flat[at]
         at += self.num_envs
         self._next[rows] = at
-        if at.max() >= _AHEAD * self.num_envs:
+        if at.max() >= self._spent:
             self._refill_spent()
         return states
 
@@ -239,7 +241,7 @@ class CartPoleVectorEnv(VectorEnv):
         at = int(self._next[i])
         state = self._ahead_flat[at, :4].tolist()
         self._next[i] = at = at + self.num_envs
-        if at >= _AHEAD * self.num_envs:
+        if at >= self._spent:
             self._refill(i)
         return state
 

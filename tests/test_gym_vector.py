@@ -15,6 +15,7 @@ import pytest
 gymnasium = pytest.importorskip("gymnasium")
 
 import drla.gym  # noqa: E402,F401  (registers drla/CartPole-v0)
+from drla import gym_vector  # noqa: E402
 from drla.gym_vector import PYTHON_KERNEL_MAX, CartPoleVectorEnv  # noqa: E402
 from drla_core.envs import cartpole  # noqa: E402
 from gymnasium.vector import AutoresetMode, SyncVectorEnv  # noqa: E402
@@ -106,6 +107,20 @@ def test_made_by_make_vec_it_runs_whole_500_step_episodes_as_the_scalar_env(kern
     assert fast.observation_space == sync.observation_space and fast.action_space == sync.action_space
     _, truncations, _ = _run_both(fast, sync, 1100, seed=11)
     assert truncations >= 2  # the scalar env's own 500-step truncation, met by the steadiest copies
+
+
+@pytest.mark.parametrize("kernel", ["python", "numpy"])
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP], ids=["NextStep", "SameStep"])
+def test_start_states_drawn_ahead_are_drawn_again_and_wound_back_as_the_scalar_envs_draw_them(kernel, mode,
+                                                                                            monkeypatch):
+    """Blocks of 8 start states a copy (instead of 256): many used up and drawn again, and explicit resets (no seed)
+    in the middle of blocks, which wind each copy's generator back to its first start not used."""
+    monkeypatch.setattr(gym_vector, "_AHEAD", 2)
+    fast = CartPoleVectorEnv(20 if kernel == "python" else 48, max_episode_steps=4, autoreset_mode=mode,
+                             kernel=kernel)
+    assert fast._ahead_n == 8
+    ended, _, _ = _run_both(fast, _sync(fast.num_envs, mode, 4), 160, seed=21, reset_at=(37, 38, 90))
+    assert ended >= 25 * fast.num_envs  # every copy through more than 3 blocks
 
 
 def test_the_kernel_is_chosen_by_the_number_of_copies():
