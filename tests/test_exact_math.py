@@ -1,6 +1,7 @@
 """Every machine-picked path, forced on every machine: ``CartPoleBatch``'s exact-math functions (numpy's SIMD
-``cos``/``sin``/``power`` where they match C's ``libm``, a per-element Python fallback where they do not, as on
-AVX-512 CPUs) give the same bits whichever path runs, so no test and no result depends on the CPU.
+``cos``/``sin`` where they match C's ``libm`` and numpy's ``x * x`` made C's ``pow(x, 2)``, a per-element Python
+fallback where they do not, as on AVX-512 CPUs) give the same bits whichever path runs, so no test and no result
+depends on the CPU.
 
 The paths are forced in-process (``use_exact_math``), through ``DRLA_EXACT_MATH`` in a subprocess, and a CPU
 without AVX-512 is stood in for by numpy's own ``NPY_DISABLE_CPU_FEATURES``.
@@ -132,3 +133,42 @@ def test_the_cpu_stand_in_changes_numpy_s_dispatch():
     stand_in = _run("import json, numpy; from numpy.core._multiarray_umath import __cpu_features__ as f; "
                     "print(json.dumps(bool(f['AVX512F'])))", NPY_DISABLE_CPU_FEATURES=NO_AVX512)
     assert stand_in is False
+
+
+def _python_squares(v):
+    return np.array([t**2 for t in v.ravel().tolist()]).reshape(v.shape)
+
+
+def test_the_product_square_gives_c_pow_s_bits_where_it_rounds_unlike_the_product():
+    """Python's ``x**2`` is C's ``pow``, which (unlike ``x * x``) is not correctly rounded: where the exact square lies
+    next to the midpoint between two doubles they can differ. ``_ProductSquare`` gives ``pow``'s bits there, on the
+    values found to differ (the test is void without them), on those nearest the midpoints it leaves to numpy, and
+    at the edges of its range."""
+    rng = np.random.default_rng(2024)
+    values = np.concatenate([rng.normal(0.0, 3.0, 200_000), rng.uniform(0.95, 1.0, 100_000),
+                             rng.normal(0.0, 1e-4, 20_000), rng.normal(0.0, 1e5, 20_000)])
+    python = _python_squares(values)
+    differ = values[values * values != python]
+    square = cartpole._ProductSquare(small=0)
+    if differ.size:  # (a C library with a correctly rounded pow has none: nothing to redo there)
+        assert not np.array_equal(differ * differ, _python_squares(differ))
+        np.testing.assert_array_equal(square(differ, None, np.empty_like(differ)), _python_squares(differ))
+    near = cartpole._near_the_midpoints(values)
+    assert near.size > 1000
+    np.testing.assert_array_equal(square(near, None, np.empty_like(near)), _python_squares(near))
+    np.testing.assert_array_equal(square(values, None, np.empty_like(values)), python)
+    tiny, huge = 2.0**-20, 2.0**20
+    edges = np.array([0.0, -0.0, 5e-324, 1e-300, 2.0**-511, 2.0**-537, 1.0, 2.0, 0.5, 2.0**0.5, 2.0**-0.5, tiny,
+                      np.nextafter(tiny, 0), np.nextafter(tiny, 1), huge, np.nextafter(huge, 0),
+                      np.nextafter(huge, 1e9), 3e150, -3e150, np.nextafter(1.0, 0), np.nextafter(2.0**0.5, 2)])
+    edges = np.concatenate([edges, -edges])
+    np.testing.assert_array_equal(square(edges, None, np.empty_like(edges)), _python_squares(edges))
+
+
+@pytest.mark.parametrize("layout", ["strided", "2-d", "small"])
+def test_the_product_square_takes_any_layout(layout):
+    v = np.random.default_rng(3).normal(0.0, 2.0, (40, 30))
+    if layout == "strided":
+        v = v[:, ::3]
+    square = cartpole._ProductSquare(small=10**6 if layout == "small" else 0)
+    np.testing.assert_array_equal(square(v, None, np.empty_like(v)), _python_squares(v))

@@ -149,18 +149,102 @@ def _py_square(v: np.ndarray, two: np.ndarray, out: np.ndarray) -> np.ndarray:
     return out
 
 
+_CLIP = (getattr(np, "_core", None) or np.core).umath.clip  # the ufunc (np.clip adds a Python wrapper's cost)
+
+
+class _ProductSquare:
+    """Python's ``x**2`` (C ``pow(x, 2)``) on a float64 array, from numpy's ``x * x``; called ``f(x, two, out)``.
+
+    ``x * x`` is the correctly rounded square; C's ``pow`` is not always: where the exact square lies within a hair
+    of the midpoint between two doubles it may round the other way (glibc's, about 1 square in 1250). The exact
+    error of the product, ``e = x*x - p``, tells where: ``x`` splits into ``hi`` (its top 26 bits: ``hi*hi`` is
+    exact) and ``lo = x - hi`` (exact), and ``e = (hi*hi - p) + lo*(hi + x)`` to about 2**-24 ULP. Every element
+    whose ``|e|`` is not below ``(1/2 - 1/64)`` ULP of ``p`` (about 3 % of them), or whose square is outside
+    [2**-39, 2**40], or zero, is squared again by Python; the others are ``x*x``, which is then what ``pow`` gives
+    (an infinite or NaN square stays numpy's: Python's ``x**2`` raises OverflowError there). The margin: glibc's
+    ``pow`` (ARM's optimized-routines code) errs by at most 0.509 ULP in its ``exp`` step plus 1.5 * 2**-68 of
+    relative error times ``|2 log x|`` in its ``log`` step, so by at most 0.0103 ULP before its last rounding
+    for squares in that range (where ``|2 log x| <= 28``), 1.5 times less than 1/64; the worst seen in 4 million
+    squares is 0.0067 ULP. ``exact_math``'s probe checks the values just outside the window on the running CPU and
+    C library (else the square is Python's per element). Arrays of at most
+    ``small`` elements are squared by Python at once (cheaper there than the 15 numpy calls).
+    """
+
+    _HI = np.int64(-(1 << 27))  # sign, exponent and the top 25 stored mantissa bits: 26 significant bits
+    _SIGN_EXP = np.int64(-(1 << 52))
+    # thr bits = clip(bits(p) - (983 << 52) - 1, -2**52, 80 << 52) & sign_exp: 2**(E - 983) for p = m 2**E, E in
+    # [-39, 40] (for a power of two 2**(E - 984): the gap below it is half), -inf below that range (p tiny or 0: every
+    # such element goes to Python), capped above it (a smaller threshold: only more go to Python)
+    _OFFSET = np.int64((983 << 52) + 1)
+    _FLOOR = np.int64(-(1 << 52))  # (bits of -inf)
+    _CAP = np.int64(80 << 52)
+    _SCALE = (0.5 - 1.0 / 64.0) * 2.0**931  # 2**(E - 983) -> (1/2 - 1/64) * 2**(E - 52), one ULP of p
+
+    def __init__(self, small: int = 24) -> None:
+        self.small = small
+        self._last: tuple[Any, ...] = (None, None, ())  # the last call's arrays and their views (a batch's are reused)
+
+    def __call__(self, v: np.ndarray, two: Any, out: np.ndarray) -> np.ndarray:
+        last_v, last_out, views = self._last
+        if v is not last_v or out is not last_out:
+            m = v.size
+            if m <= self.small:
+                return _py_square(v, two, out)
+            if not (v.flags.c_contiguous and out.flags.c_contiguous and v.dtype == out.dtype == np.float64):
+                out[...] = self(np.ascontiguousarray(v, dtype=np.float64), two, np.empty(v.shape))
+                return out
+            x, p = v.reshape(m), out.reshape(m)
+            hi, lo, e, thr = (np.empty(m) for _ in range(4))
+            views = (x, p, x.view(np.int64), p.view(np.int64), hi, hi.view(np.int64), lo, e, thr, thr.view(np.int64),
+                     np.empty(m, bool))
+            self._last = (v, out, views)
+        x, p, x_bits, p_bits, hi, hi_bits, lo, e, thr, t, bad = views
+        np.multiply(x, x, p)
+        np.bitwise_and(x_bits, self._HI, hi_bits)
+        np.subtract(x, hi, lo)
+        np.multiply(hi, hi, e)
+        np.subtract(e, p, e)  # exact (Sterbenz)
+        np.add(hi, x, hi)
+        np.multiply(hi, lo, lo)
+        np.add(e, lo, e)
+        np.abs(e, e)
+        np.subtract(p_bits, self._OFFSET, t)
+        _CLIP(t, self._FLOOR, self._CAP, t)
+        np.bitwise_and(t, self._SIGN_EXP, t)
+        np.multiply(thr, self._SCALE, thr)
+        np.greater_equal(e, thr, bad)
+        if np.count_nonzero(bad):
+            p[bad] = [t**2 for t in x[bad].tolist()]
+        return out
+
+
+def _near_the_midpoints(values: np.ndarray) -> np.ndarray:
+    """Those of ``values`` whose exact square lies between 1/2 - 1/32 and 1/2 - 1/64 ULP from ``x*x``: the closest to
+    the rounding midpoint that ``_ProductSquare`` leaves to numpy's product (found by Dekker's classic product,
+    Veltkamp's split: not the formula under test)."""
+    p = values * values
+    c = values * 134217729.0  # 2**27 + 1
+    hi = c - (c - values)
+    lo = values - hi
+    e = ((hi * hi - p) + 2.0 * hi * lo) + lo * lo
+    r = np.abs(e) / np.spacing(p)
+    return values[(r >= 0.5 - 1.0 / 32.0) & (r < 0.5 - 1.0 / 64.0)]
+
+
 def _probe_numpy_is_exact() -> dict[str, bool]:
-    """Whether numpy's ``cos``, ``sin`` and ``power(x, 2)`` give, on this CPU, what ``math.cos``,
-    ``math.sin`` and Python's ``x**2`` (C ``pow``) give, on 1024 values of the ranges CartPole meets."""
+    """Whether numpy's ``cos`` and ``sin`` and ``_ProductSquare`` give, on this CPU, what ``math.cos``, ``math.sin``
+    and Python's ``x**2`` (C ``pow``) give, on 1024 values of the ranges CartPole meets (and, for the square, on
+    the values of 8192 nearest the rounding midpoints that it leaves to numpy's product)."""
     probe = np.random.default_rng(12345)
     angles = probe.uniform(-0.5, 0.5, 512)
     values = np.concatenate([angles, probe.normal(0.0, 3.0, 512)])
+    squares = np.concatenate([values, _near_the_midpoints(probe.normal(0.0, 3.0, 8192))])
 
-    def same(fn: Any, ref: Any, v: np.ndarray, *args: np.ndarray) -> bool:
+    def same(fn: Any, ref: Any, v: np.ndarray, *args: Any) -> bool:
         return np.array_equal(fn(v, *args, np.empty_like(v)), ref(v, *args, np.empty_like(v)))
 
     return {"cos": same(np.cos, _py_cos, angles), "sin": same(np.sin, _py_sin, angles),
-            "square": same(np.power, _py_square, values, np.full_like(values, 2.0))}
+            "square": same(_ProductSquare(small=0), _py_square, squares, None)}
 
 
 def exact_math(path: str | None = None) -> tuple[Any, Any, Any, dict[str, str]]:
@@ -168,12 +252,14 @@ def exact_math(path: str | None = None) -> tuple[Any, Any, Any, dict[str, str]]:
     what ``math.cos``, ``math.sin`` and Python's ``x**2`` (C ``pow``) give, so a batch follows the scalar
     CartPole (and Gymnasium) bit for bit; and which path each took.
 
-    numpy's float64 ``cos``/``sin``, and ``power`` with an array exponent, call the C library on most CPUs;
-    where a numpy build uses its own SIMD versions instead (AVX-512 SVML), they can differ in the last bit
-    and the batch calls ``math`` per element (slower, still exact). ``path``: ``"auto"`` (probe the CPU, the
-    default), ``"python"`` (always the per-element fallback) or ``"numpy"`` (always numpy: exact only where
-    the probe agrees); None reads ``DRLA_EXACT_MATH``, so the test suite runs every path on every machine.
-    (``x * x`` is not Python's ``x**2``: C ``pow`` rounds differently about once in a thousand squares.)
+    numpy's float64 ``cos``/``sin`` call the C library on most CPUs; where a numpy build uses its own SIMD versions
+    instead (AVX-512 SVML), they can differ in the last bit and the batch calls ``math`` per element (slower, still
+    exact). The square is never numpy's ``power`` (SVML's differs from C's ``pow`` in 14 % of squares on AVX-512) nor
+    plain ``x * x`` (correctly rounded, unlike glibc's ``pow``, which differs in about 1 square in 1250): it is
+    ``_ProductSquare``, ``x * x`` with Python's ``x**2`` for the squares next to a rounding midpoint. ``path``:
+    ``"auto"`` (probe the CPU and C library, the default), ``"python"`` (always the per-element fallback) or
+    ``"numpy"`` (always numpy's ``cos``/``sin`` and the product square: exact only where the probe agrees); None reads
+    ``DRLA_EXACT_MATH``, so the test suite runs every path on every machine.
     """
     path = path if path is not None else (os.environ.get(EXACT_MATH_VARIABLE) or "auto")
     if path not in EXACT_MATH_PATHS:
@@ -181,7 +267,7 @@ def exact_math(path: str | None = None) -> tuple[Any, Any, Any, dict[str, str]]:
     numpy_ok = _probe_numpy_is_exact() if path == "auto" else dict.fromkeys(("cos", "sin", "square"),
                                                                                path == "numpy")
     chosen = (np.cos if numpy_ok["cos"] else _py_cos, np.sin if numpy_ok["sin"] else _py_sin,
-              np.power if numpy_ok["square"] else _py_square)
+              _ProductSquare() if numpy_ok["square"] else _py_square)
     return (*chosen, {name: "numpy" if ok else "python" for name, ok in numpy_ok.items()})
 
 
@@ -273,6 +359,7 @@ class CartPoleBatch:
         two = self._two[:2 * n]
         self._v = (*[two if r is None else f[r[0] * n:r[1] * n] for r in self._OPERANDS], flags, flags[:n],
                    flags[n:])
+        self._squares = f[6 * n:8 * n]  # (the same view every step: the exact square keeps its own views of it)
 
     def reset(self, seeds: Sequence[int]) -> np.ndarray:
         """Row ``i`` starts as ``CartPole().reset(seed=seeds[i])`` does; returns the observations ``(n, 4)``."""
@@ -315,6 +402,17 @@ class CartPoleBatch:
         np.copyto(*self._obs_copy, casting="same_kind")
         return self._obs_n
 
+    def restart(self, rows: np.ndarray, states: np.ndarray, columns: Sequence[int] | None = (0, 2, 1, 3)) -> None:
+        """Put ``rows`` (indices) at ``states`` ((k, 4): x, x_dot, theta, theta_dot, as a CartPole's state) now (a
+        vector env's autoreset; ``observations()`` shows them). ``columns=None``: ``states`` are in the batch's own
+        order, x, theta, x_dot, theta_dot."""
+        self._state[:, rows] = (states if columns is None else states[:, columns]).T
+
+    def observations(self) -> np.ndarray:
+        """The rows' observations now ``(n, 4)`` float32 (overwritten by the next ``step``)."""
+        np.copyto(*self._obs_copy, casting="same_kind")
+        return self._obs_n
+
     def steps_run(self, mask: np.ndarray) -> np.ndarray:
         """The steps each row where ``mask`` is True has run since it started."""
         if self._start is None:
@@ -329,10 +427,13 @@ class CartPoleBatch:
         if self._start is not None:
             self._start = self._start[mask]
 
-    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool | np.ndarray]:
+    def step(self, actions: np.ndarray, restart: tuple[np.ndarray, np.ndarray] | None = None
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool | np.ndarray]:
         """One step of every row: ``(obs (n, 4) float32, rewards (n,), terminated (n,) bool, truncated)``;
         ``truncated`` is one bool for every row, or once rows were added, a bool array on a step that
-        truncates some (False on the others)."""
+        truncates some (False on the others). ``restart=(mask, states)``: the rows where ``mask`` is True are put
+        at their row of ``states`` ((n, 4), the batch's order: x, theta, x_dot, theta_dot) instead of stepped (their
+        observations and flags those of that state: a vector env's autoreset)."""
         (theta, pow_in, two, costheta, sintheta, mul_in, mul_k, mul_out, temp, temp_and_c2, c2, length,
          denominator, num, b, thetaacc, xacc, rates, scaled, state, positions, magnitudes, limits, flags, flag_x,
          flag_theta) = self._v
@@ -341,7 +442,7 @@ class CartPoleBatch:
         force = self._force[actions]
         _COS(theta, costheta)
         _SIN(theta, sintheta)
-        _SQUARE(pow_in, two, mul_in[:len(pow_in)])  # theta_dot**2, costheta**2
+        _SQUARE(pow_in, two, self._squares)  # theta_dot**2, costheta**2
         multiply(mul_in, mul_k, mul_out)  # polemass_length * theta_dot**2, masspole * costheta**2, gravity * sin
         multiply(temp, sintheta, temp)
         np.add(force, temp, temp)
@@ -357,6 +458,8 @@ class CartPoleBatch:
         subtract(temp, b, xacc)  # (cos(theta) is not needed any more: xacc takes its row)
         multiply(k["tau"], rates, scaled)
         np.add(state, scaled, state)  # x + tau * x_dot, theta + tau * theta_dot, x_dot + tau * xacc, ...
+        if restart is not None:
+            np.copyto(self._state, restart[1].T, where=restart[0])
         self.elapsed_steps += 1
         np.abs(positions, magnitudes)
         np.greater(magnitudes, limits, flags)
