@@ -9,7 +9,7 @@ in the search index, e.g. ``inakiFernandez/roborobo3`` ``learnFunction/NEAT/expe
 * poles of half-length 0.5 and 0.05 m and mass 0.1 and 0.01 kg on a 1 kg cart, gravity -9.8, hinge
   friction ``MUP = 0.000002`` (the code defines a cart friction ``MUC`` but its step never uses it, so
   neither does this one); the force is ``(output - 0.5) * 2 * 10`` N for a network output in [0, 1],
-  i.e. ``10 * y`` for a tanh output ``y`` in [-1, 1] (the action here: a force in [-10, 10] N);
+  i.e. ``10 * y`` for a tanh output ``y`` in [-1, 1] (the action here: ``y``, the force in units of 10 N);
 * each action is held for two RK4 steps of ``TAU = 0.01`` s (0.02 s);
 * failure: the cart beyond +-2.4 m or either pole beyond +-0.628329 rad (36 degrees);
 * start: every variable 0 but the long pole at 0.07 rad (4 degrees);
@@ -169,11 +169,13 @@ class DoublePole(Env):
     """Balance two poles of different lengths on one cart (Wieland 1991; NEAT's benchmark).
 
     ## Action Space
-    ``Box(-10, 10, (1,), float32)``: the force on the cart in newtons.
+    ``Box(-1, 1, (1,), float32)``: the force on the cart in units of 10 N (normalised, as Gymnasium's checker
+    asks of a Box action space).
 
     ## Observation Space
-    ``Box(-inf, inf, (6,), float32)`` with velocities (``x/4.8, x'/2, theta1/0.52, theta1'/2, theta2/0.52,
-    theta2'/2``); ``(3,)`` without them (``velocities=False``: ``x/4.8, theta1/0.52, theta2/0.52``).
+    ``Box(-max, max, (6,), float32)`` (float32's largest) with velocities (``x/4.8, x'/2, theta1/0.52,
+    theta1'/2, theta2/0.52, theta2'/2``); ``(3,)`` without them (``velocities=False``: ``x/4.8,
+    theta1/0.52, theta2/0.52``).
 
     ## Rewards
     With velocities 1 per step balanced. Without, 0.0001 per step balanced and, at the end of an episode
@@ -198,8 +200,9 @@ class DoublePole(Env):
         if self.max_steps < 1:
             raise ValueError("DoublePole: max_steps must be at least 1")
         n = 6 if self.velocities else 3
-        self.observation_space = Box(-np.inf, np.inf, (n,), np.float32)
-        self.action_space = Box(-FORCE_MAG, FORCE_MAG, (1,), np.float32)
+        big = float(np.finfo(np.float32).max)  # (finite bounds, as Gymnasium's CartPole gives its velocities)
+        self.observation_space = Box(-big, big, (n,), np.float32)
+        self.action_space = Box(-1.0, 1.0, (1,), np.float32)
         self.state = np.array([START_STATE])
         self.steps = 0
         self.jiggle: list[float] = []
@@ -213,7 +216,7 @@ class DoublePole(Env):
         return observe(self.state, self.velocities)[0], {}
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
-        force = float(np.clip(np.asarray(action, dtype=np.float64).reshape(-1)[0], -FORCE_MAG, FORCE_MAG))
+        force = FORCE_MAG * float(np.clip(np.asarray(action, dtype=np.float64).reshape(-1)[0], -1.0, 1.0))
         self.state = step_states(self.state, np.array([force]))
         self.steps += 1
         s = self.state[0]
