@@ -24,8 +24,9 @@ in the search index, e.g. ``inakiFernandez/roborobo3`` ``learnFunction/NEAT/expe
   champion is then tested for 100,000 steps from the start state and on the 625 start states of
   ``generalization_states`` (``pole2_epoch``): solved when it balances >= 200 of them for 1000 steps.
 
-``DoublePoleBatch``-free by design: ``step_states`` advances any number of carts at once (rows of a
-``(n, 6)`` float64 array), what both the environment and ``evolve.neat_tasks`` use.
+``step_states`` advances any number of carts at once (rows of a ``(n, 6)`` float64 array): the environment
+steps one with it, ``evolve.neat_tasks`` a whole population. ``reset(options={"state": s})`` starts from ``s``
+(the generalisation test's starts). The task has no randomness: every episode from one start is the same.
 """
 
 from __future__ import annotations
