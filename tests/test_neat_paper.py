@@ -134,6 +134,9 @@ def test_generalization_states():
     assert g[:, 0].min() == pytest.approx(-1.944) and g[:, 0].max() == pytest.approx(1.944)
     assert g[:, 3].max() == pytest.approx(0.95 * 0.30019504 - 0.15009752)
     assert not g[:, 4:].any()
+    env = DoublePole(velocities=False)
+    obs, _ = env.reset(options={"state": g[7]})
+    assert np.array_equal(env.state[0], g[7]) and np.allclose(obs, observe(g[7:8], False)[0])
 
 
 def test_xor_env_scores_like_the_paper():
