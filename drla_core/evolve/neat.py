@@ -1,4 +1,4 @@
-"""NEAT: NeuroEvolution of Augmenting Topologies (Stanley & Miikkulainen 2002), feed-forward only.
+"""NEAT: NeuroEvolution of Augmenting Topologies (Stanley & Miikkulainen 2002), feed-forward by default.
 
 Genomes carry node genes (bias, activation) and connection genes (source, target, weight, enabled)
 keyed by innovation number. ``InnovationTracker`` numbers them consistently across a run: a connection
@@ -12,6 +12,9 @@ stagnant species dropped.
 Evaluation is batched: ``NEAT.policy()`` packs every genome into one padded dense tensor
 ``(genomes, nodes, nodes)`` and evaluates all of them (and all their environment copies) with one
 batched product per network level. A genome exports as a ``graph_net.GraphNetwork``.
+
+``NEATConfig(recurrent=True)``: new connections may close cycles, as in the paper; such genomes run one
+activation per step (``neat_tasks.RecurrentPopulation``, ``graph_net.RecurrentGraphNetwork``).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..nn.graph_net import GraphNetwork, graph_levels
+from ..nn.graph_net import GraphNetwork, RecurrentGraphNetwork, graph_levels
 from ..nn.mlp import ACTIVATIONS, _activate
 
 __all__ = ["NEATConfig", "Genome", "InnovationTracker", "NEAT", "compatibility_distance", "crossover"]
@@ -56,6 +59,20 @@ class NEATConfig:
     """The best species are never removed for stagnation."""
     max_stagnation: int = 15
     min_species_size: int = 2
+    add_connection_tries: int = 1
+    """Pairs drawn to find an unconnected one (NEAT C++: 20)."""
+    recurrent: bool = False
+    """Let new connections close cycles (recurrent networks, one activation per step; off: a DAG)."""
+    compatibility: str = "neat-python"
+    """neat-python's distance, or paper (``neat_tasks.paper_distance``)."""
+
+    @classmethod
+    def paper(cls, **changes: Any) -> NEATConfig:
+        """The paper's section 4: 150 genomes; c1 = c2 = 1, c3 = 0.4, threshold 3; weights mutated 80 % (90 %
+        perturbed, 10 % replaced); node 3 %, link 5 % (20 tries); best 20 % breed, champion kept; stagnation 15."""
+        return cls(**{**dict(population_size=150, compatibility="paper", weight_coefficient=0.4, add_node_prob=0.03,
+                             add_connection_prob=0.05, add_connection_tries=20, weight_mutate_rate=0.72,
+                             weight_replace_rate=0.08, bias_mutate_rate=0.72, elitism=1), **changes})
 
     def check(self) -> None:
         if self.population_size < 2:
@@ -64,6 +81,8 @@ class NEATConfig:
             raise ValueError(f"unknown activation {self.activation!r}; choose from {ACTIVATIONS}")
         if self.compatibility_threshold <= 0:
             raise ValueError("compatibility_threshold must be positive")
+        if self.compatibility not in ("neat-python", "paper"):
+            raise ValueError(f"unknown compatibility {self.compatibility!r}; choose neat-python or paper")
 
 
 class Genome:
@@ -229,7 +248,7 @@ class NEAT:
         if rng.random() < c.add_node_prob:
             self._add_node(g)
         if rng.random() < c.add_connection_prob:
-            self._add_connection(g)
+            any(self._add_connection(g) for _ in range(c.add_connection_tries))
         random, normal = rng.random, rng.normal
         replace, perturb, enable = c.weight_replace_rate, c.weight_replace_rate + c.weight_mutate_rate, \
             c.enable_mutate_rate
@@ -264,33 +283,39 @@ class NEAT:
         g.conns[i_in] = [s, node, 1.0, True]
         g.conns[i_out] = [node, t, w, True]
 
-    def _add_connection(self, g: Genome) -> None:
-        """A new connection between two unconnected nodes that keeps the network acyclic (or re-enable one)."""
+    def _add_connection(self, g: Genome) -> bool:
+        """A new connection between two unconnected nodes that keeps the network acyclic (or re-enable one):
+        False when the pair drawn was already connected or not allowed (``add_connection_tries`` draws again)."""
         rng = self.rng
         sources = list(range(self.n_in)) + sorted(g.nodes)
         targets = sorted(g.nodes)
         s = sources[int(rng.integers(len(sources)))]
         t = targets[int(rng.integers(len(targets)))]
-        if s == t or (s >= self.n_in and s < self.n_in + self.n_out and t < self.n_in + self.n_out):
-            return  # no self loops; no output -> output (keeps outputs a last layer, like neat-python's ff)
+        recurrent = self.config.recurrent
+        if not recurrent and (s == t or (self.n_in <= s < self.n_in + self.n_out and t < self.n_in + self.n_out)):
+            return False  # no self loops; no output -> output (keeps outputs a last layer, like neat-python's ff)
         innovation = self.tracker.connections.get((s, t))
         if innovation is not None and innovation in g.conns:
-            g.conns[innovation][3] = True
-            return
-        if _reaches(g, t, s):
-            return  # would close a cycle
+            enabled, g.conns[innovation][3] = g.conns[innovation][3], True
+            return not enabled
+        if not recurrent and _reaches(g, t, s):
+            return False  # would close a cycle
         g.conns[self.tracker.connection(s, t)] = [s, t, float(rng.normal(0.0, self.config.initial_weight_sigma)), True]
+        return True
 
     # -- species -------------------------------------------------------------------------------------------
 
     def _speciate(self) -> None:
         c = self.config
+        dist = compatibility_distance
+        if c.compatibility == "paper":
+            from .neat_tasks import paper_distance as dist
         unassigned = set(range(len(self.genomes)))
         new_species = []
         for sp in self.species:  # each species keeps as representative its closest genome of this generation
             if not unassigned:
                 break
-            dists = {i: compatibility_distance(sp["representative"], self.genomes[i], c) for i in sorted(unassigned)}
+            dists = {i: dist(sp["representative"], self.genomes[i], c) for i in sorted(unassigned)}
             best = min(dists, key=lambda i: (dists[i], i))
             sp["representative"] = self.genomes[best].copy()
             sp["members"] = [best]
@@ -300,7 +325,7 @@ class NEAT:
             g = self.genomes[i]
             best_sp, best_d = None, math.inf
             for sp in new_species:
-                d = compatibility_distance(sp["representative"], g, c)
+                d = dist(sp["representative"], g, c)
                 if d < c.compatibility_threshold and d < best_d:
                     best_sp, best_d = sp, d
             if best_sp is None:
@@ -313,14 +338,15 @@ class NEAT:
 
     # -- evaluation ------------------------------------------------------------------------------------------
 
-    def genome_network(self, genome: Genome) -> GraphNetwork:
+    def genome_network(self, genome: Genome) -> GraphNetwork | RecurrentGraphNetwork:
         """The genome as a ``GraphNetwork`` (enabled connections; nodes renumbered inputs, outputs, hidden)."""
         order, conns = self._layout(genome)
         index = {node: i for i, node in enumerate(order)}
-        return GraphNetwork(self.n_in, self.n_out, self.output_activation,
-                            [genome.nodes[n][1] for n in order[self.n_in + self.n_out:]],
-                            [(index[s], index[t]) for s, t, _ in conns], [w for _, _, w in conns],
-                            [genome.nodes[n][0] for n in order[self.n_in:]])
+        net = RecurrentGraphNetwork if self.config.recurrent else GraphNetwork
+        hidden = [genome.nodes[n][1] for n in order[self.n_in + self.n_out:]]
+        return net(self.n_in, self.n_out, self.output_activation, hidden,
+                   [(index[s], index[t]) for s, t, _ in conns], [w for _, _, w in conns],
+                   [genome.nodes[n][0] for n in order[self.n_in:]])
 
     def _layout(self, genome: Genome) -> tuple[list[int], list[tuple[int, int, float]]]:
         outputs = list(range(self.n_in, self.n_in + self.n_out))
@@ -340,6 +366,9 @@ class NEAT:
         the caller passes that same array object (as ``evolution.Evaluation`` does from step to step): do not
         change it in place between calls.
         """
+        if self.config.recurrent:
+            raise ValueError("recurrent NEAT genomes keep state between steps: evaluate them with "
+                             "evolve.neat_tasks.RecurrentPopulation (this policy is feed-forward)")
         n_in, n_out, n_io = self.n_in, self.n_out, self.n_in + self.n_out
         weights, biases, node_act, act_names, depth = self._pack()
         n = weights.shape[1]
@@ -396,7 +425,7 @@ class NEAT:
             return src[:, 0, n_in:n_in + n_out].copy()
         return forward
 
-    def _pack(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str], int]:
+    def _pack(self, levels: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str], int]:
         """Every genome as dense padded arrays: weights ``(P, n, n)``, biases ``(P, n)``, each node's activation
         (an index into the sorted activation names; -1 for inputs and padding), the names, the deepest depth.
         Nodes are numbered inputs, outputs, then each genome's hidden nodes in id order."""
@@ -434,7 +463,7 @@ class NEAT:
                 node_i.append(index.get(node, node))
                 node_b.append(b)
                 node_a.append(act_index[a])
-            if hidden:  # without hidden nodes every connection goes from an input to an output: depth 1
+            if hidden and levels:  # without hidden nodes every connection goes from an input to an output: depth 1
                 depth = max(depth, max(graph_levels(n_io + len(hidden), n_in, edges)))
         if conn_g:  # (source, target) pairs are unique in a genome: one innovation number per pair
             weights[conn_g, conn_s, conn_t] = conn_w

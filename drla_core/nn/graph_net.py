@@ -20,7 +20,8 @@ import numpy as np
 
 from .mlp import ACTIVATIONS, _activate
 
-__all__ = ["GraphNetwork", "GraphError", "check_graph", "graph_levels", "is_graph_architecture", "MAX_GRAPH_NODES",
+__all__ = ["GraphNetwork", "RecurrentGraphNetwork", "GraphError",
+           "check_graph", "graph_levels", "is_graph_architecture", "MAX_GRAPH_NODES",
            "MAX_GRAPH_CONNECTIONS", "GRAPH_ARCHITECTURE_KEYS", "GRAPH_PARAM_KEYS"]
 
 #: Most nodes (inputs, outputs and hidden) a graph network may have.
@@ -254,3 +255,57 @@ class GraphNetwork:
         hidden = len(self.hidden_activations)
         return (f"GraphNetwork({self.input_size} -> {self.output_size}, {hidden} hidden nodes, "
                 f"{len(self.connections)} connections)")
+
+
+class RecurrentGraphNetwork:
+    """A graph network with cycles, one activation per ``step``; the arguments are ``GraphNetwork``'s.
+
+    ``step(x)`` (``(in,)`` or ``(B, in)``): ``v_t[n] = act_n(bias_n + sum_{(s, n, w)} w * u[s])`` for every
+    non-input node ``n``, where ``u`` is this step's inputs and the previous step's values of the other
+    nodes (zero after ``reset``). An output depth ``d`` away from the inputs answers ``d - 1`` steps late.
+    """
+
+    def __init__(self, input_size: int, output_size: int, output_activation: str, hidden_activations: Sequence[str],
+                 connections: Sequence[tuple[int, int]], weights: Sequence[float] | np.ndarray,
+                 biases: Sequence[float] | np.ndarray) -> None:
+        self.input_size, self.output_size = int(input_size), int(output_size)
+        self.activations = [str(output_activation)] * self.output_size + [str(a) for a in hidden_activations]
+        n = self.n_nodes = self.input_size + len(self.activations)
+        self.connections = [(int(s), int(d)) for s, d in connections]
+        self.weights = np.asarray(weights, dtype=np.float32).reshape(-1)
+        self.biases = np.asarray(biases, dtype=np.float32).reshape(-1)
+        if len(self.weights) != len(self.connections) or len(self.biases) != n - self.input_size:
+            raise ValueError("RecurrentGraphNetwork: one weight per connection and one bias per non-input node")
+        for s, d in self.connections:
+            if not (0 <= s < n and self.input_size <= d < n):
+                raise ValueError(f"RecurrentGraphNetwork: connection [{s}, {d}] must end at a non-input node "
+                                 f"of the {n}")
+        self.matrix = np.zeros((n, n - self.input_size), dtype=np.float32)
+        for (s, d), w in zip(self.connections, self.weights):
+            self.matrix[s, d - self.input_size] += w
+        self.groups = [(a, np.array([k for k, b in enumerate(self.activations) if b == a]))
+                       for a in sorted(set(self.activations)) if a != "linear"]
+        self.values = np.zeros((1, n), dtype=np.float32)
+
+    def reset(self) -> None:
+        """Forget the state: every node's value back to 0."""
+        self.values = np.zeros_like(self.values)
+
+    def step(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float32)
+        one = x.ndim == 1
+        rows = x.reshape(-1, self.input_size)
+        if self.values.shape[0] != rows.shape[0]:
+            self.values = np.zeros((rows.shape[0], self.n_nodes), dtype=np.float32)
+        u = self.values.copy()
+        u[:, :self.input_size] = rows
+        z = u @ self.matrix + self.biases
+        for act, cols in self.groups:
+            part = z[:, cols]
+            _activate(act, part)
+            z[:, cols] = part
+        self.values = np.concatenate([rows, z], axis=1)
+        out = z[:, :self.output_size].copy()
+        return out[0] if one else out
+
+    __call__ = step
