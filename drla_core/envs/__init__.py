@@ -5,7 +5,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["ENV_NAMES", "PARALLEL_ENV_NAMES", "make", "DeceptiveMaze", "EvacuationGrid", "TankGrid", "IdentityEnv", "Pendulum"]
+__all__ = ["ENV_NAMES", "PARALLEL_ENV_NAMES", "make", "DeceptiveMaze", "EvacuationGrid", "TankGrid", "IdentityEnv", "Pendulum",
+           "TrapCorridor"]
 
 #: name -> (module, class). Modules are imported on first use, so a missing one only breaks its own name.
 _REGISTRY: dict[str, tuple[str, str]] = {
@@ -15,6 +16,7 @@ _REGISTRY: dict[str, tuple[str, str]] = {
     "tank_grid": (".tank_grid", "TankGrid"),
     "identity": (".identity", "IdentityEnv"),
     "pendulum": (".pendulum", "Pendulum"),
+    "trap_corridor": (".trap_corridor", "TrapCorridor"),
 }
 ENV_NAMES: tuple[str, ...] = tuple(_REGISTRY)
 #: Multi-agent environments (``multi_agent.ParallelEnv``), made by the same ``make``: name -> (module, class).
