@@ -5,8 +5,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["ENV_NAMES", "PARALLEL_ENV_NAMES", "make", "DeceptiveMaze", "EvacuationGrid", "TankGrid", "IdentityEnv", "Pendulum",
-           "TrapCorridor"]
+__all__ = ["ENV_NAMES", "PARALLEL_ENV_NAMES", "make", "DeceptiveMaze", "EvacuationGrid", "TankGrid", "IdentityEnv",
+           "Pendulum", "TrapCorridor"]
 
 #: name -> (module, class). Modules are imported on first use, so a missing one only breaks its own name.
 _REGISTRY: dict[str, tuple[str, str]] = {

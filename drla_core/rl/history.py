@@ -50,7 +50,7 @@ def evaluate(env: Env, policy: Callable[[Any], Any] | Any, episodes: int = 10, s
     The first reset uses ``seed`` and later ones continue the env's generator, so one seed fixes
     the whole evaluation. The metric is the mean of ``info[env.task_metric]`` over the steps that report it.
     """
-    act = policy.predict if hasattr(policy, "predict") else policy
+    act: Callable[..., Any] = policy.predict if hasattr(policy, "predict") else policy
     masked = _takes_mask(act)
     key = env.task_metric
     returns: list[float] = []

@@ -412,7 +412,8 @@ class PPOAgent:
         return figures, grads
 
     def minibatch_step(self, obs: np.ndarray, actions: np.ndarray, old_logp: np.ndarray, old_values: np.ndarray,
-                       adv: np.ndarray, returns: np.ndarray, clip: float, masks: np.ndarray | None = None) -> np.ndarray:
+                       adv: np.ndarray, returns: np.ndarray, clip: float,
+                       masks: np.ndarray | None = None) -> np.ndarray:
         """One gradient step: the losses, one global norm clip over every parameter, Adam."""
         figures, grads = self.losses(obs, actions, old_logp, old_values, adv, returns, clip, masks=masks)
         norm = math.sqrt(sum(float(np.dot(g, g)) for g in grads))
