@@ -196,3 +196,46 @@ def test_resume_with_masks_is_bit_exact(tmp_path: Any, agent_kind: str) -> None:
     if agent_kind == "dqn":
         assert a.replay_buffer.next_masks is not None
         assert np.array_equal(a.replay_buffer.next_masks, b.replay_buffer.next_masks)
+
+
+def _trained_model() -> Any:
+    env = TrapCorridor(length=5)
+    run = TrainingRun(env, _dqn(env), 600, seed=0)
+    run.run()
+    return run.to_model()
+
+
+def test_the_model_of_a_masked_run_says_so_and_its_act_takes_a_mask() -> None:
+    model = _trained_model()
+    assert model.meta["action_mask"] is True and model.meta["actions"] == ["left", "right", "open"]
+    bare = TrapCorridor(masked=False)
+    assert "action_mask" not in TrainingRun(bare, _dqn(bare), 10, seed=0).run().to_model().meta
+    x = np.random.default_rng(1).random((200, 5)).astype(np.float32)
+    masks = np.random.default_rng(2).integers(0, 2, (200, 3)).astype(np.int8)
+    masks[0] = 0  # enables none: ignored
+    q = model.predict(x)
+    acted = model.act(x, masks)
+    assert np.array_equal(acted, np.where(masks != 0, q, -np.inf).argmax(axis=1) * masks.any(axis=1)
+                          + q.argmax(axis=1) * ~masks.any(axis=1))
+    assert all(masks[i, a] for i, a in enumerate(acted) if masks[i].any())
+    assert model.act(x[3], masks[3]) == acted[3]
+
+
+def test_onnx_export_of_a_masked_model_has_the_action_mask_input(tmp_path: Any) -> None:
+    ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed: ONNX NOT verified")
+    pytest.importorskip("onnx", reason="onnx is not installed")
+    from drla import onnx_io
+
+    model = _trained_model()
+    path = onnx_io.export_onnx(model, tmp_path / "m.onnx")
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    assert [i.name for i in session.get_inputs()] == ["obs", "action_mask"]
+    x = np.random.default_rng(1).random((300, 5)).astype(np.float32)
+    masks = np.random.default_rng(2).integers(0, 2, (300, 3)).astype(np.float32)
+    masks[masks.sum(axis=1) == 0, 1] = 1.0  # (ONNX: every row enables one action at least)
+    output, action = session.run(["output", "action"], {"obs": x, "action_mask": masks})
+    assert np.array_equal(action, model.act(x, masks))
+    assert np.abs(output - model.predict(x)).max() <= 1e-5 * max(1.0, float(np.abs(output).max()))
+    # import-onnx reads the network back, the mask input ignored
+    back = onnx_io.import_onnx(path)
+    assert np.array_equal(back.act(x, masks), model.act(x, masks))

@@ -202,6 +202,8 @@ class TrainingRun:
         names = getattr(self.env.action_space, "names", None)
         if names:
             info["actions"] = list(names)
+        if self._mask is not None:  # trained under action masks: exports take a mask (ONNX: a second input)
+            info["action_mask"] = True
         return self.agent.to_model(info)
 
     def run(self) -> TrainingRun:

@@ -107,6 +107,8 @@ class VectorTrainingRun(TrainingRun):
         names = getattr(self.venv.single_action_space, "names", None)
         if names:
             info["actions"] = list(names)
+        if self._mask is not None:  # trained under action masks: exports take a mask (ONNX: a second input)
+            info["action_mask"] = True
         return self.agent.to_model(info)
 
     def _step(self) -> None:
