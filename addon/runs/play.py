@@ -29,9 +29,9 @@ class PlaySession(Session):
         super().__init__(scene, tree, seed=seed)
         self.fps = float(fps)
         self.model: Any = None
+        self.models: dict[str, Any] = {}  # a multi-agent tree: name -> model
         self.obs: Any = None
         self.info: Any = {}  # the last reset or step info (its action_mask: the actions enabled now)
-        self.obs: Any = None
         self.steps = 0
         self.episodes = 0
         self.episode_return = 0.0
