@@ -59,15 +59,16 @@ class DRLA_ActionNode(DRLANode, bpy.types.Node):
     use_condition: BoolProperty(name="Condition", default=False,
                                 description="Enable this action only while a condition holds (an action mask: "
                                             "the agent never chooses it otherwise)")
-    condition_kind: EnumProperty(name="Enabled When", default='PROPERTY', items=[
+    condition_kind: EnumProperty(name="When", default='PROPERTY', items=[
         ('PROPERTY', "Property", "A property (or a flag: a bool or int custom property) compared with Value"),
         ('DISTANCE', "Distance", "The distance between two objects compared with Value")])
     condition_source: EnumProperty(name="Source", default='OBJECT',
                                    items=[('OBJECT', "Object", ""), ('SCENE', "Scene", "")])
-    condition_object: object_pointer("Condition Object", "The object whose property is read, or the distance's "
-                                                         "first object (empty: the action's Object)")
-    condition_target: object_pointer("Distance To", "The distance's second object")
-    condition_property: StringProperty(name="Condition Property", default="")
+    condition_object: object_pointer("Object", "The object whose property is read, or the distance's first "
+                                               "object (empty: the action's Object)")
+    condition_target: object_pointer("To", "The distance's second object")
+    condition_property: StringProperty(name="Property", default="",
+                                        description="The property (or flag) that enables the action")
     condition_compare: EnumProperty(name="Compare", default='GE', items=[
         ('GE', ">=", ""), ('LE', "<=", ""), ('GT', ">", ""), ('LT', "<", ""), ('EQ', "==", ""), ('NE', "!=", "")])
     condition_value: FloatProperty(name="Condition Value", default=1.0)

@@ -108,7 +108,7 @@ def test_a_broken_distance_condition_is_reported_on_its_node(empty_scene):
     grab.condition_target = None
     with pytest.raises(compiler.CompileError) as err:
         compiler.compile_tree(t.b.tree, empty_scene)
-    assert (grab.name, "Condition: choose an object for Distance To") in err.value.errors
+    assert (grab.name, "Condition: choose an object for To") in err.value.errors
     grab.condition_target = agent
     with pytest.raises(compiler.CompileError) as err:
         compiler.compile_tree(t.b.tree, empty_scene)
