@@ -144,13 +144,16 @@ def _greedy_model(env):
                  meta={"action_mask": True})
 
 
-def test_play_and_bake_choose_among_the_enabled_actions(empty_scene):
+def test_play_bake_and_drla_play_choose_among_the_enabled_actions(empty_scene):
     from drla_ext.addon.runs import model_store
     from drla_ext.addon.runs.bake import record_episode
-    from drla_ext.addon.runs.play import PlaySession
+    from drla_ext.addon.runs.play import PlaySession, evaluate_episodes
     from drla_ext.addon.scene.snapshot import restored_scene
+    from drla_ext.addon.tree import compiler
 
     t, agent, _goal = masked_tree(empty_scene)
+    reward = t.b.node("DRLA_PropertyChangeRewardNode", object=agent, property="score", increase=1.0)
+    t.b.link(reward, t.env_node, "Rewards")  # a fire (never enabled) would score 1
     with restored_scene(empty_scene):
         env = t.env()
         model = _greedy_model(env)
@@ -163,6 +166,12 @@ def test_play_and_bake_choose_among_the_enabled_actions(empty_scene):
     assert agent.location.x == pytest.approx(2.0) and agent["score"] == 0.0
     play.stop()
     assert agent.location.x == 0.0
+    # what `drla play` runs: greedy episodes through evaluate (the model would fire at every step unmasked)
+    compiled = compiler.compile_tree(t.b.tree, empty_scene)
+    assert evaluate_episodes(empty_scene, compiled, model, 1, 0).endswith("mean return 0.00 over 1 episode")
+    model.meta["action_mask"] = False
+    unmasked = model.act(np.zeros(3, np.float32))
+    assert unmasked == FIRE  # (the mask, not the model, keeps fire out)
 
 
 def test_dqn_training_on_the_scene_never_takes_a_disabled_action(empty_scene):
@@ -198,3 +207,41 @@ def test_dqn_training_on_the_scene_never_takes_a_disabled_action(empty_scene):
     assert env.taken == 300 and env.disabled == 0
     assert run.to_model().meta["action_mask"] is True
     assert agent.replay_buffer.next_masks is not None and not agent.replay_buffer.next_masks[:300, FIRE].all()
+
+
+def test_dqn_on_scene_copies_never_takes_a_disabled_action(empty_scene):
+    from drla_ext.addon.scene.scene_vector_env import SceneVectorEnv
+    from drla_ext.addon.scene.snapshot import restored_scene
+    from drla_ext.addon.tree import compiler
+    from drla_ext.drla_core.rl.dqn import DQNAgent, DQNConfig
+    from drla_ext.drla_core.rl.vector_train import VectorTrainingRun
+
+    class Audit(SceneVectorEnv):
+        disabled = taken = 0
+
+        def reset(self, *, seed=None, options=None):
+            obs, infos = super().reset(seed=seed, options=options)
+            self.masks = infos["action_mask"]
+            return obs, infos
+
+        def step(self, actions):
+            self.taken += len(actions)
+            self.disabled += int((self.masks[np.arange(len(actions)), actions] == 0).sum())
+            out = super().step(actions)
+            self.masks = out[4]["action_mask"]
+            return out
+
+    t, _agent, _goal = masked_tree(empty_scene)
+    t.env_node.copies = 3
+    spec = compiler.compile_tree(t.b.tree, empty_scene).env
+    with restored_scene(empty_scene):
+        venv = Audit(spec, empty_scene)
+        try:
+            agent = DQNAgent(venv.single_observation_space, venv.single_action_space,
+                             DQNConfig(learning_starts=60, train_freq=12, gradient_steps=2, batch_size=16), seed=0)
+            VectorTrainingRun(venv, agent, 300, seed=0).run()
+        finally:
+            venv.close()
+    assert venv.taken >= 300 and venv.disabled == 0
+    stored = agent.replay_buffer.next_masks[:len(agent.replay_buffer)]
+    assert stored[:, GRAB].any() and not stored[:, GRAB].all()  # the distance condition changed during training
