@@ -239,3 +239,34 @@ def test_onnx_export_of_a_masked_model_has_the_action_mask_input(tmp_path: Any) 
     # import-onnx reads the network back, the mask input ignored
     back = onnx_io.import_onnx(path)
     assert np.array_equal(back.act(x, masks), model.act(x, masks))
+
+
+def test_gymnasium_wrapper_passes_the_mask_through() -> None:
+    import gymnasium
+
+    import drla.gym  # noqa: F401  (registers drla/<Name>-v0)
+
+    env = gymnasium.make("drla/TrapCorridor-v0")
+    _, info = env.reset(seed=0)
+    assert info["action_mask"].tolist() == [int(info["action_mask"][0]), 1, 0]
+    _, _, _, _, info = env.step(1)
+    assert info["action_mask"].dtype == np.int8 and info["action_mask"][2] == 0
+
+
+def test_cli_trains_a_masked_env_and_the_model_says_so(tmp_path: Any) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "tc.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(__import__("pathlib").Path(__file__).parents[1]),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-m", "drla", "train", "trap_corridor", "--steps", "1500", "--out",
+                           str(out), "--quiet", "--eval-interval", "0"], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(out.read_text())["meta"]["action_mask"] is True
+    done = subprocess.run([sys.executable, "-m", "drla", "eval", str(out), "--episodes", "5"], capture_output=True,
+                          text=True, env=env, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0 and "trap_corridor: mean return" in done.stdout, done.stderr

@@ -372,6 +372,8 @@ class DQNAgent:
         """
         meta = dict(meta or {})
         meta.setdefault("ancestry", ancestry_record(self.origin, self.q_network.params))
+        if self.replay_buffer.next_masks is not None:  # trained under action masks: exports take a mask
+            meta.setdefault("action_mask", True)
         growth = getattr(self, "growth_history", None)
         if growth:
             meta["growth"] = [dict(record) for record in growth]

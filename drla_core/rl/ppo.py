@@ -452,7 +452,7 @@ class PPOAgent:
         if isinstance(self.action_space, MultiDiscrete):
             raise ValueError("a MultiDiscrete PPO policy cannot be saved as a model file (the format has no "
                              "MultiDiscrete action space); use predict() in Python")
-        meta = {"agent": "ppo", **dict(meta or {})}
+        meta = {"agent": "ppo", **dict(meta or {}), **({"action_mask": True} if self.buf_masks is not None else {})}
         meta.setdefault("ancestry", ancestry_record(self.origin, self.actor.params))
         obs_norm = None
         if self.config.normalize_obs:
