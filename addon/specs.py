@@ -46,6 +46,21 @@ class StateSpec:
 
 
 @dataclass
+class ConditionSpec:
+    """When a discrete action is enabled (its entry of the env's ``info["action_mask"]``): ``kind`` "property"
+    (``path`` on object ``obj``, or on the scene when ``source`` is SCENE, compared with ``value``) or "distance"
+    (between ``obj`` and ``other``, compared with ``value``); ``compare``: GE, LE, GT, LT, EQ, NE."""
+    kind: str
+    node: str
+    obj: str = ""
+    other: str = ""
+    path: str = ""
+    source: str = "OBJECT"
+    compare: str = "GE"
+    value: float = 1.0
+
+
+@dataclass
 class ActionSpec:
     """One discrete action. ``kind``: MOVE, ROTATE, BONE_ROTATE, SET_PROPERTY, ADD_PROPERTY, WAIT, FIRE; or
     MOTOR, one continuous value (``path``: the motor velocity it writes, ``value``: Max Velocity), gathered
@@ -61,6 +76,7 @@ class ActionSpec:
     value: float = 0.0
     limits: tuple[tuple[float, ...], tuple[float, ...]] | None = None
     options: dict[str, Any] = field(default_factory=dict)  # FIRE: axis, axis_obj, target, range, score..., respawn
+    condition: ConditionSpec | None = None  # enabled only while it holds (an action mask); None: always
 
 
 @dataclass
@@ -155,6 +171,8 @@ def _renamed(spec: Any, names: dict[str, str]) -> Any:
         value = getattr(spec, attr, "")
         if value in names:
             changes[attr] = names[value]
+    if getattr(spec, "condition", None) is not None:  # an action's condition names objects too
+        changes["condition"] = _renamed(spec.condition, names)
     options = getattr(spec, "options", None)
     if options:
         changes["options"] = {k: names.get(v, v) if k in _OBJECT_OPTIONS and isinstance(v, str) else
@@ -166,7 +184,8 @@ def _renamed(spec: Any, names: dict[str, str]) -> Any:
 def objects_of(env: EnvSpec) -> list[str]:
     """Every object name the compiled environment reads or writes, in order, once."""
     found: list[str] = []
-    parts = [*env.state.sensors, *env.actions, *env.rewards, *env.dones]
+    parts = [*env.state.sensors, *env.actions, *env.rewards, *env.dones,
+             *(a.condition for a in env.actions if a.condition is not None)]
     if env.continuous is not None:
         parts.append(env.continuous)
         parts += getattr(env.continuous, "motors", [])

@@ -10,7 +10,10 @@ all read it), with a dynamic batch dimension:
   (``import-onnx`` reads plain MLPs only, so it refuses such a file);
 * output ``action``: the greedy action: int64 ``[batch]`` (argmax, first on ties) for discrete actions;
   float32 ``[batch, output_size]`` clipped to the action box otherwise (joint angles in radians for ``ik``).
-  The IK refinement (iterative DLS) is not in the graph: use drla.js or Python for it.
+  The IK refinement (iterative DLS) is not in the graph: use drla.js or Python for it;
+* input ``action_mask`` (only for a discrete model trained with action masks, ``meta["action_mask"]``):
+  float32 ``[batch, output_size]``, 1 for an enabled action, 0 for a disabled one; ``action`` is then the
+  argmax over the enabled outputs (``output`` stays the raw network outputs). Feed all ones for no mask.
 
 Metadata (``metadata_props``): ``drla_kind``, ``drla_action_names`` (JSON list, discrete) and ``drla_model``:
 the model file without its ``params`` and ``architecture`` (spaces, obs_norm, meta, extra), which makes
@@ -20,7 +23,8 @@ Import: plain MLPs: the graph's single input, then optionally ``Sub``/``Div`` by
 ``obs_norm``), then layers each ``Gemm`` (any ``alpha``, ``beta``, folded into the weights and bias; any
 ``transB``) or ``MatMul`` + ``Add``, each
 optionally followed by one of the format's activations (``Relu``, ``Tanh``, ``Sigmoid``, ``LeakyRelu`` with
-alpha 0.01, ``Identity``). Heads after the last layer (``ArgMax``, ``Max``/``Min``/``Clip``) are ignored. The
+alpha 0.01, ``Identity``). Heads after the last layer (``ArgMax``, ``Max``/``Min``/``Clip``, the mask's
+``Where``) and the ``action_mask`` input are ignored. The
 result goes through ``model_from_dict``, so every check of the format applies. Nothing is executed: the graph is
 read as data, and weights stored outside the file (external data) are refused.
 """
@@ -38,11 +42,13 @@ from drla_core.base.files import atomic_write
 from drla_core.io.model_io import FORMAT, MAX_PARAMS, VERSION, Model, ModelFormatError, model_from_dict, model_to_dict
 from drla_core.base.spaces import Box, Discrete
 
-__all__ = ["OPSET", "INPUT", "OUTPUT", "ACTION", "MAX_ONNX_BYTES", "export_onnx", "import_onnx", "to_onnx",
+__all__ = ["OPSET", "INPUT", "OUTPUT", "ACTION", "MASK", "MAX_ONNX_BYTES", "export_onnx", "import_onnx", "to_onnx",
            "from_onnx", "OnnxMissing"]
 
 OPSET = 13
 INPUT, OUTPUT, ACTION = "obs", "output", "action"
+#: The optional second input of a model trained with action masks (``meta["action_mask"]``): 1 enabled, 0 not.
+MASK = "action_mask"
 #: An ONNX file larger than this is refused before reading (4 million float32 parameters take 16 MB).
 MAX_ONNX_BYTES = 64 * 1024 * 1024
 
@@ -102,8 +108,16 @@ def to_onnx(model: Model) -> Any:
     batch = "batch"
     outputs = [helper.make_tensor_value_info(OUTPUT, TensorProto.FLOAT, [batch, arch["output_size"]])]
     space = model.action_space
+    inputs = [helper.make_tensor_value_info(INPUT, TensorProto.FLOAT, [batch, arch["input_size"]])]
+    masked = isinstance(space, Discrete) and bool(model.meta.get("action_mask"))
+    if masked:  # trained with action masks: the greedy action is the argmax over the enabled outputs
+        inputs.append(helper.make_tensor_value_info(MASK, TensorProto.FLOAT, [batch, arch["output_size"]]))
+        nodes.append(helper.make_node("Greater", [MASK, const("action_mask.half", np.float32(0.5))], ["enabled"]))
+        nodes.append(helper.make_node("Where", ["enabled", OUTPUT, const("action_mask.off", np.float32(-3e38))],
+                                      ["masked_output"]))
     if isinstance(space, Discrete):
-        nodes.append(helper.make_node("ArgMax", [OUTPUT], [ACTION], axis=1, keepdims=0, select_last_index=0))
+        nodes.append(helper.make_node("ArgMax", ["masked_output" if masked else OUTPUT], [ACTION], axis=1,
+                                      keepdims=0, select_last_index=0))
         outputs.append(helper.make_tensor_value_info(ACTION, TensorProto.INT64, [batch]))
     elif isinstance(space, Box):
         low = np.asarray(space.low, np.float64).reshape(-1)
@@ -113,8 +127,7 @@ def to_onnx(model: Model) -> Any:
         nodes.append(helper.make_node("Max", [OUTPUT, const("action.low", lo)], ["action_above_low"]))
         nodes.append(helper.make_node("Min", ["action_above_low", const("action.high", hi)], [ACTION]))
         outputs.append(helper.make_tensor_value_info(ACTION, TensorProto.FLOAT, [batch, arch["output_size"]]))
-    graph = helper.make_graph(nodes, f"drla_{model.kind}", [helper.make_tensor_value_info(
-        INPUT, TensorProto.FLOAT, [batch, arch["input_size"]])], outputs, initializer=inits)
+    graph = helper.make_graph(nodes, f"drla_{model.kind}", inputs, outputs, initializer=inits)
     onnx_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="drla",
                                    producer_version=str(model.meta.get("drla_version", "")),
                                    doc_string=f"DRLA {model.kind} network: input '{INPUT}' (raw observations), "
@@ -215,7 +228,7 @@ class _Chain:
 
     def __init__(self, graph: Any) -> None:
         self.inits = _initializers(graph)
-        inputs = [i for i in graph.input if i.name not in self.inits]
+        inputs = [i for i in graph.input if i.name not in self.inits and i.name != MASK]
         if len(inputs) != 1:
             _fail(f"the graph needs exactly one input (the observation), it has {len(inputs)}")
         self.consumers: dict[str, list[Any]] = {}
@@ -228,7 +241,8 @@ class _Chain:
         self.acts: list[str] = []
         x = inputs[0].name
         while True:
-            nexts = [n for n in self.consumers.get(x, []) if n.op_type not in ("ArgMax", "Max", "Min", "Clip")]
+            nexts = [n for n in self.consumers.get(x, [])
+                     if n.op_type not in ("ArgMax", "Max", "Min", "Clip", "Where")]
             if not nexts:
                 break
             if len(nexts) > 1:

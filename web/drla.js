@@ -595,24 +595,35 @@ export class Model {
   }
 
   /** The greedy action: the index of the largest output for discrete actions (the first on ties, as
-   * numpy's argmax); for a box, the outputs clipped to its bounds. */
-  act(obs) {
+   * numpy's argmax); for a box, the outputs clipped to its bounds. `mask` (optional, discrete only): one
+   * 0/1 per action (an environment's action_mask); the argmax is over the enabled actions (a mask that
+   * enables none is ignored). */
+  act(obs, mask) {
     const y = this.forward(obs);
-    if (this.actionSpace.type === "discrete") return argmax(y, 0, y.length);
+    if (this.actionSpace.type === "discrete") return argmax(y, 0, y.length, mask);
     const { low, high } = this.actionSpace;
     return y.map((v, i) => Math.fround(Math.min(Math.max(v, low[i]), high[i])));
   }
 
-  /** Greedy actions of a batch (Int32Array) for discrete actions. */
-  actBatch(obs, n) {
+  /** Greedy actions of a batch (Int32Array) for discrete actions; `masks` (optional): n x outputSize 0/1. */
+  actBatch(obs, n, masks) {
     const y = this.forwardBatch(obs, n), m = this.outputSize;
     const out = new Int32Array(y.length / m);
-    for (let r = 0; r < out.length; r++) out[r] = argmax(y, r * m, m);
+    for (let r = 0; r < out.length; r++) out[r] = argmax(y, r * m, m, masks && masks.subarray
+      ? masks.subarray(r * m, (r + 1) * m) : masks && Array.prototype.slice.call(masks, r * m, (r + 1) * m));
     return out;
   }
 }
 
-function argmax(y, offset, m) {
+function argmax(y, offset, m, mask) {
+  if (mask) {
+    if (mask.length !== m) throw new RangeError(`the action mask has ${mask.length} entries, the model ${m} actions`);
+    let best = -1;
+    for (let i = 0; i < m; i++) {
+      if (mask[i] && (best < 0 || y[offset + i] > y[offset + best])) best = i;
+    }
+    if (best >= 0) return best;  // a mask that enables nothing is ignored, as in Python
+  }
   let best = 0;
   for (let i = 1; i < m; i++) if (y[offset + i] > y[offset + best]) best = i;
   return best;

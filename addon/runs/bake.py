@@ -25,6 +25,7 @@ from ...drla_core import kinematics as kin
 from ...drla_core.io.model_io import check_fits
 from ..scene.armature import capture_pose, restore_pose
 from ..scene.keyframes import fcurves_for, rotation_path, rotation_values, write_channel
+from ..scene.masks import greedy_action
 from ..scene.snapshot import restored_scene
 from ..tree.compiler import compile_tree
 from . import model_store
@@ -137,7 +138,7 @@ def record_episode(scene, tree, model=None, *, seed: int | None = None, max_step
                 check_team_fits(model, env)
             else:
                 check_fits(model, env.observation_space, env.action_space)
-            obs, _ = env.reset(seed=seed)
+            obs, info = env.reset(seed=seed)
             rec.samples.append(capture(scene))
             for _ in range(limit):
                 if compiled.team:
@@ -149,8 +150,8 @@ def record_episode(scene, tree, model=None, *, seed: int | None = None, max_step
                     for name, r in rewards.items():
                         rec.returns[name] = rec.returns.get(name, 0.0) + float(r)
                 else:
-                    action = model.act(obs)
-                    obs, reward, terminated, truncated, _info = env.step(action)
+                    action = greedy_action(model, obs, info)  # among the enabled actions (an action mask)
+                    obs, reward, terminated, truncated, info = env.step(action)
                     ended = terminated or truncated
                 rec.actions.append(action)
                 rec.rewards.append(float(reward))

@@ -13,6 +13,7 @@ from ...drla_core.io.model_io import ModelFormatError, check_fits
 from ...drla_core.rl.multi_agent import evaluate_parallel
 from ...drla_core.rl.train import evaluate, metric_text
 from ..properties import settings
+from ..scene.masks import greedy_action
 from ..scene.snapshot import restored_scene
 from ..words import count
 from . import build, model_store, switcher
@@ -30,6 +31,7 @@ class PlaySession(Session):
         self.model: Any = None
         self.models: dict[str, Any] = {}  # a multi-agent tree: name -> model
         self.obs: Any = None
+        self.info: Any = {}  # the last reset or step info (its action_mask: the actions enabled now)
         self.steps = 0
         self.episodes = 0
         self.episode_return = 0.0
@@ -70,19 +72,19 @@ class PlaySession(Session):
             switcher.check_fits_env(self.model, self.env, self.tree_name)
         else:
             check_fits(self.model, self.env.observation_space, self.env.action_space)
-        self.obs, _ = self.env.reset(seed=self.seed)
+        self.obs, self.info = self.env.reset(seed=self.seed)
         self.state = RUNNING
         self._t0 = time.perf_counter()
 
     def step(self) -> tuple[Any, float, bool, bool, dict]:
         if self.models:
             return self._step_team()
-        action = self.model.act(self.obs)
+        action = greedy_action(self.model, self.obs, self.info)  # among the enabled actions (an action mask)
         obs, reward, terminated, truncated, info = self.env.step(action)
         self._count(float(reward), terminated or truncated)
-        self.obs = obs
+        self.obs, self.info = obs, info
         if terminated or truncated:
-            self.obs, _ = self.env.reset()
+            self.obs, self.info = self.env.reset()
         return obs, reward, terminated, truncated, info
 
     def _step_team(self) -> tuple[Any, float, bool, bool, dict]:
@@ -161,12 +163,12 @@ class _GreedyFilmed:
         self.model, self.frames_dir, self.frames = model, frames_dir, 0
         self.max_frames = int(getattr(env, "max_steps", 1000))
 
-    def predict(self, obs: Any) -> Any:
+    def predict(self, obs: Any, mask: Any = None) -> Any:
         if self.frames_dir is not None and self.frames < self.max_frames:
             bpy.ops.render.render()
             bpy.data.images["Render Result"].save_render(str(self.frames_dir / f"frame_{self.frames:04d}.png"))
             self.frames += 1
-        return self.model.act(obs)
+        return greedy_action(self.model, obs, {"action_mask": mask})
 
 
 def evaluate_episodes(scene, compiled, model, episodes: int, seed: int, frames_dir: Path | None = None) -> str:

@@ -26,7 +26,7 @@ from typing import Any
 
 from ...drla_core.base.env import Env
 from ...drla_core.base.spaces import Box, Discrete
-from . import actuators, sensors
+from . import actuators, masks, sensors
 from .rewards import DONES, REWARDS
 from ..specs import MotorsSpec
 from .snapshot import (ObjectState, active_snapshots, capture_path, free_rigid_body_cache, prepare_for_training,
@@ -54,6 +54,8 @@ class SceneEnv(Env):
         else:
             self.actuator = actuators.DiscreteActuator(spec.actions, scene)
             self.action_space = Discrete(len(spec.actions), spec.action_names)
+        # Action nodes with a condition: info["action_mask"] on reset and every step (None: no mask)
+        self.mask = None if self.motors or spec.continuous is not None else masks.action_mask(spec.actions, scene)
         self.task_metric = "hit" if spec.has_fire else None
         self.rewards = [REWARDS[r.kind](r, scene) for r in spec.rewards]
         self.dones = [DONES[d.kind](d, scene) for d in spec.dones]
@@ -106,7 +108,13 @@ class SceneEnv(Env):
         self.restart_objects()
         self._frame = self.frame_start
         self.scene.frame_set(self._frame)
-        return self.begin_episode(), {}
+        return self.begin_episode(), self.mask_info({})
+
+    def mask_info(self, info: dict) -> dict:
+        """``info`` with ``"action_mask"`` (the enabled actions now) when an action has a condition."""
+        if self.mask is not None:
+            info["action_mask"] = self.mask()
+        return info
 
     # The parts of reset and step, for scene copies stepped together (``SceneVectorEnv``): each copy
     # acts, the scene advances once for all, each copy observes; a copy that ended restarts its own
@@ -167,7 +175,7 @@ class SceneEnv(Env):
         truncated = not terminated and self._steps >= self.max_steps
         self._needs_reset = terminated or truncated
         info = {"hit": int(events["hit"])} if events["fired"] else {}
-        return obs, float(reward), terminated, truncated, info
+        return obs, float(reward), terminated, truncated, self.mask_info(info)
 
     def close(self) -> None:
         self.state.close()

@@ -98,7 +98,21 @@ class SceneVectorEnv(VectorEnv):
         obs = np.stack([env.begin_episode() for env in self.envs])
         if self._batched is not None:
             self._batched.begin(range(self.num_envs))
-        return obs, {}
+        return obs, self._mask_infos({})
+
+    def _mask_infos(self, infos: dict[str, Any], final: dict[str, Any] | None = None,
+                    ended: Any = ()) -> dict[str, Any]:
+        """Each copy's action mask (Action nodes with a condition) into ``infos``, read after the step (and the
+        ended copies' restarts); ``final`` gets the ended copies' masks of their last state, read before those."""
+        if self.envs[0].mask is None:
+            return infos
+        if final is not None:
+            for i in ended:
+                add_info(final, {"action_mask": self.envs[i].mask()}, int(i), self.num_envs)
+            return infos
+        for i, env in enumerate(self.envs):
+            add_info(infos, {"action_mask": env.mask()}, i, self.num_envs)
+        return infos
 
     def restart(self, copies, seeds) -> np.ndarray:
         """Restart ``copies`` (indices) with their own ``seeds`` while the others go on with their episodes: an
@@ -165,8 +179,9 @@ class SceneVectorEnv(VectorEnv):
             for i in ended:
                 if events[i]["fired"]:
                     add_info(final, {"hit": int(events[i]["hit"])}, i, self.num_envs)
+            self._mask_infos(infos, final, ended)
             self._autoreset(obs, done, ended, infos, final)
-        return obs, rewards, terminated, truncated, infos
+        return obs, rewards, terminated, truncated, self._mask_infos(infos)
 
     def _step_each(self, actions):
         """``step`` copy by copy with ``SceneEnv.act`` and ``observe`` (one copy: numpy's per-call costs
@@ -182,14 +197,14 @@ class SceneVectorEnv(VectorEnv):
         done = terminated | truncated
         for i, r in enumerate(results):
             if r[4] and not done[i]:
-                add_info(infos, r[4], i, self.num_envs)
+                add_info(infos, {k: v for k, v in r[4].items() if k != "action_mask"}, i, self.num_envs)
         ended = np.flatnonzero(done)
         if ended.size:
             final: dict[str, Any] = {}
             for i in ended:
-                add_info(final, results[i][4], i, self.num_envs)
+                add_info(final, results[i][4], i, self.num_envs)  # (its action_mask: of its last state)
             self._autoreset(obs, done, ended, infos, final)
-        return obs, rewards, terminated, truncated, infos
+        return obs, rewards, terminated, truncated, self._mask_infos(infos)
 
     def _autoreset(self, obs: np.ndarray, done: np.ndarray, ended: np.ndarray, infos: dict[str, Any],
                    final: dict[str, Any]) -> None:

@@ -6,7 +6,7 @@ import importlib
 from typing import Any
 
 __all__ = ["ENV_NAMES", "PARALLEL_ENV_NAMES", "make", "DeceptiveMaze", "EvacuationGrid", "TankGrid", "IdentityEnv",
-           "Pendulum", "XOR", "DoublePole", "DoublePoleNoVelocity"]
+           "Pendulum", "XOR", "DoublePole", "DoublePoleNoVelocity", "TrapCorridor"]
 
 #: name -> (module, class). Modules are imported on first use, so a missing one only breaks its own name.
 _REGISTRY: dict[str, tuple[str, str]] = {
@@ -19,6 +19,7 @@ _REGISTRY: dict[str, tuple[str, str]] = {
     "xor": (".xor", "XOR"),
     "double_pole": (".double_pole", "DoublePole"),
     "double_pole_nv": (".double_pole", "DoublePoleNoVelocity"),
+    "trap_corridor": (".trap_corridor", "TrapCorridor"),
 }
 ENV_NAMES: tuple[str, ...] = tuple(_REGISTRY)
 #: Multi-agent environments (``multi_agent.ParallelEnv``), made by the same ``make``: name -> (module, class).

@@ -125,11 +125,18 @@ class Model:
         """The network's output for one observation ``(obs_shape)`` or a batch ``(B, *obs_shape)``."""
         return self.network.forward(self._input(obs))
 
-    def act(self, obs: Any) -> Any:
+    def act(self, obs: Any, mask: Any = None) -> Any:
         """The greedy action: argmax for ``Discrete`` (an int, or an int array for a batch); for a
-        ``Box`` the output clipped to the bounds and shaped like the action space."""
+        ``Box`` the output clipped to the bounds and shaped like the action space.
+
+        ``mask`` (``Discrete`` only; one 0/1 per action, ``(n,)`` or ``(B, n)``: the env's ``info["action_mask"]``):
+        the argmax is over the enabled actions; a row that enables none is not masked."""
         y = self.predict(obs)
         if isinstance(self.action_space, Discrete):
+            if mask is not None:
+                m = np.broadcast_to(np.asarray(mask) != 0, y.shape)
+                m = m | ~m.any(axis=-1, keepdims=True)
+                y = np.where(m, y, -np.inf)
             best = np.argmax(y, axis=-1)
             return int(best) if best.ndim == 0 else best
         if isinstance(self.action_space, Box):

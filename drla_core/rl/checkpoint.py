@@ -209,7 +209,9 @@ def _dqn_state(agent: Any, own: Any, replay_buffer: bool,
     keep = min(size, max(int(max_buffer_bytes), 0) // max(per_transition, 1)) if replay_buffer else 0
     buffer_meta: dict[str, Any] = {"capacity": buf.capacity, "size": size, "pos": buf.pos, "full": buf.full,
                                    "limit_bytes": int(max_buffer_bytes) if replay_buffer else 0}
-    names = ("obs", "next_obs", "actions", "rewards", "terminated", "truncated")
+    names: tuple[str, ...] = ("obs", "next_obs", "actions", "rewards", "terminated", "truncated")
+    if buf.next_masks is not None:  # an env with action masks: the next states' masks (the TD target's max)
+        names += ("next_masks",)
     if keep == size and size:  # all of it, as laid out: sampling after the resume draws the same rows
         buffer_meta["stored"] = "all"
         for name in names:
@@ -261,6 +263,8 @@ def checkpoint_state(run: Any, *, replay_buffer: bool = True, max_buffer_bytes: 
     vector = hasattr(run, "num_envs")
     if run._obs is not None:
         arrays["run.obs"] = np.array(run._obs, copy=True)
+        if getattr(run, "_mask", None) is not None:
+            arrays["run.mask"] = np.array(run._mask, copy=True)
     if vector:
         for name in ("returns", "lengths", "metric_sums", "metric_counts"):
             arrays[f"run.{name}"] = getattr(run, f"_{name}").copy()

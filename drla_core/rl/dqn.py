@@ -37,6 +37,21 @@ def _row_max(q: np.ndarray) -> np.ndarray:
     return best
 
 
+def enabled_rows(masks: Any, n_actions: int) -> np.ndarray:
+    """Action masks as bool ``(N, n_actions)``; a row that enables nothing enables everything (no choice is left
+    to honour, so the mask is ignored there rather than leaving no action)."""
+    m = np.asarray(masks).reshape(-1, n_actions) != 0
+    none = ~m.any(axis=1)
+    if none.any():
+        m[none] = True
+    return m
+
+
+def _masked_q(q: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    """``q`` with the disabled actions at -inf, so ``argmax`` and ``max`` see only the enabled ones."""
+    return np.where(masks, q, np.float32(-np.inf))
+
+
 @dataclass
 class DQNConfig:
     """Hyper-parameters of DQN.
@@ -145,31 +160,50 @@ class DQNAgent:
 
     # ---- acting -----------------------------------------------------------------------------------
 
-    def predict(self, obs: Any) -> int:
-        """The greedy action: argmax_a Q(obs, a)."""
+    def predict(self, obs: Any, mask: Any = None) -> int:
+        """The greedy action: argmax_a Q(obs, a), over the actions ``mask`` enables when given."""
         if not (isinstance(obs, np.ndarray) and obs.ndim == 1):
             obs = np.reshape(obs, self.obs_size)
-        return int(self.q_network.forward_into_cache(obs).argmax())
+        q = self.q_network.forward_into_cache(obs)
+        if mask is not None:
+            return int(_masked_q(q, enabled_rows(mask, self.n_actions)[0]).argmax())
+        return int(q.argmax())
 
-    def act(self, obs: Any, explore: bool = True) -> int:
-        """Epsilon-greedy action when ``explore``, greedy otherwise."""
+    def act(self, obs: Any, explore: bool = True, mask: Any = None) -> int:
+        """Epsilon-greedy action when ``explore``, greedy otherwise; with ``mask`` (one 0/1 per action, the
+        env's ``info["action_mask"]``) both the random and the greedy choice are among the enabled actions."""
         if explore and self.rng.random() < self.epsilon:
+            if mask is not None:
+                enabled = np.flatnonzero(enabled_rows(mask, self.n_actions)[0])
+                return int(enabled[self.rng.integers(len(enabled))])
             return int(self.rng.integers(self.n_actions))
-        return self.predict(obs)
+        return self.predict(obs, mask)
 
-    def act_batch(self, obs: np.ndarray, explore: bool = True) -> np.ndarray:
+    def act_batch(self, obs: np.ndarray, explore: bool = True, masks: np.ndarray | None = None) -> np.ndarray:
         """One action per copy of a vector env, ``(N,)`` int64, from ONE network call on the ``(N, ...)`` batch.
 
         With ``explore`` each copy is epsilon-greedy on its own: N uniform draws decide which copies
         act at random, N more give their random actions (both always drawn, so the stream of the
-        agent's generator depends on N only, not on the outcomes).
+        agent's generator depends on N only, not on the outcomes). ``masks`` ``(N, n_actions)``: each copy
+        chooses (at random and greedily) among the actions its row enables.
         """
         obs = np.asarray(obs)
         n = len(obs)
         x = obs.reshape(n, self.obs_size)
         if x.dtype != np.float32:
             x = x.astype(np.float32)
-        greedy = self.q_network.forward_into_cache(x).argmax(axis=1).astype(np.int64)
+        q = self.q_network.forward_into_cache(x)
+        if masks is not None:
+            m = enabled_rows(masks, self.n_actions)
+            greedy = _masked_q(q, m).argmax(axis=1).astype(np.int64)
+            if not explore:
+                return greedy
+            random_copies = self.rng.random(n) < self.epsilon
+            # the k-th enabled action of each row, k uniform among the row's enabled count
+            k = np.floor(self.rng.random(n) * m.sum(axis=1)).astype(np.int64)
+            random_actions = (np.cumsum(m, axis=1) <= k[:, None]).sum(axis=1).astype(np.int64)
+            return np.where(random_copies, random_actions, greedy)
+        greedy = q.argmax(axis=1).astype(np.int64)
         if not explore:
             return greedy
         random_copies = self.rng.random(n) < self.epsilon
@@ -179,13 +213,14 @@ class DQNAgent:
     # ---- learning ---------------------------------------------------------------------------------
 
     def observe(self, obs: Any, action: int, reward: float, next_obs: Any, terminated: bool,
-                truncated: bool) -> dict[str, float]:
-        """Store a transition, advance the epsilon schedule, and train when it is time.
+                truncated: bool, next_mask: Any = None) -> dict[str, float]:
+        """Store a transition, advance the epsilon schedule, and train when it is time; ``next_mask``: the
+        actions enabled in ``next_obs`` (the TD target's max is over them).
 
         Returns ``{"loss": mean loss}`` after a training phase, ``{}`` otherwise.
         """
         cfg = self.config
-        self.replay_buffer.add(obs, action, reward, next_obs, terminated, truncated)
+        self.replay_buffer.add(obs, action, reward, next_obs, terminated, truncated, next_mask)
         self.num_timesteps += 1
         self.epsilon = linear_schedule(cfg.exploration_initial_eps, cfg.exploration_final_eps,
                                        cfg.exploration_fraction, self.num_timesteps / self.total_timesteps)
@@ -194,7 +229,8 @@ class DQNAgent:
         return {}
 
     def observe_batch(self, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray, next_obs: np.ndarray,
-                      terminated: np.ndarray, truncated: np.ndarray) -> dict[str, float]:
+                      terminated: np.ndarray, truncated: np.ndarray,
+                      next_masks: np.ndarray | None = None) -> dict[str, float]:
         """Store the N transitions of one vector step and train as N single ``observe`` calls would schedule it.
 
         ``next_obs`` must be what each action led to: ``final_obs`` for the copies that ended
@@ -203,10 +239,11 @@ class DQNAgent:
         copy. Every multiple of ``train_freq`` passed (beyond ``learning_starts``) is one phase of
         ``gradient_steps``: ``N / train_freq`` phases per call on average, the fractions carried over in
         ``num_timesteps``; the phases due in one call run as one ``update`` (the buffer does not change
-        between them). Returns ``{"loss": mean loss}`` when it trained, ``{}`` otherwise.
+        between them). ``next_masks``: the actions enabled in each ``next_obs``. Returns ``{"loss": mean loss}``
+        when it trained, ``{}`` otherwise.
         """
         cfg = self.config
-        self.replay_buffer.add_batch(obs, actions, rewards, next_obs, terminated, truncated)
+        self.replay_buffer.add_batch(obs, actions, rewards, next_obs, terminated, truncated, next_masks)
         before = self.num_timesteps
         self.num_timesteps += len(rewards)
         self.epsilon = linear_schedule(cfg.exploration_initial_eps, cfg.exploration_final_eps,
@@ -240,6 +277,9 @@ class DQNAgent:
         # 1. target: the value of each next state under the target network (a work array of the
         #    target network: nothing else runs it during the phase)
         next_q_target = self.target_network.forward_into_cache(next_obs)
+        next_masks = None if data.next_masks is None else enabled_rows(data.next_masks, self.n_actions)
+        if next_masks is not None:  # the max (and double DQN's argmax) is over the next state's enabled actions
+            next_q_target = _masked_q(next_q_target, next_masks)
         if not cfg.double_dqn:
             next_q = _row_max(next_q_target)
             # 2. td_target = r + gamma * max_a' Q_target(s', a'), not bootstrapped from terminal states
@@ -252,7 +292,10 @@ class DQNAgent:
             rows = slice(k * batch_size, (k + 1) * batch_size)
             if cfg.double_dqn:
                 # 1b. double DQN: the online network picks the next action, the target network values it
-                next_actions = q_network.forward_into_cache(next_obs[rows]).argmax(axis=1)
+                next_online = q_network.forward_into_cache(next_obs[rows])
+                if next_masks is not None:
+                    next_online = _masked_q(next_online, next_masks[rows])
+                next_actions = next_online.argmax(axis=1)
                 next_q = np.take(next_q_target[rows].ravel(), self._row_offsets[0] + next_actions)
                 # 2. td_target = r + gamma * Q_target(s', argmax_a' Q(s', a')), terminal states not bootstrapped
                 td_target = data.rewards[rows] + cfg.gamma * (1.0 - data.terminated[rows]) * next_q
@@ -329,6 +372,8 @@ class DQNAgent:
         """
         meta = dict(meta or {})
         meta.setdefault("ancestry", ancestry_record(self.origin, self.q_network.params))
+        if self.replay_buffer.next_masks is not None:  # trained under action masks: exports take a mask
+            meta.setdefault("action_mask", True)
         growth = getattr(self, "growth_history", None)
         if growth:
             meta["growth"] = [dict(record) for record in growth]

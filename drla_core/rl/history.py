@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, NamedTuple
@@ -33,6 +35,14 @@ class EvalResult(NamedTuple):
     metric_count: int = 0
 
 
+def _takes_mask(fn: Any) -> bool:
+    """Whether a policy's act takes the env's action mask (``predict(obs, mask)``)."""
+    try:
+        return "mask" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def evaluate(env: Env, policy: Callable[[Any], Any] | Any, episodes: int = 10, seed: int | None = 0,
              max_steps_per_episode: int = 1_000_000) -> EvalResult:
     """Run ``episodes`` episodes with ``policy`` (a callable obs -> action, or an object with ``predict``).
@@ -40,15 +50,17 @@ def evaluate(env: Env, policy: Callable[[Any], Any] | Any, episodes: int = 10, s
     The first reset uses ``seed`` and later ones continue the env's generator, so one seed fixes
     the whole evaluation. The metric is the mean of ``info[env.task_metric]`` over the steps that report it.
     """
-    act = policy.predict if hasattr(policy, "predict") else policy
+    act: Callable[..., Any] = policy.predict if hasattr(policy, "predict") else policy
+    masked = _takes_mask(act)
     key = env.task_metric
     returns: list[float] = []
     metric_sum, metric_count = 0.0, 0
     for episode in range(episodes):
-        obs, _ = env.reset(seed=seed if episode == 0 else None)
+        obs, info = env.reset(seed=seed if episode == 0 else None)
         total = 0.0
         for _ in range(max_steps_per_episode):
-            obs, reward, terminated, truncated, info = env.step(act(obs))
+            mask = info.get("action_mask") if masked and isinstance(info, dict) else None  # the env's action mask
+            obs, reward, terminated, truncated, info = env.step(act(obs) if mask is None else act(obs, mask))
             total += float(reward)
             if key is not None and key in info:
                 metric_sum += float(info[key])

@@ -23,7 +23,19 @@ import numpy as np
 
 from ..nn.mlp import MLP
 
-__all__ = ["CategoricalHead", "GaussianHead", "RunningMeanStd", "orthogonal", "init_orthogonal"]
+__all__ = ["CategoricalHead", "GaussianHead", "RunningMeanStd", "orthogonal", "init_orthogonal", "masked_logits",
+           "MASKED_LOGIT"]
+
+MASKED_LOGIT = -1e9
+"""What a disabled action's logit becomes: its probability is exactly 0 in float32 (and so its gradient)."""
+
+
+def masked_logits(out: np.ndarray, masks: Any) -> np.ndarray:
+    """The logits ``(B, n)`` with the actions ``masks`` (0/1 per logit, ``(B, n)``) disables at ``MASKED_LOGIT``;
+    a row that enables nothing is left as it is (no choice is left to honour)."""
+    m = np.asarray(masks).reshape(out.shape) != 0
+    m |= ~m.any(axis=-1, keepdims=True)
+    return np.where(m, out, out.dtype.type(MASKED_LOGIT))
 
 _LOG_2PI = math.log(2.0 * math.pi)
 

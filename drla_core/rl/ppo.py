@@ -30,7 +30,7 @@ from ..base.spaces import Box, Discrete, MultiDiscrete, Space
 from ..io.model_io import Model
 from ..nn.mlp import MLP, LayerSpec, as_layer_specs
 from ..nn.optim import Adam
-from .policies import CategoricalHead, GaussianHead, RunningMeanStd, init_orthogonal
+from .policies import CategoricalHead, GaussianHead, RunningMeanStd, init_orthogonal, masked_logits
 
 __all__ = ["PPOConfig", "PPOAgent", "schedule_value"]
 
@@ -189,6 +189,7 @@ class PPOAgent:
         self.buf_values = np.zeros((t, n), dtype=np.float32)
         self.buf_rewards = np.zeros((t, n), dtype=np.float32)
         self.buf_dones = np.zeros((t, n), dtype=np.float32)
+        self.buf_masks: np.ndarray | None = None  # (t, n, logits) bool, from the first masked step (action masks)
         self._returns = np.zeros(n, dtype=np.float64)
 
     # ---- acting ------------------------------------------------------------------------------------------
@@ -217,32 +218,35 @@ class PPOAgent:
     def _policy_out(self, y: np.ndarray) -> np.ndarray:
         return y[..., :self.n_policy] if self.critic is None else y
 
-    def predict(self, obs: Any) -> Any:
-        """The deterministic action: argmax of the logits, or the mean clipped to the bounds."""
+    def predict(self, obs: Any, mask: Any = None) -> Any:
+        """The deterministic action: argmax of the logits (of the actions ``mask`` enables), or the mean clipped."""
         x = np.asarray(obs, dtype=np.float32).reshape(self.obs_size)
         if self.config.normalize_obs:
             x = self._normalize(x)
-        action = self.head.mode(self._policy_out(self.actor.forward_into_cache(x)))
+        out = self._policy_out(self.actor.forward_into_cache(x))
+        action = self.head.mode(out if mask is None else masked_logits(out, mask))
         if isinstance(self.action_space, Discrete):
             return int(action)
         return np.array(action).reshape(self.action_space.shape)
 
-    def act(self, obs: Any, explore: bool = True) -> Any:
+    def act(self, obs: Any, explore: bool = True, mask: Any = None) -> Any:
         """A sampled action when ``explore`` (one copy: a batch of one), the deterministic one otherwise."""
         if not explore:
-            return self.predict(obs)
-        action = self.act_batch(np.asarray(obs)[None], explore=True)[0]
+            return self.predict(obs, mask)
+        action = self.act_batch(np.asarray(obs)[None], True, None if mask is None else np.asarray(mask)[None])[0]
         return int(action) if isinstance(self.action_space, Discrete) else action
 
-    def act_batch(self, obs: np.ndarray, explore: bool = True) -> np.ndarray:
+    def act_batch(self, obs: np.ndarray, explore: bool = True, masks: np.ndarray | None = None) -> np.ndarray:
         """One action per copy from ONE forward over the ``(N, ...)`` batch (and one of the critic when separate).
 
         Exploring, the draws, their log-probabilities, the values and the (normalised) observations go into the
         rollout; the observation statistics take in the batch first. Box actions come back clipped to the bounds.
+        ``masks`` (one 0/1 per logit and copy): disabled actions get probability 0; the rollout keeps the masks.
         """
         x = self._flat(obs)
         if not explore:
-            return np.asarray(self.head.mode(self._policy_out(self.actor.forward(self._normalize(x)))))
+            out = self._policy_out(self.actor.forward(self._normalize(x)))
+            return np.asarray(self.head.mode(out if masks is None else masked_logits(out, masks)))
         n = len(x)
         self._buffer(n)
         if self.config.normalize_obs:
@@ -250,6 +254,11 @@ class PPOAgent:
         x = self._normalize(x)
         y = self.actor.forward_into_cache(x)
         out = self._policy_out(y)
+        if masks is not None:
+            out = masked_logits(out, masks)
+            if self.buf_masks is None:
+                self.buf_masks = np.ones((self.config.n_steps, n, out.shape[1]), dtype=bool)
+            self.buf_masks[self.pos] = np.asarray(masks).reshape(out.shape) != 0
         raw = self.head.sample(out, self.rng)
         logp, _ = self.head.evaluate(out, raw)
         values = y[:, -1] if self.critic is None else self.critic.forward_into_cache(x)[:, 0]
@@ -265,13 +274,13 @@ class PPOAgent:
     # ---- learning ----------------------------------------------------------------------------------------
 
     def observe(self, obs: Any, action: Any, reward: float, next_obs: Any, terminated: bool,
-                truncated: bool) -> dict[str, float]:
+                truncated: bool, next_mask: Any = None) -> dict[str, float]:
         """One copy's transition (``TrainingRun``): ``observe_batch`` with a batch of one."""
         return self.observe_batch(np.asarray(obs)[None], np.asarray([action]), np.array([reward], dtype=np.float64),
                                   np.asarray(next_obs)[None], np.array([terminated]), np.array([truncated]))
 
     def observe_batch(self, obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray, next_obs: np.ndarray,
-                      terminated: np.ndarray, truncated: np.ndarray) -> dict[str, float]:
+                      terminated: np.ndarray, truncated: np.ndarray, next_masks: Any = None) -> dict[str, float]:
         """The rewards of the step ``act_batch`` took (``next_obs``: ``final_obs`` where a copy ended); every
         ``n_steps`` steps, the update. Returns ``{"loss": mean loss}`` after an update, ``{}`` otherwise."""
         cfg = self.config
@@ -329,15 +338,16 @@ class PPOAgent:
         adv, returns = self.advantages(last_values)
         m = cfg.n_steps * self.num_envs
         data = (self.buf_obs.reshape(m, self.obs_size), self.buf_actions.reshape((m,) + self.buf_actions.shape[2:]),
-                self.buf_logp.reshape(m), self.buf_values.reshape(m), adv.reshape(m), returns.reshape(m))
+                self.buf_logp.reshape(m), self.buf_values.reshape(m), adv.reshape(m), returns.reshape(m)) + (
+            () if self.buf_masks is None else (self.buf_masks.reshape(m, -1),))
         totals = np.zeros(6)
         count = 0
         for _ in range(cfg.n_epochs):
             order = self.rng.permutation(m)
             for start in range(0, m, cfg.batch_size):
                 idx = order[start:start + cfg.batch_size]
-                obs, actions, old_logp, old_values, advantages, rets = (a[idx] for a in data)
-                totals += self.minibatch_step(obs, actions, old_logp, old_values, advantages, rets, clip)
+                totals += self.minibatch_step(*(a[idx] for a in data[:6]), clip,  # type: ignore[call-arg]
+                                              *(a[idx] for a in data[6:]))
                 count += 1
         self.n_updates += count
         means = totals / max(count, 1)
@@ -346,13 +356,17 @@ class PPOAgent:
         return float(means[0])
 
     def losses(self, obs: np.ndarray, actions: np.ndarray, old_logp: np.ndarray, old_values: np.ndarray,
-               adv: np.ndarray, returns: np.ndarray, clip: float, backward: bool = True) -> tuple[np.ndarray, list]:
+               adv: np.ndarray, returns: np.ndarray, clip: float, backward: bool = True,
+               masks: np.ndarray | None = None) -> tuple[np.ndarray, list]:
         """The loss of one minibatch and (``backward``) the gradient of each parameter vector (``_param_vectors``
-        order): ``(loss, policy loss, value loss, entropy, approx KL, clip fraction), [grads]``."""
+        order): ``(loss, policy loss, value loss, entropy, approx KL, clip fraction), [grads]``; ``masks``: the
+        action masks the rollout was acted under (the disabled logits masked as when acting)."""
         cfg = self.config
         b = len(obs)
         y = self.actor.forward_train(obs)
         out = self._policy_out(y)
+        if masks is not None:
+            out = masked_logits(out, masks)
         values = y[:, -1] if self.critic is None else self.critic.forward_train(obs)[:, 0]
         logp, entropy = self.head.evaluate(out, actions)
         inv_b = 1.0 / b  # (sums times 1/b: np.mean's Python wrapper costs more than its arithmetic here)
@@ -398,9 +412,10 @@ class PPOAgent:
         return figures, grads
 
     def minibatch_step(self, obs: np.ndarray, actions: np.ndarray, old_logp: np.ndarray, old_values: np.ndarray,
-                       adv: np.ndarray, returns: np.ndarray, clip: float) -> np.ndarray:
+                       adv: np.ndarray, returns: np.ndarray, clip: float,
+                       masks: np.ndarray | None = None) -> np.ndarray:
         """One gradient step: the losses, one global norm clip over every parameter, Adam."""
-        figures, grads = self.losses(obs, actions, old_logp, old_values, adv, returns, clip)
+        figures, grads = self.losses(obs, actions, old_logp, old_values, adv, returns, clip, masks=masks)
         norm = math.sqrt(sum(float(np.dot(g, g)) for g in grads))
         if norm > self.config.max_grad_norm:  # torch's clip_grad_norm_: max_norm / (norm + 1e-6)
             scale = np.float32(self.config.max_grad_norm / (norm + 1e-6))
@@ -437,7 +452,7 @@ class PPOAgent:
         if isinstance(self.action_space, MultiDiscrete):
             raise ValueError("a MultiDiscrete PPO policy cannot be saved as a model file (the format has no "
                              "MultiDiscrete action space); use predict() in Python")
-        meta = {"agent": "ppo", **dict(meta or {})}
+        meta = {"agent": "ppo", **dict(meta or {}), **({"action_mask": True} if self.buf_masks is not None else {})}
         meta.setdefault("ancestry", ancestry_record(self.origin, self.actor.params))
         obs_norm = None
         if self.config.normalize_obs:
@@ -465,6 +480,8 @@ class PPOAgent:
             arrays["returns"] = self._returns
             for name in ("obs", "actions", "logp", "values", "rewards", "dones"):
                 arrays[f"rollout.{name}"] = getattr(self, f"buf_{name}")
+            if self.buf_masks is not None:
+                arrays["rollout.masks"] = self.buf_masks
         meta = {"config": self.config.to_dict(), "architecture": self.actor.architecture(),
                 "critic_architecture": self.critic.architecture() if self.critic is not None else None,
                 "observation_space": self.observation_space.to_dict(), "action_space": self.action_space.to_dict(),
@@ -509,6 +526,8 @@ class PPOAgent:
             np.copyto(self._returns, arrays["returns"])  # type: ignore[arg-type]
             for name in ("obs", "actions", "logp", "values", "rewards", "dones"):
                 np.copyto(getattr(self, f"buf_{name}"), arrays[f"rollout.{name}"])
+            if "rollout.masks" in arrays:
+                self.buf_masks = arrays["rollout.masks"].copy()
             self.pos = int(meta["pos"])
 
     def status(self) -> dict[str, str]:

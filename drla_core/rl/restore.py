@@ -139,7 +139,10 @@ def _restore_buffer(buf: Any, ckpt: Checkpoint) -> None:
     """The replay memory as saved: all of it in place, or its newest transitions, or none."""
     arrays, saved_buf = ckpt.arrays, ckpt.meta["buffer"]
     buf.clear()
-    names = ("obs", "next_obs", "actions", "rewards", "terminated", "truncated")
+    names: tuple[str, ...] = ("obs", "next_obs", "actions", "rewards", "terminated", "truncated")
+    if "buffer.next_masks" in arrays:  # the action masks of the next states
+        names += ("next_masks",)
+        buf._mask_rows(arrays["buffer.next_masks"].shape[-1])
     if saved_buf["stored"] == "all":
         size = int(saved_buf["size"])
         for name in names:
@@ -174,6 +177,7 @@ def _restore_env(run: Any, ckpt: Checkpoint) -> None:
         if hasattr(run.env, "_started"):  # a SyncVectorEnv: its copies are mid-episode, no reset needed
             run.env._started = True
         run._obs = arrays["run.obs"].copy() if saved_run["has_obs"] else None
+        run._mask = arrays["run.mask"].copy() if "run.mask" in arrays else None
         run._episode_return, run._episode_length = float(saved_run["episode_return"]), int(saved_run["episode_length"])
         run._metric_sum, run._metric_count = float(saved_run["metric_sum"]), int(saved_run["metric_count"])
         if saved_run["vector"]:

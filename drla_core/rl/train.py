@@ -45,6 +45,11 @@ __all__ = ["Callback", "EvalResult", "History", "PrintProgress", "TrainingError"
            "metric_text", "short_metric_text", "history_metric_text", "METRIC_WORDS", "ONCE_PER_EPISODE"]
 
 
+def action_mask(info: Any) -> Any:
+    """The env's action mask (Gymnasium's ``info["action_mask"]``: one 0/1 per action), or ``None``."""
+    return info.get("action_mask") if isinstance(info, dict) else None
+
+
 def _default_save(run: TrainingRun, path: str) -> None:
     save_model(path, run.agent.to_model({"steps": run.steps, "episodes": run.episodes}))
 
@@ -102,6 +107,7 @@ class TrainingRun:
         self._stop_requested = False
         self._final_eval = True
         self._obs: Any = None
+        self._mask: Any = None  # the actions enabled in ``_obs`` (``info["action_mask"]``), when the env masks
         self._episode_return = 0.0
         self._episode_length = 0
         self._metric_sum = 0.0
@@ -134,9 +140,7 @@ class TrainingRun:
         self.history.interrupted = False
         if not self._started:
             return
-        self._obs, _ = self.env.reset()
-        self._episode_return, self._episode_length = 0.0, 0
-        self._metric_sum, self._metric_count = 0.0, 0
+        self._fresh_episode()
 
     # ---- as a TrainingJob (agents.base) -----------------------------------------------------------
 
@@ -198,6 +202,8 @@ class TrainingRun:
         names = getattr(self.env.action_space, "names", None)
         if names:
             info["actions"] = list(names)
+        if self._mask is not None:  # trained under action masks: exports take a mask (ONNX: a second input)
+            info["action_mask"] = True
         return self.agent.to_model(info)
 
     def run(self) -> TrainingRun:
@@ -253,7 +259,8 @@ class TrainingRun:
         for cb in self.callbacks:
             cb.on_start(self)
         t0 = time.perf_counter()
-        self._obs, _ = self.env.reset(seed=self.seed)
+        self._obs, info = self.env.reset(seed=self.seed)
+        self._mask = action_mask(info)
         self.train_seconds += time.perf_counter() - t0
 
     def _continue(self) -> None:
@@ -272,7 +279,8 @@ class TrainingRun:
             self._finish()
 
     def _fresh_episode(self) -> None:
-        self._obs, _ = self.env.reset()
+        self._obs, info = self.env.reset()
+        self._mask = action_mask(info)
         self._episode_return, self._episode_length = 0.0, 0
         self._metric_sum, self._metric_count = 0.0, 0
 
@@ -291,10 +299,14 @@ class TrainingRun:
 
     def _step(self) -> None:
         t0 = time.perf_counter()
-        env, agent, obs = self.env, self.agent, self._obs
-        action = agent.act(obs)
+        env, agent, obs, mask = self.env, self.agent, self._obs, self._mask
+        action = agent.act(obs) if mask is None else agent.act(obs, mask=mask)
         next_obs, reward, terminated, truncated, info = env.step(action)
-        out = agent.observe(obs, action, reward, next_obs, terminated, truncated)
+        next_mask = action_mask(info)
+        if next_mask is None:
+            out = agent.observe(obs, action, reward, next_obs, terminated, truncated)
+        else:
+            out = agent.observe(obs, action, reward, next_obs, terminated, truncated, next_mask=next_mask)
         self.steps += 1
         self.history.steps = self.steps
         self._episode_return += float(reward)
@@ -313,7 +325,7 @@ class TrainingRun:
         if episode_over:
             self._obs = None  # reset below, after a possible evaluation on this env
         else:
-            self._obs = next_obs
+            self._obs, self._mask = next_obs, next_mask
         self.train_seconds += time.perf_counter() - t0
 
         if episode_over:
@@ -328,7 +340,8 @@ class TrainingRun:
             self._checkpoint()
         if self._obs is None:
             t0 = time.perf_counter()
-            self._obs, _ = env.reset()
+            self._obs, info = env.reset()
+            self._mask = action_mask(info)
             self.train_seconds += time.perf_counter() - t0
         if stop or self._stop_requested or self.steps >= self.total_steps:
             self._finish()

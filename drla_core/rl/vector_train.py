@@ -14,9 +14,27 @@ from ..base.env import Env
 from ..base.vector_env import VectorEnv, real_next_obs, vector_info_values
 
 from .history import Callback, TrainingError
-from .train import TrainingRun
+from .train import TrainingRun, action_mask
 
-__all__ = ["VectorTrainingRun"]
+__all__ = ["VectorTrainingRun", "real_next_masks"]
+
+
+def real_next_masks(infos: dict[str, Any]) -> np.ndarray | None:
+    """The action masks of the observations each copy's action led to (``real_next_obs``'s masks): the top
+    level's ``action_mask`` with ``final_info``'s where a copy ended; ``None`` when the env gives no masks."""
+    masks = action_mask(infos)
+    if masks is None:
+        return None
+    final = infos.get("final_info")
+    ended = infos.get("_final_obs")
+    if final is None or ended is None or final.get("action_mask") is None:
+        return masks
+    use = ended & final.get("_action_mask", ended)
+    if not use.any():
+        return masks
+    out = np.array(masks, copy=True)
+    out[use] = final["action_mask"][use]
+    return out
 
 
 class VectorTrainingRun(TrainingRun):
@@ -74,11 +92,11 @@ class VectorTrainingRun(TrainingRun):
         self.history.interrupted = False
         if not self._started:
             return
-        self._obs, _ = self.venv.reset()
-        self._clear_copies()
+        self._fresh_episode()
 
     def _fresh_episode(self) -> None:
-        self._obs, _ = self.venv.reset()
+        self._obs, infos = self.venv.reset()
+        self._mask = action_mask(infos)
         self._clear_copies()
 
     def status(self) -> dict[str, str]:
@@ -89,15 +107,23 @@ class VectorTrainingRun(TrainingRun):
         names = getattr(self.venv.single_action_space, "names", None)
         if names:
             info["actions"] = list(names)
+        if self._mask is not None:  # trained under action masks: exports take a mask (ONNX: a second input)
+            info["action_mask"] = True
         return self.agent.to_model(info)
 
     def _step(self) -> None:
         t0 = time.perf_counter()
-        obs = self._obs
-        actions = self.agent.act_batch(obs)
+        obs, masks = self._obs, self._mask
+        actions = self.agent.act_batch(obs) if masks is None else self.agent.act_batch(obs, masks=masks)
         next_obs, rewards, terminated, truncated, infos = self.venv.step(actions)
         ended = terminated | truncated
-        out = self.agent.observe_batch(obs, actions, rewards, real_next_obs(next_obs, infos), terminated, truncated)
+        next_masks = real_next_masks(infos)
+        if next_masks is None:
+            out = self.agent.observe_batch(obs, actions, rewards, real_next_obs(next_obs, infos), terminated,
+                                           truncated)
+        else:
+            out = self.agent.observe_batch(obs, actions, rewards, real_next_obs(next_obs, infos), terminated,
+                                           truncated, next_masks=next_masks)
         self.steps += self.num_envs
         self.history.steps = self.steps
         self._returns += rewards
@@ -113,7 +139,7 @@ class VectorTrainingRun(TrainingRun):
             values, present = vector_info_values(infos, key, ended)
             self._metric_sums += values
             self._metric_counts += present
-        self._obs = next_obs
+        self._obs, self._mask = next_obs, action_mask(infos)
         self.train_seconds += time.perf_counter() - t0
 
         for i in np.flatnonzero(ended):

@@ -96,3 +96,24 @@ test("IK: solve without refinement is the clipped network answer; refinement lan
   noArm.extra = {};
   assert.throws(() => load(noArm).solve(t), /no extra.arm/);
 });
+
+test("act and actBatch take an optional action mask: the argmax over the enabled actions", () => {
+  ARCHITECTURES.doubler = {
+    check: (arch) => ({ inputSize: arch.input_size, outputSize: arch.input_size }),
+    build: () => ({ forwardInto: (x, out, o) => { for (let i = 0; i < x.length; i++) out[o + i] = 2 * x[i]; } }),
+  };
+  try {
+    const m = load({ ...good(), architecture: { type: "doubler", input_size: 4 }, action_space:
+      { type: "discrete", n: 4, names: ["a", "b", "c", "d"] } });
+    assert.equal(m.act([1, 5, 3, -1]), 1);
+    assert.equal(m.act([1, 5, 3, -1], [1, 0, 1, 1]), 2);
+    assert.equal(m.act([1, 5, 3, -1], [0, 0, 0, 1]), 3);
+    assert.equal(m.act([1, 5, 3, -1], [0, 0, 0, 0]), 1);  // enables none: ignored
+    assert.throws(() => m.act([1, 5, 3, -1], [1, 0]), /2 entries, the model 4 actions/);
+    const obs = Float32Array.from([1, 5, 3, -1, 4, 0, 0, 9]);
+    assert.deepEqual(Array.from(m.actBatch(obs, 2, Int8Array.from([1, 0, 1, 1, 1, 1, 1, 0]))), [2, 0]);
+    assert.deepEqual(Array.from(m.actBatch(obs, 2)), [1, 3]);
+  } finally {
+    delete ARCHITECTURES.doubler;
+  }
+});
