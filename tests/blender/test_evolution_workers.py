@@ -1,0 +1,145 @@
+"""An Evolution tree with Workers (issue 27, item 4): each generation's population is evaluated across worker
+processes, and the run is the one-process run bit for bit: the same history (but its wall seconds), champion and
+model file, for GA, NEAT and GA with novelty (the walker's tree); a worker killed mid-generation is replaced, its
+individuals evaluated again, and the result is still the same; the panel's Workers and ``drla train --workers``
+(with its checkpoints and ``--resume``) train it too. Tiny runs: a few individuals, two or three generations."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+bpy = pytest.importorskip("bpy")
+
+ROOT = Path(__file__).resolve().parents[2]
+CARTPOLE = ROOT / "scenes" / "cartpole_rb" / "cartpole_rb.blend"
+WALKER = ROOT / "scenes" / "walker" / "walker.blend"
+
+
+def _tree(blend, tmp_path, novelty=False, **agent):
+    """Open ``blend``, set the Evolution Agent's settings and save the file as the workers' copy: (scene, tree,
+    the copy's path)."""
+    bpy.ops.wm.open_mainfile(filepath=str(blend), load_ui=False)
+    tree = next(t for t in bpy.data.node_groups if t.bl_idname == "DRLA_NodeTree")
+    node = next(n for n in tree.nodes if n.bl_idname == "DRLA_EvolutionAgentNode")
+    for name, value in agent.items():
+        setattr(node, name, value)
+    if node.method == 'NEAT':  # NEAT evolves its own topology: no Network node
+        for link in [lk for lk in tree.links if lk.to_node == node and lk.from_node.bl_idname == "DRLA_NetworkNode"]:
+            tree.links.remove(link)
+    if novelty:  # scored by novelty of the final position (the first two observation values), fitness a little
+        linked = tree.nodes.new("DRLA_NoveltyNode")
+        linked.values, linked.k, linked.fitness_weight = 2, 3, 0.3
+        tree.links.new(linked.outputs[0], node.inputs["Novelty"])
+    copy = tmp_path / "workers.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(copy), copy=True, compress=False)
+    return bpy.context.scene, tree, copy
+
+
+def _run(scene, tree, copy, tmp_path, workers, generations, kill=False):
+    """Evolve ``generations`` in this process (``workers`` 0) or on ``workers`` processes; (history without its wall
+    seconds, champion fitness, the model file's bytes, the job)."""
+    from drla_ext.addon.runs import build, evolution_workers
+    from drla_ext.addon.scene.snapshot import restored_scene
+    from drla_ext.addon.tree.compiler import compile_tree
+    from drla_ext.drla_core.io.model_io import save_model
+
+    compiled = compile_tree(tree, scene)
+    with restored_scene(scene):
+        env = build.build_env(compiled, scene, copies=1)
+        try:
+            if workers:
+                job = evolution_workers.build_job(compiled, env, str(copy), workers=workers, copies=1, seed=3,
+                                                  total_steps=generations)
+            else:
+                job = build.build_job(compiled, env, seed=3, total_steps=generations)
+            if kill:  # a worker dies while it holds individuals of the first generation
+                while not any(w.pending for w in job.farm.workers):
+                    job.advance(max_seconds=0.05)
+                victim = next(w for w in job.farm.workers if w.pending)
+                victim.handle[0].kill()
+            while not job.done:
+                job.advance(max_seconds=0.5)
+            job.finish()
+        finally:
+            env.close()
+    history = {k: v for k, v in job.history.items() if k != "seconds"}
+    path = save_model(tmp_path / f"model_{workers}_{kill}.json", job.to_model({"created": "-"}))
+    return json.dumps(history), job.champion_fitness, path.read_bytes(), job
+
+
+@pytest.mark.parametrize("method", ["GA", "NEAT"])
+def test_two_workers_evolve_what_one_process_does(method, ext, tmp_path):
+    scene, tree, copy = _tree(CARTPOLE, tmp_path, method=method, population_size=8, generations=3, elites=1)
+    alone = _run(scene, tree, copy, tmp_path, 0, 3)
+    two = _run(scene, tree, copy, tmp_path, 2, 3)
+    assert two[:3] == alone[:3]
+    assert json.loads(two[0])["best"] and two[3].env_steps == alone[3].env_steps
+    assert all(w.handle[0].poll() is not None for w in two[3].farm.workers)  # the workers ended with the run
+
+
+def test_novelty_on_the_walker_with_workers_is_the_same_run(ext, tmp_path):
+    scene, tree, copy = _tree(WALKER, tmp_path, novelty=True, population_size=4, generations=2, elites=1)
+    alone = _run(scene, tree, copy, tmp_path, 0, 2)
+    two = _run(scene, tree, copy, tmp_path, 2, 2)
+    assert two[:3] == alone[:3]
+    assert all(v is not None for v in json.loads(alone[0])["novelty"])
+    assert np.array_equal(np.asarray(alone[3].archive.items), np.asarray(two[3].archive.items))
+
+
+def test_a_killed_worker_is_replaced_and_the_run_is_unchanged(ext, tmp_path):
+    scene, tree, copy = _tree(CARTPOLE, tmp_path, population_size=8, generations=3, elites=1)
+    alone = _run(scene, tree, copy, tmp_path, 0, 3)
+    killed = _run(scene, tree, copy, tmp_path, 2, 3, kill=True)
+    assert killed[3].farm.restarts >= 1
+    assert killed[:3] == alone[:3]
+    assert any("worker restart" in line for line in killed[3].summary(1.0))
+
+
+def test_the_panel_trains_an_evolution_tree_with_workers(ext, tmp_path):
+    """The sidebar's Workers: the session saves a copy of the file for the workers and evolves the same run."""
+    from drla_ext.addon.runs import sessions
+    from drla_ext.addon.runs.train import TrainSession
+
+    histories = []
+    for workers in (0, 2):
+        scene, tree, _ = _tree(CARTPOLE, tmp_path, population_size=6, generations=2, elites=1)
+        scene.drla.tree, scene.drla.workers = tree, workers
+        session = TrainSession(scene, tree, seed=1, output_dir=str(tmp_path)).start()
+        session.run_blocking()
+        assert session.state == "DONE", scene.drla.error
+        histories.append(({k: v for k, v in session.job.history.items() if k != "seconds"},
+                          session.job.champion_fitness, type(session.job).__name__))
+        sessions.discard_all()
+    assert histories[0][:2] == histories[1][:2]
+    assert histories[1][2] == "WorkersEvolutionJob" and (tmp_path / "CartPole_workers.blend").is_file()
+
+
+@pytest.mark.slow
+def test_cli_workers_checkpoint_and_resume(tmp_path):
+    """``drla train BLEND --workers 2 --checkpoint-interval 1`` writes the population each generation; ``--resume``
+    continues it (with workers or without) to the model a straight run in one process evolves."""
+    cli = [sys.executable, "-m", "drla", "train", str(CARTPOLE), "--seed", "0", "--quiet"]
+
+    def train(*args):
+        out = subprocess.run([*cli, *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        return out
+
+    out = train("--steps", "2", "--workers", "2", "--checkpoint-interval", "1", "--out", tmp_path / "w.json")
+    assert "with 2 worker processes" in out.stdout and "worker 1: process" in out.stderr
+    assert json.loads((tmp_path / "w_ckpt.json").read_text())["generation"] == 2
+    train("--steps", "3", "--workers", "2", "--resume", tmp_path / "w_ckpt.json")
+    train("--steps", "3", "--out", tmp_path / "straight.json")
+    resumed, straight = (json.loads((tmp_path / n).read_text()) for n in ("w.json", "straight.json"))
+    for model in (resumed, straight):
+        model["meta"].pop("created")
+    assert resumed == straight
+    assert np.isfinite(straight["meta"]["champion_fitness"])
+    refused = subprocess.run([*cli, "--workers", "2", "--ray", "--steps", "1"], cwd=ROOT, capture_output=True,
+                             text=True, timeout=300)
+    assert refused.returncode == 2 and "--ray: an Evolution tree's workers are processes on this machine" in \
+        refused.stderr
