@@ -38,7 +38,9 @@ from . import build
 from .workers import MAX_RESTARTS, ProcessPool, _Worker
 
 #: Units of individuals each worker is sent per generation, about (smaller units balance uneven episodes better).
-UNITS_PER_WORKER = 4
+UNITS_PER_WORKER = 6
+#: Units a worker holds at a time: the next is there when it finishes one (no wait for the learner's answer).
+IN_FLIGHT = 2
 
 
 # ---- the worker side --------------------------------------------------------------------------------------
@@ -213,7 +215,7 @@ class Farm:
             self.closed = False
 
     def _start(self, worker: _Worker) -> None:
-        worker.busy, worker.copies, worker.pending = False, 0, None
+        worker.busy, worker.copies, worker.pending = False, 0, []  # pending: (token, ids) of its units, in order
         worker.token = None  # type: ignore[attr-defined]  (the evaluation whose state it holds)
         self.log(f"worker {worker.index}: {self.pool.start(worker)}")
         self._send(worker, self.hello)  # (a worker that died at once is found by ``wait``)
@@ -226,8 +228,7 @@ class Farm:
         return True
 
     def _restart(self, worker: _Worker, why: str, ev: RemoteEvaluation) -> None:
-        if worker.pending is not None and worker.pending[0] == ev.token:  # its unit goes to the next free worker
-            ev.queue.insert(0, worker.pending[1])
+        ev.queue[:0] = [ids for token, ids in worker.pending if token == ev.token]  # its units: to the next free
         self.restarts += 1
         if self.restarts > MAX_RESTARTS * len(self.workers):
             raise RuntimeError(f"the workers keep dying ({self.restarts} restarts): see the messages above")
@@ -238,15 +239,15 @@ class Farm:
         for worker in self.workers:
             if not ev.queue:
                 return
-            if not worker.copies or worker.pending is not None:
-                continue
-            ids = ev.queue.pop(0)
-            fresh = worker.token != ev.token  # type: ignore[attr-defined]
-            worker.pending = (ev.token, ids)
-            if self._send(worker, ("evaluate", ev.token, ev.kind, ev.state if fresh else None, ids, ev.seeds)):
-                worker.token = ev.token  # type: ignore[attr-defined]
-            else:
-                self._restart(worker, self.pool.death(worker), ev)
+            while worker.copies and len(worker.pending) < IN_FLIGHT and ev.queue:
+                ids = ev.queue.pop(0)
+                fresh = worker.token != ev.token  # type: ignore[attr-defined]
+                worker.pending.append((ev.token, ids))
+                if self._send(worker, ("evaluate", ev.token, ev.kind, ev.state if fresh else None, ids, ev.seeds)):
+                    worker.token = ev.token  # type: ignore[attr-defined]
+                else:
+                    self._restart(worker, self.pool.death(worker), ev)
+                    break
 
     def run(self, ev: RemoteEvaluation, deadline: float | None) -> bool:
         """Hand out ``ev``'s units and take the results until every unit is back (True) or ``deadline`` passes."""
@@ -271,8 +272,7 @@ class Farm:
         elif msg[0] == "ready":
             worker.copies = int(msg[1])
         elif msg[0] == "result":
-            token, ids = worker.pending if worker.pending is not None else (None, None)
-            worker.pending = None
+            token, ids = worker.pending.pop(0) if worker.pending else (None, None)
             if token == msg[1] == ev.token:  # (a result of an evaluation dropped since is not used)
                 ev.accept(ids, *msg[2:])
 
