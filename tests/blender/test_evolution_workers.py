@@ -19,14 +19,15 @@ CARTPOLE = ROOT / "scenes" / "cartpole_rb" / "cartpole_rb.blend"
 WALKER = ROOT / "scenes" / "walker" / "walker.blend"
 
 
-def _tree(blend, tmp_path, novelty=False, **agent):
-    """Open ``blend``, set the Evolution Agent's settings and save the file as the workers' copy: (scene, tree,
-    the copy's path)."""
+def _tree(blend, tmp_path, novelty=False, copies=1, **agent):
+    """Open ``blend``, set the Evolution Agent's settings (and the Environment node's Copies) and save the file as
+    the workers' copy: (scene, tree, the copy's path)."""
     bpy.ops.wm.open_mainfile(filepath=str(blend), load_ui=False)
     tree = next(t for t in bpy.data.node_groups if t.bl_idname == "DRLA_NodeTree")
     node = next(n for n in tree.nodes if n.bl_idname == "DRLA_EvolutionAgentNode")
     for name, value in agent.items():
         setattr(node, name, value)
+    next(n for n in tree.nodes if n.bl_idname == "DRLA_EnvironmentNode").copies = copies
     if node.method == 'NEAT':  # NEAT evolves its own topology: no Network node
         for link in [lk for lk in tree.links if lk.to_node == node and lk.from_node.bl_idname == "DRLA_NetworkNode"]:
             tree.links.remove(link)
@@ -48,11 +49,12 @@ def _run(scene, tree, copy, tmp_path, workers, generations, kill=False):
     from drla_ext.drla_core.io.model_io import save_model
 
     compiled = compile_tree(tree, scene)
+    copies = compiled.env.copies  # each worker's, or this process's (the learner's own scene: one, never stepped)
     with restored_scene(scene):
-        env = build.build_env(compiled, scene, copies=1)
+        env = build.build_env(compiled, scene, copies=1 if workers else copies)
         try:
             if workers:
-                job = evolution_workers.build_job(compiled, env, str(copy), workers=workers, copies=1, seed=3,
+                job = evolution_workers.build_job(compiled, env, str(copy), workers=workers, copies=copies, seed=3,
                                                   total_steps=generations)
             else:
                 job = build.build_job(compiled, env, seed=3, total_steps=generations)
@@ -88,6 +90,16 @@ def test_novelty_on_the_walker_with_workers_is_the_same_run(ext, tmp_path):
     assert two[:3] == alone[:3]
     assert all(v is not None for v in json.loads(alone[0])["novelty"])
     assert np.array_equal(np.asarray(alone[3].archive.items), np.asarray(two[3].archive.items))
+
+
+def test_physics_copies_play_the_same_rounds_on_each_worker(ext, tmp_path):
+    """Copies 2 of the rigid-body cart-pole (one world, rounds restarting together): a worker is sent whole rounds,
+    so each holds the individuals it holds in one process (an odd population: the last round is half empty)."""
+    scene, tree, copy = _tree(CARTPOLE, tmp_path, copies=2, population_size=9, generations=2, elites=1)
+    alone = _run(scene, tree, copy, tmp_path, 0, 2)
+    two = _run(scene, tree, copy, tmp_path, 2, 2)
+    assert two[:3] == alone[:3]
+    assert two[3].farm.copies == 2 and len(alone[3].envs) == 1 and alone[3].envs[0].num_envs == 2
 
 
 def test_a_killed_worker_is_replaced_and_the_run_is_unchanged(ext, tmp_path):
