@@ -112,15 +112,22 @@ def test_a_killed_worker_is_replaced_and_the_run_is_unchanged(ext, tmp_path):
 
 
 def test_the_panel_trains_an_evolution_tree_with_workers(ext, tmp_path):
-    """The sidebar's Workers: the session saves a copy of the file for the workers and evolves the same run."""
+    """The sidebar's Workers: the session saves a copy of the file for the workers and evolves the same run, also
+    when Stop (the workers end) and Resume (new ones) cut it after its first generation."""
     from drla_ext.addon.runs import sessions
     from drla_ext.addon.runs.train import TrainSession
 
     histories = []
     for workers in (0, 2):
-        scene, tree, _ = _tree(CARTPOLE, tmp_path, population_size=6, generations=2, elites=1)
+        scene, tree, _ = _tree(CARTPOLE, tmp_path, population_size=6, generations=3, elites=1)
         scene.drla.tree, scene.drla.workers = tree, workers
         session = TrainSession(scene, tree, seed=1, output_dir=str(tmp_path)).start()
+        if workers:
+            session.tick(None, max_steps=1)
+            session.tick(0.05)  # (the second generation under way, or not yet: either way it is played again)
+            session.stop()
+            assert session.state == "STOPPED" and all(w.handle[0].poll() is not None for w in session.job.farm.workers)
+            session.resume()
         session.run_blocking()
         assert session.state == "DONE", scene.drla.error
         histories.append(({k: v for k, v in session.job.history.items() if k != "seconds"},
