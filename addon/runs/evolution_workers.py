@@ -10,7 +10,8 @@ with nothing special to it), then units of individuals: the worker runs the same
 generation's episode seeds and sends back their returns, behaviours and steps. An episode's result depends only on
 the individual and its seed (a scene restarts exactly), so where an individual is played does not matter; with
 Copies above 1 a unit is whole rounds of copies (a physics scene's copies restart together), so each round holds
-what it holds in one process. A worker that dies is started again and its unit evaluated again.
+what it holds in one process. A worker that dies is started again and its unit evaluated again. The CLI's
+``--ray`` runs the same ``Evaluator`` in Ray actors (``drla.workers.RayEvolutionPool``).
 
 ``WorkersEvolutionJob`` is the tree's ``SceneEvolutionJob`` (a ``TrainingJob``: progress, Stop/Resume, Ctrl-C,
 checkpoints, report), its scene in this process built (for the spaces) but never stepped.
@@ -105,6 +106,19 @@ class Evaluator:
             self._restore.__exit__(None, None, None)
 
 
+def answer(evaluator: Evaluator, msg: tuple) -> tuple | None:
+    """What a worker does with one message of the learner's: ``("job", config, seed)`` (no answer) or
+    ``("evaluate", token, kind, state or None, ids, seeds)``, answered ``("result", token, returns, behaviours,
+    steps)``."""
+    if msg[0] == "job":
+        evaluator.setup(msg[1], msg[2])
+        return None
+    _, token, kind, state, ids, seeds = msg
+    if state is not None:
+        evaluator.prepare(kind, state)
+    return ("result", token, *evaluator.evaluate(ids, seeds))
+
+
 def child_main(fd: int, blend: str, tree_name: str, copies: int, seed: int) -> None:
     """A worker process: open the scene, then evaluate units until told to stop (or the learner is gone). An
     exception is sent to the learner (which stops the run with it) rather than dying: a restart would fail too."""
@@ -124,13 +138,9 @@ def child_main(fd: int, blend: str, tree_name: str, copies: int, seed: int) -> N
             if msg[0] == "stop":
                 break
             try:
-                if msg[0] == "job":
-                    evaluator.setup(msg[1], msg[2])
-                    continue
-                _, token, kind, state, ids, seeds = msg
-                if state is not None:
-                    evaluator.prepare(kind, state)
-                conn.send(("result", token, *evaluator.evaluate(ids, seeds)))
+                reply = answer(evaluator, msg)
+                if reply is not None:
+                    conn.send(reply)
             except Exception:
                 conn.send(("error", traceback.format_exc()))
                 break
@@ -190,8 +200,8 @@ class RemoteEvaluation:
 
 
 class Farm:
-    """The workers of a pool (``workers.ProcessPool``), handing them the units of the running evaluation; a worker
-    that dies is started again and its unit handed out again."""
+    """The workers of a pool (``EvolutionPool``, or the CLI's ``RayEvolutionPool``), handing them the units of the
+    running evaluation; a worker that dies is started again and its units handed out again."""
 
     def __init__(self, pool: Any, workers: int, hello: tuple, log: Any, copies: int = 1) -> None:
         self.pool, self.hello, self.log = pool, hello, log
@@ -221,11 +231,7 @@ class Farm:
         self._send(worker, self.hello)  # (a worker that died at once is found by ``wait``)
 
     def _send(self, worker: _Worker, msg: tuple) -> bool:
-        try:
-            worker.handle[1].send(msg)
-        except OSError:
-            return False
-        return True
+        return bool(self.pool.send(worker, msg))
 
     def _restart(self, worker: _Worker, why: str, ev: RemoteEvaluation) -> None:
         ev.queue[:0] = [ids for token, ids in worker.pending if token == ev.token]  # its units: to the next free
@@ -286,6 +292,14 @@ class EvolutionPool(ProcessPool):
     """``ProcessPool`` whose processes run this module's ``child_main``."""
 
     module = "evolution_workers"
+
+    def send(self, worker: _Worker, msg: tuple) -> bool:
+        """A message to the worker; False when it is gone."""
+        try:
+            worker.handle[1].send(msg)
+        except OSError:
+            return False
+        return True
 
 
 class WorkersEvolutionJob(build.SceneEvolutionJob):
@@ -364,5 +378,5 @@ def build_job(compiled: Any, env: Any, blend: str, *, workers: int, copies: int,
         raise build.BuildError(str(exc)) from exc
 
 
-__all__ = ["Evaluator", "child_main", "RemoteEvaluation", "Farm", "EvolutionPool", "WorkersEvolutionJob",
+__all__ = ["Evaluator", "answer", "child_main", "RemoteEvaluation", "Farm", "EvolutionPool", "WorkersEvolutionJob",
            "build_job"]

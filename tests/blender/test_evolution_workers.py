@@ -140,7 +140,7 @@ def test_the_panel_trains_an_evolution_tree_with_workers(ext, tmp_path):
 @pytest.mark.slow
 def test_cli_workers_checkpoint_and_resume(tmp_path):
     """``drla train BLEND --workers 2 --checkpoint-interval 1`` writes the population each generation; ``--resume``
-    continues it (with workers or without) to the model a straight run in one process evolves."""
+    continues it to the model a straight run in one process evolves; ``--ray`` (local Ray actors) evolves it too."""
     cli = [sys.executable, "-m", "drla", "train", str(CARTPOLE), "--seed", "0", "--quiet"]
 
     def train(*args):
@@ -158,7 +158,31 @@ def test_cli_workers_checkpoint_and_resume(tmp_path):
         model["meta"].pop("created")
     assert resumed == straight
     assert np.isfinite(straight["meta"]["champion_fitness"])
-    refused = subprocess.run([*cli, "--workers", "2", "--ray", "--steps", "1"], cwd=ROOT, capture_output=True,
-                             text=True, timeout=300)
-    assert refused.returncode == 2 and "--ray: an Evolution tree's workers are processes on this machine" in \
-        refused.stderr
+    pytest.importorskip("ray")
+    out = train("--steps", "3", "--workers", "2", "--ray", "--out", tmp_path / "ray.json")  # Ray actors, the same run
+    assert "with 2 Ray actors" in out.stdout
+    on_ray = json.loads((tmp_path / "ray.json").read_text())
+    on_ray["meta"].pop("created")
+    assert on_ray == straight
+
+
+def test_a_worker_that_cannot_open_the_file_stops_the_run_with_its_error(ext, tmp_path):
+    """A worker's failure is the run's error, with the worker's message (a restart would fail the same way)."""
+    from drla_ext.addon.runs import build, evolution_workers
+    from drla_ext.addon.scene.snapshot import restored_scene
+    from drla_ext.addon.tree.compiler import compile_tree
+
+    scene, tree, _ = _tree(CARTPOLE, tmp_path, population_size=4, generations=1, elites=1)
+    compiled = compile_tree(tree, scene)
+    with restored_scene(scene):
+        env = build.build_env(compiled, scene, copies=1)
+        job = evolution_workers.build_job(compiled, env, str(tmp_path / "gone.blend"), workers=1, copies=1, seed=0,
+                                          total_steps=1)
+        try:
+            with pytest.raises(RuntimeError, match=r"worker 0 failed:\n(.|\n)*gone\.blend"):
+                while not job.done:
+                    job.advance(max_seconds=0.5)
+            assert job.farm.restarts == 0
+        finally:
+            job.finish()
+            env.close()
