@@ -20,6 +20,7 @@ checkpoints, report), its scene in this process built (for the spaces) but never
 from __future__ import annotations
 
 import math
+import signal
 import sys
 import time
 import traceback
@@ -121,7 +122,9 @@ def answer(evaluator: Evaluator, msg: tuple) -> tuple | None:
 
 def child_main(fd: int, blend: str, tree_name: str, copies: int, seed: int) -> None:
     """A worker process: open the scene, then evaluate units until told to stop (or the learner is gone). An
-    exception is sent to the learner (which stops the run with it) rather than dying: a restart would fail too."""
+    exception is sent to the learner (which stops the run with it) rather than dying: a restart would fail too.
+    Ctrl-C in a terminal reaches the whole process group: a worker leaves it to the learner, which stops it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     conn = Connection(fd)
     try:
         evaluator = Evaluator(blend, tree_name, copies)
@@ -347,7 +350,8 @@ class WorkersEvolutionJob(build.SceneEvolutionJob):
         self.farm.close()
 
     def status(self) -> dict[str, str]:
-        return {**super().status(), "workers": f"{len(self.farm.workers)} ({self.farm.copies} copies each)"}
+        n = self.farm.copies
+        return {**super().status(), "workers": f"{len(self.farm.workers)} ({n} cop{'y' if n == 1 else 'ies'} each)"}
 
     def summary(self, wall_seconds: float) -> list[str]:
         lines = super().summary(wall_seconds)
