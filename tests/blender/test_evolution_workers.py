@@ -1,8 +1,9 @@
 """An Evolution tree with Workers (issue 27, item 4): each generation's population is evaluated across worker
 processes, and the run is the one-process run bit for bit: the same history (but its wall seconds), champion and
-model file, for GA, NEAT and GA with novelty (the walker's tree); a worker killed mid-generation is replaced, its
-individuals evaluated again, and the result is still the same; the panel's Workers and ``drla train --workers``
-(with its checkpoints and ``--resume``) train it too. Tiny runs: a few individuals, two or three generations."""
+model file, for GA, NEAT, GA with novelty (the walker's tree) and physics copies; a worker killed mid-generation is
+replaced, its individuals evaluated again, and the result is still the same; the learner's own scene is never
+stepped; the panel's Workers (with Stop and Resume) and ``drla train --workers`` (with its checkpoints, ``--resume``
+and ``--ray``) train it too. Tiny runs: a few individuals, two or three generations."""
 
 import json
 import subprocess
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_snapshot import full_dump
 
 bpy = pytest.importorskip("bpy")
 
@@ -58,6 +60,7 @@ def _run(scene, tree, copy, tmp_path, workers, generations, kill=False):
                                                   total_steps=generations)
             else:
                 job = build.build_job(compiled, env, seed=3, total_steps=generations)
+            before = full_dump(scene)  # (with workers, this process's scene is never stepped)
             if kill:  # a worker dies while it holds individuals of the first generation
                 while not any(w.pending for w in job.farm.workers):
                     job.advance(max_seconds=0.05)
@@ -66,6 +69,8 @@ def _run(scene, tree, copy, tmp_path, workers, generations, kill=False):
             while not job.done:
                 job.advance(max_seconds=0.5)
             job.finish()
+            if workers:
+                assert full_dump(scene) == before
         finally:
             env.close()
     history = {k: v for k, v in job.history.items() if k != "seconds"}
