@@ -1,9 +1,11 @@
 """Benchmark: an Evolution tree's populations on worker processes (issue 27, item 4), on the rigid-body walker.
 
 Prints ONE JSON line: ``generations_per_min`` {label: generations per minute} in this process alone ("0") and with
-1 and 2 worker processes, timed from the end of the first generation (the workers' start, a Blender each opening
-the file, is ``first_generation_s``), ``speedup_2_vs_1`` (target >= 1.7; it needs two free cores) and
-``same_run``: whether every run evolved the same history and champion as the one in this process (it must).
+1 and 2 worker processes, timed over the generations between the first and the last (the workers' start, a
+Blender each opening the file, is in ``first_generation_s``; after the last, the workers close),
+``cpu_s_per_generation`` (learner and workers together over the same generations: what the workers add besides
+the episodes), ``speedup_2_vs_1`` (target >= 1.7; it needs two free cores) and ``same_run``: whether every run
+evolved the same history and champion as the one in this process (it must).
 The walker's tree as shipped: a GA of 24 networks, one 240-step episode each.
 Run: ``.venv/bin/python bench/evolution_workers.py [--generations N] [--population P]``.
 """
@@ -31,8 +33,21 @@ from drla.extension import register_extension  # noqa: E402
 WALKER = ROOT / "scenes" / "walker" / "walker.blend"
 
 
-def run(workers: int, generations: int, population: int, copy: str) -> tuple[float, float, str]:
-    """(generations per minute after the first, seconds to the first, the run's history and champion as text)."""
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds of these processes so far (Linux ``/proc``; 0 elsewhere)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def run(workers: int, generations: int, population: int, copy: str) -> tuple[float, float, float, str]:
+    """(generations per minute after the first, seconds to the first, CPU seconds per generation after the first,
+    learner and workers together, the run's history and champion as text)."""
     from drla_ext.addon.runs import build, evolution_workers
     from drla_ext.addon.scene.snapshot import restored_scene
     from drla_ext.addon.tree.compiler import compile_tree
@@ -50,19 +65,23 @@ def run(workers: int, generations: int, population: int, copy: str) -> tuple[flo
             else:
                 job = build.build_job(compiled, env, seed=0, total_steps=generations)
             job.advance(max_steps=1)
-            t1 = time.perf_counter()
+            pids = [os.getpid(), *(w.handle[0].pid for w in job.farm.workers)] if workers else [os.getpid()]
+            t1, c1 = time.perf_counter(), cpu_seconds(pids)
+            job.advance(max_steps=generations - 2)
+            if workers:
+                pids = [os.getpid(), *(w.handle[0].pid for w in job.farm.workers)]  # (none restarted: the same)
+            t2, c2 = time.perf_counter(), cpu_seconds(pids)
             job.advance()
-            t2 = time.perf_counter()
             job.finish()
         finally:
             env.close()
     same = json.dumps([{k: v for k, v in job.history.items() if k != "seconds"}, job.champion_fitness])
-    return 60.0 * (generations - 1) / (t2 - t1), t1 - t0, same
+    return 60.0 * (generations - 2) / (t2 - t1), t1 - t0, (c2 - c1) / (generations - 2), same
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--generations", type=int, default=4)
+    parser.add_argument("--generations", type=int, default=5)
     parser.add_argument("--population", type=int, default=24)
     args = parser.parse_args()
     register_extension()
@@ -72,15 +91,16 @@ def main() -> None:
         node.population_size = args.population
         copy = os.path.join(folder, "walker.blend")
         bpy.ops.wm.save_as_mainfile(filepath=copy, copy=True, compress=False)
-        rates, first, runs = {}, {}, {}
+        rates, first, cpu, runs = {}, {}, {}, {}
         for workers in (0, 1, 2):
-            rates[str(workers)], first[str(workers)], runs[workers] = run(workers, args.generations,
-                                                                          args.population, copy)
+            key = str(workers)
+            rates[key], first[key], cpu[key], runs[workers] = run(workers, args.generations, args.population, copy)
     print(json.dumps({"bench": "evolution_workers", "scene": "walker", "population": args.population,
                       "generations": args.generations, "cpus": os.cpu_count(),
                       "load": round(os.getloadavg()[0], 1),
                       "generations_per_min": {k: round(v, 2) for k, v in rates.items()},
                       "first_generation_s": {k: round(v, 2) for k, v in first.items()},
+                      "cpu_s_per_generation": {k: round(v, 2) for k, v in cpu.items()},
                       "speedup_2_vs_1": round(rates["2"] / rates["1"], 2),
                       "same_run": runs[1] == runs[0] and runs[2] == runs[0]}))
 
