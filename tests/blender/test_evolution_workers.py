@@ -191,3 +191,37 @@ def test_a_worker_that_cannot_open_the_file_stops_the_run_with_its_error(ext, tm
         finally:
             job.finish()
             env.close()
+
+
+def test_the_champion_check_runs_on_a_worker_and_stops_the_run_as_in_one_process(ext, tmp_path):
+    """With a target return (the CLI's and the API's; a tree sets none), a candidate champion's greedy check is
+    played on a worker: the same checks, the same champion and the same solved generation as one process."""
+    import dataclasses
+
+    from drla_ext.addon.runs import build, evolution_workers
+    from drla_ext.addon.scene.snapshot import restored_scene
+    from drla_ext.addon.tree.compiler import compile_tree
+
+    scene, tree, copy = _tree(CARTPOLE, tmp_path, population_size=6, generations=4, elites=1)
+    compiled = compile_tree(tree, scene)
+    config = dataclasses.replace(build.evolution_config(compiled, 4), target_return=12.0, solve_episodes=3)
+    results = []
+    for workers in (0, 2):
+        with restored_scene(scene):
+            env = build.build_env(compiled, scene, copies=1)
+            if workers:
+                job = evolution_workers.WorkersEvolutionJob(
+                    env, config, pool=evolution_workers.EvolutionPool(str(copy), tree.name, 1), workers=2, seed=5,
+                    log=lambda text: None)
+            else:
+                job = build.SceneEvolutionJob(env, config, seed=5)
+            try:
+                while not job.done:
+                    job.advance(max_seconds=0.5)
+            finally:
+                job.finish()
+                env.close()
+        results.append((job.history["evals"], job.champion_eval, job.solved, job.steps, job.env_steps,
+                        job.method.genome_to_data(job.champion)))
+    assert results[0][0], ("no candidate reached the target: no check was played", job.history["best"])
+    assert results[1] == results[0]
