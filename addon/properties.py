@@ -37,8 +37,8 @@ class DRLA_PG_scene_settings(bpy.types.PropertyGroup):
     )
     workers: IntProperty(
         name="Workers", default=0, min=0, soft_max=16, max=256,
-        description="Background Blender processes that gather experience on a copy of this file while Blender "
-                    "stays responsive (0: train in this Blender). For DQN trees",
+        description="Background Blender processes that gather experience (DQN) or evaluate the population "
+                    "(Evolution) on a copy of this file while Blender stays responsive (0: train in this Blender)",
     )
     output_dir: StringProperty(
         name="Output Folder", subtype='DIR_PATH', default="",

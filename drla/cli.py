@@ -496,7 +496,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "of every copy")
     p.add_argument("--workers", type=WORKERS, metavar="W",
                    help="a .blend scene with a DQN agent: W Blender processes gather the experience (each with its "
-                        "own copies), this one learns (default: none, all in this process)")
+                        "own copies), this one learns; with an Evolution agent they evaluate each generation's "
+                        "population, the same run as one process (default: none, all in this process)")
     p.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
                    help="run the --workers as Ray actors: on a local Ray started here, or on the cluster at ADDRESS "
                         "(needs the ray package: pip install 'drla[ray]'; see docs/cluster.md)")

@@ -326,6 +326,8 @@ def _workers_run(args: argparse.Namespace, build: Any, compiled: Any, env: Any, 
     checkpoint interval and path, as a run in this process takes them."""
     from .workers import workers_run  # Ray's machinery, only when asked for
 
+    if compiled.agent.kind == "evolution":  # its populations evaluated on the workers, all else here
+        return _evolution_workers(args, compiled, env, steps, seed, workers, **saving)
     config = build.config_with(compiled, steps, config_overrides(args))
     agent = build.build_agent(compiled, env, seed=seed, total_steps=steps, config=config)
     try:
@@ -334,6 +336,27 @@ def _workers_run(args: argparse.Namespace, build: Any, compiled: Any, env: Any, 
                            ray=getattr(args, "ray", None), env=env, **saving)
     except RuntimeError as exc:  # no ray package
         raise CLIError(str(exc)) from exc
+
+
+def _evolution_workers(args: argparse.Namespace, compiled: Any, env: Any, steps: int, seed: int, workers: int,
+                       **saving: Any) -> Any:
+    """An Evolution tree's job whose populations ``workers`` spawned processes evaluate (``evolution_workers``)."""
+    if config_overrides(args):
+        raise CLIError("DQN settings from the command line do not apply to an Evolution Agent "
+                       "(its settings are on the Evolution Agent node)")
+    blend, pool = str(Path(args.target).resolve()), None
+    ray = getattr(args, "ray", None)
+    if ray:  # Ray actors (drla.workers), locally or on a cluster
+        from .workers import RayEvolutionPool
+
+        try:
+            pool = RayEvolutionPool((blend, compiled.tree, compiled.env.copies), None if ray == "local" else ray,
+                                    num_cpus=workers)
+        except RuntimeError as exc:  # no ray package
+            raise CLIError(str(exc)) from exc
+    return addon_module("runs.evolution_workers").build_job(
+        compiled, env, blend, workers=workers, copies=compiled.env.copies, seed=seed, total_steps=steps, pool=pool,
+        log=lambda text: print(text, file=sys.stderr, flush=True), **saving)
 
 
 def play_scene(args: argparse.Namespace) -> int:

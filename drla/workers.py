@@ -97,6 +97,72 @@ class RayPool:
             self.stop(worker)
 
 
+class RayEvaluator:
+    """A Ray actor's scene for an Evolution tree: the add-on loaded in the actor's process, then its ``Evaluator``."""
+
+    def __init__(self, blend: str, tree_name: str, copies: int, seed: int) -> None:
+        from drla.extension import register_extension
+
+        register_extension()
+        from drla_ext.addon.runs.evolution_workers import Evaluator
+
+        self.evaluator = Evaluator(blend, tree_name, copies)
+
+    def copies_count(self) -> int:
+        return self.evaluator.copies
+
+    def answer(self, msg: tuple) -> Any:
+        from drla_ext.addon.runs.evolution_workers import answer
+
+        return answer(self.evaluator, msg)
+
+    def close(self) -> None:
+        self.evaluator.close()
+
+
+class RayEvolutionPool(RayPool):
+    """An Evolution tree's workers as Ray actors: each message is a call of the actor's ``answer`` (one actor's
+    calls run in order), its answers taken in that order."""
+
+    def __init__(self, args: tuple, address: str | None, num_cpus: int | None = None) -> None:
+        super().__init__(args, address, num_cpus)
+        self.actor_class = self.ray.remote(num_cpus=1)(RayEvaluator)
+
+    def start(self, worker: Any) -> str:
+        actor = self.actor_class.remote(*self.args, worker.seed)
+        worker.handle = actor
+        worker.calls = [("ready", actor.copies_count.remote())]
+        return "Ray actor"
+
+    def send(self, worker: Any, msg: tuple) -> bool:
+        worker.calls.append((msg[0], worker.handle.answer.remote(msg)))
+        return True
+
+    def wait(self, workers: list[Any], timeout: float) -> list[tuple[Any, tuple]]:
+        refs = {w.calls[0][1]: w for w in workers if w.calls}  # each worker's oldest call: answers in order
+        if not refs:
+            time.sleep(min(timeout, 0.05))
+            return []
+        done, _ = self.ray.wait(list(refs), num_returns=1, timeout=timeout)
+        news: list[tuple[Any, tuple]] = []
+        for ref in done:
+            worker = refs[ref]
+            kind, _ = worker.calls.pop(0)
+            try:
+                value = self.ray.get(ref)
+            except self.ray.exceptions.RayActorError as exc:
+                news.append((worker, ("dead", type(exc).__name__)))
+                continue
+            except self.ray.exceptions.RayTaskError as exc:
+                news.append((worker, ("error", str(exc))))
+                continue
+            if kind == "ready":
+                news.append((worker, ("ready", value)))
+            elif value is not None:
+                news.append((worker, value))
+        return news
+
+
 def workers_run(agent: Any, blend: str, tree_name: str, total_steps: int, *, workers: int, copies: int, seed: int,
                 task_metric: str | None, ray: str | None = None, **run_kw: Any) -> Any:
     """A ``WorkersRun`` over worker processes, or over Ray actors with ``ray`` ("local" or an address);

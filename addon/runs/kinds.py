@@ -34,7 +34,8 @@ class AgentKind:
     curve: str
     trained_text: Callable[[Any], str]
     after_training: Callable[[Any], str]
-    #: Whether ``drla train --workers`` can gather its experience in worker processes (an off-policy learner)
+    #: Whether ``drla train --workers`` (and the panel's Workers) runs it with worker processes: an off-policy
+    #: learner's experience gathered there (DQN), or a population's episodes evaluated there (evolution)
     workers: bool
     #: A trained model tried in the scene, the result in words: ``(scene, compiled, model, n, seed, frames_dir)``
     #: (greedy episodes for DQN, random reachable targets for Learned IK); the CLI's ``play``
@@ -145,7 +146,7 @@ EVOLUTION = AgentKind(
     name="evolution", label="Evolution", can_play=True, can_follow=False, no_play_reason="",
     bake_label="Bake Champion to Keyframes", bake_settings=(("bake_steps", "Steps"),
                                                             ("bake_frame_step", "Frames/Step")),
-    curve='RETURN', trained_text=_evolution_trained_text, after_training=lambda session: "", workers=False,
+    curve='RETURN', trained_text=_evolution_trained_text, after_training=lambda session: "", workers=True,
     evaluate=play.evaluate_episodes, bake=_dqn_bake, bake_hint=lambda scene: "", model_kind="mlp",
     unit="generation")
 

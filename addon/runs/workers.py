@@ -146,12 +146,12 @@ def child_main(fd: int, blend: str, tree_name: str, copies: int, seed: int) -> N
 #: What a worker process runs: find this add-on (enabled in a Blender, so imported at its start, or loaded
 #: from its folder with the ``bpy`` module and registered: importable is not enough, as with the package
 #: ``pip install`` puts beside the ``drla`` command), then ``child_main``. Arguments come as the last items
-#: of ``sys.argv``.
+#: of ``sys.argv`` (the last: the module of ``addon.runs`` whose ``child_main`` runs).
 CHILD_CODE = """\
 import importlib, importlib.util, sys
-fd, blend, tree, copies, seed, package, root = sys.argv[-7:]
+fd, blend, tree, copies, seed, package, root, module = sys.argv[-8:]
 if package in sys.modules:
-    workers = importlib.import_module(package + ".addon.runs.workers")
+    workers = importlib.import_module(package + ".addon.runs." + module)
 else:
     import bpy
     spec = importlib.util.spec_from_file_location(package, root + "/__init__.py", submodule_search_locations=[root])
@@ -159,7 +159,7 @@ else:
     sys.modules[package] = ext
     spec.loader.exec_module(ext)
     ext.register()
-    workers = importlib.import_module(package + ".addon.runs.workers")
+    workers = importlib.import_module(package + ".addon.runs." + module)
 workers.child_main(int(fd), blend, tree, int(copies), int(seed))
 """
 
@@ -193,6 +193,8 @@ class ProcessPool:
     the learner over a socket pair."""
 
     label = "worker processes"
+    #: The module of ``addon.runs`` whose ``child_main(fd, blend, tree, copies, seed)`` a worker runs.
+    module = "workers"
 
     def __init__(self, blend: str, tree_name: str, copies: int) -> None:
         if os.name == "nt":
@@ -201,7 +203,7 @@ class ProcessPool:
 
     def start(self, worker: _Worker) -> str:
         ours, theirs = socket.socketpair()
-        argv = [str(theirs.fileno()), *map(str, self.args), str(worker.seed), PACKAGE, ROOT]
+        argv = [str(theirs.fileno()), *map(str, self.args), str(worker.seed), PACKAGE, ROOT, self.module]
         env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}  # one core each: see drla/
         process = subprocess.Popen([*worker_command(), *argv], pass_fds=(theirs.fileno(),),
                                    stdin=subprocess.DEVNULL, env=env)
@@ -474,10 +476,16 @@ def save_worker_copy(tree_name: str, output_dir: str = "") -> str:
 
 
 def build_job(compiled: Any, env: Any, blend: str, *, workers: int, copies: int, seed: int,
-              total_steps: int, checkpoint_dir: str = "") -> WorkersRun:
+              total_steps: int, checkpoint_dir: str = "") -> Any:
     """A DQN ``WorkersRun``: the learner here (its agent from the tree, sized by ``env``), ``workers`` processes
     on ``blend`` with ``copies`` each; the Trainer's Checkpoint Every saves the model so far as a run in this
-    process does (into its Output folder, else ``checkpoint_dir``)."""
+    process does (into its Output folder, else ``checkpoint_dir``). An Evolution tree's job evaluates its
+    populations on the workers (``evolution_workers``)."""
+    if compiled.agent is not None and compiled.agent.kind == "evolution":
+        from .evolution_workers import build_job as evolution_job
+
+        return evolution_job(compiled, env, blend, workers=workers, copies=copies, seed=seed, total_steps=total_steps,
+                             checkpoint_dir=checkpoint_dir)
     agent = build.build_agent(compiled, env, seed=seed, total_steps=total_steps)
     pool = ProcessPool(blend, compiled.tree, copies)
     saving: dict[str, Any] = {}

@@ -268,13 +268,7 @@ class EvolutionJob:
         if self._solve_eval is not None:  # the previous generation's champion check is still running
             return self._finish_solve_check(deadline)
         if self._eval is None:
-            n = len(self.method)
-            seeds = self._episode_seeds()
-            target = self.config.target_return
-            alongside = target is not None and getattr(self.method, "check_alongside", True)  # (see es.py)
-            self._eval = Evaluation(self.method.policy(), n, seeds, self._pool(n * len(seeds)), self._act,
-                                    self.behavior, check_seeds=self._check_seeds() if alongside else (),
-                                    check_target=target)
+            self._eval = self._generation_evaluation(len(self.method), self._episode_seeds())
         ev = self._eval
         steps_before = ev.env_steps
         finished = ev.run(deadline)
@@ -313,6 +307,13 @@ class EvolutionJob:
             return self._finish_solve_check(None)  # to the end: a checkpoint never falls inside it
         self.method.tell(scores)
         return self._end_generation()
+
+    def _generation_evaluation(self, n: int, seeds: list[int]) -> Evaluation:
+        """The running generation's episodes (a subclass may evaluate them elsewhere: worker processes)."""
+        target = self.config.target_return
+        alongside = target is not None and getattr(self.method, "check_alongside", True)  # (see es.py)
+        return Evaluation(self.method.policy(), n, seeds, self._pool(n * len(seeds)), self._act, self.behavior,
+                          check_seeds=self._check_seeds() if alongside else (), check_target=target)
 
     def _set_champion(self, genome: Any, fitness: float, greedy: float | None) -> None:
         self.champion, self.champion_fitness, self.champion_eval = genome, fitness, greedy

@@ -103,6 +103,7 @@ def test_every_kind_with_every_command(kinds_trained, capsys):
             assert rows[(kind, command)][0] == "works", (kind, command, rows[(kind, command)])
     assert rows[("dqn", "train --resume")][0] == "works" and rows[("dqn", "play")][0] == "works"
     assert rows[("dqn", "train --copies")][0] == "works"
+    assert rows[("evolution", "train --workers")][0] == "works"  # its population evaluated on the worker (issue 27)
 
 
 # ---- the panel's buttons ----------------------------------------------------------------------------------------
