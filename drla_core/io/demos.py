@@ -127,14 +127,30 @@ def _check(demo: Demonstration, where: str, error: type[Exception]) -> None:
         raise error(f"{where}: obs has shape {demo.obs.shape}, expected {(t,) + obs_shape} "
                     f"({t} steps of the observation space's shape)")
     if not np.all(np.isfinite(demo.obs)):
-        raise error(f"{where}: obs holds a NaN or infinite value (step {int(np.argmin(np.isfinite(demo.obs).reshape(t, -1).all(axis=1)))})")
+        step = int(np.argmin(np.isfinite(demo.obs).reshape(t, -1).all(axis=1)))
+        raise error(f"{where}: obs holds a NaN or infinite value (step {step})")
+    _check_actions(demo, where, error)
+    for name in ("terminated", "truncated"):
+        if getattr(demo, name).shape != (t,):
+            raise error(f"{where}: {name} has shape {getattr(demo, name).shape}, expected ({t},)")
+    if not np.all(np.isfinite(demo.rewards)):
+        raise error(f"{where}: rewards hold a NaN or infinite value")
+    if not (demo.terminated[-1] or demo.truncated[-1]):
+        raise error(f"{where}: the last step does not end an episode (set terminated or truncated on it)")
+    if demo.recorded_by not in RECORDERS:
+        raise error(f"{where}: recorded_by must be one of {', '.join(RECORDERS)}, got {demo.recorded_by!r:.40}")
+
+
+def _check_actions(demo: Demonstration, where: str, error: type[Exception]) -> None:
+    t = len(demo.rewards)
     space = demo.action_space
     if isinstance(space, Discrete):
         if demo.actions.shape != (t,):
             raise error(f"{where}: actions has shape {demo.actions.shape}, expected ({t},) for a discrete space")
         bad = np.flatnonzero((demo.actions < 0) | (demo.actions >= space.n))
         if len(bad):
-            raise error(f"{where}: action {int(demo.actions[bad[0]])} at step {int(bad[0])} is outside 0..{space.n - 1}")
+            raise error(f"{where}: action {int(demo.actions[bad[0]])} at step {int(bad[0])} is outside "
+                        f"0..{space.n - 1}")
     elif isinstance(space, Box):
         d = int(math.prod(space.shape))
         if demo.actions.shape != (t, d):
@@ -148,15 +164,6 @@ def _check(demo: Demonstration, where: str, error: type[Exception]) -> None:
             raise error(f"{where}: the action at step {int(outside[0])} is outside the action space's bounds")
     else:
         raise error(f"{where}: action_space must be a discrete or box space, got {type(space).__name__}")
-    for name in ("terminated", "truncated"):
-        if getattr(demo, name).shape != (t,):
-            raise error(f"{where}: {name} has shape {getattr(demo, name).shape}, expected ({t},)")
-    if not np.all(np.isfinite(demo.rewards)):
-        raise error(f"{where}: rewards hold a NaN or infinite value")
-    if not (demo.terminated[-1] or demo.truncated[-1]):
-        raise error(f"{where}: the last step does not end an episode (set terminated or truncated on it)")
-    if demo.recorded_by not in RECORDERS:
-        raise error(f"{where}: recorded_by must be one of {', '.join(RECORDERS)}, got {demo.recorded_by!r:.40}")
 
 
 def _meta_dict(demo: Demonstration) -> dict[str, Any]:
@@ -196,10 +203,12 @@ def _members(path: Path) -> None:
         raise DemoFormatError(f"{path.name}: {what} (a demonstration holds {', '.join(MEMBERS)})")
     total = sum(i.file_size for i in infos)
     if total > MAX_DEMO_BYTES:
-        raise DemoFormatError(f"{path.name}: its members unzip to {total} bytes, more than the limit of {MAX_DEMO_BYTES}")
+        raise DemoFormatError(f"{path.name}: its members unzip to {total} bytes, more than the limit of "
+                              f"{MAX_DEMO_BYTES}")
     meta = next(i for i in infos if i.filename == "meta.json.npy")
     if meta.file_size > MAX_META_BYTES + 256:
-        raise DemoFormatError(f"{path.name}: meta.json is {meta.file_size} bytes, more than the limit of {MAX_META_BYTES}")
+        raise DemoFormatError(f"{path.name}: meta.json is {meta.file_size} bytes, more than the limit of "
+                              f"{MAX_META_BYTES}")
 
 
 def _parse_meta(raw: np.ndarray, name: str) -> dict[str, Any]:
@@ -215,7 +224,8 @@ def _parse_meta(raw: np.ndarray, name: str) -> dict[str, Any]:
     if d["format"] != FORMAT:
         raise DemoFormatError(f"{name}: format is {d['format']!r:.40}, not {FORMAT!r}")
     if d["version"] != VERSION:
-        raise DemoFormatError(f"{name}: version {d['version']!r:.20} is not supported (this DRLA reads version {VERSION})")
+        raise DemoFormatError(f"{name}: version {d['version']!r:.20} is not supported "
+                              f"(this DRLA reads version {VERSION})")
     source = _obj(d["source"], "meta.json.source")
     _keys(source, "meta.json.source", (), ("blend", "tree", "env"))
     for k, v in source.items():
@@ -242,14 +252,17 @@ def load_demo(path: str | os.PathLike[str]) -> Demonstration:
         with np.load(path, allow_pickle=False) as npz:
             arrays = {m: npz[m] for m in MEMBERS}
     except ValueError as exc:  # an object array (pickle) or a malformed .npy header
-        raise DemoFormatError(f"{path.name}: an array cannot be read without unpickling or is malformed ({exc})") from None
+        raise DemoFormatError(f"{path.name}: an array cannot be read without unpickling or is malformed "
+                              f"({exc})") from None
     except (OSError, zipfile.BadZipFile, EOFError) as exc:
         raise DemoFormatError(f"{path.name}: damaged archive ({exc})") from None
-    d = _parse_meta(arrays["meta.json"], path.name)
     try:
+        d = _parse_meta(arrays["meta.json"], path.name)
         obs_space = _space(d["observation_space"], "meta.json.observation_space")
         act_space = _space(d["action_space"], "meta.json.action_space")
-    except ModelFormatError as exc:
+    except DemoFormatError:
+        raise
+    except ModelFormatError as exc:  # (the model format's checks name the field)
         raise DemoFormatError(f"{path.name}: {exc}") from None
     for name, kinds in (("obs", "f"), ("rewards", "f"), ("terminated", "b"), ("truncated", "b"),
                         ("actions", "i" if isinstance(act_space, Discrete) else "f")):

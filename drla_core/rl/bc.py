@@ -154,8 +154,9 @@ def _fit(agent: PPOAgent, x: np.ndarray, actions: np.ndarray) -> dict[str, float
 
 def attach_bc_term(agent: PPOAgent, demo: Demonstration, strength: float = 1.0, decay_steps: int | None = None,
                    batches: int | None = None, batch_size: int = 64, seed: int = 0) -> None:
-    """After each of ``agent``'s updates, ``batches`` minibatch steps (default: as many as an epoch of the rollout)
-    of the BC loss times ``strength * (1 - steps / decay_steps)`` (``decay_steps`` default: the run's length)."""
+    """After each of ``agent``'s updates, ``batches`` minibatch steps (default: as many as PPO's own: its epochs
+    over the rollout) of the BC loss times ``strength * (1 - steps / decay_steps)`` (``decay_steps`` default: the
+    run's length)."""
     demo_fits(demo, agent.observation_space, agent.action_space)
     obs = demo.obs.reshape(len(demo), -1).astype(np.float32)
     actions = demo.actions
@@ -169,13 +170,14 @@ def attach_bc_term(agent: PPOAgent, demo: Demonstration, strength: float = 1.0, 
             return loss
         x = _actor_inputs(agent, obs)
         rng = np.random.default_rng([int(seed), int(agent.num_timesteps)])
-        n = batches or max(1, agent.config.n_steps * max(agent.num_envs, 1) // agent.config.batch_size)
+        n = batches or max(1, agent.config.n_epochs * agent.config.n_steps * max(agent.num_envs, 1)
+                           // agent.config.batch_size)
         opt = agent.optimizers[0]
         nll = 0.0
         for _ in range(n):
             idx = rng.integers(len(x), size=min(batch_size, len(x)))
             nll, g = _bc_grad(agent, x[idx], actions[idx], weight)
-            clip_grad_norm(g, agent.config.max_grad_norm)
+            clip_grad_norm(g, max(agent.config.max_grad_norm, 1.0))
             opt.step(g)
         agent.stats.update(bc_weight=weight, bc_nll=nll)
         return loss
@@ -191,9 +193,9 @@ def imitation(agent: Any, demo: Demonstration, seed: int = 0, pretrain: bool = T
     if isinstance(agent, DQNAgent):
         if not isinstance(demo.action_space, Discrete):
             raise ValueError("DQN learns from demonstrations of discrete actions only")
-        if pretrain:
+        if pretrain:  # (a resumed run has both in its checkpoint)
             figures = pretrain_dqn(agent, demo, seed=seed)
-        figures["replay"] = fill_replay(agent, demo)
+            figures["replay"] = fill_replay(agent, demo)
     elif isinstance(agent, PPOAgent):
         if pretrain:
             figures = pretrain_ppo(agent, demo, seed=seed)
