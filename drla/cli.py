@@ -544,6 +544,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seed of the first episode (or of the IK targets) (default 1000)")
     p.add_argument("--frames", metavar="DIR", help="also write the camera's rendered frames of the first episode")
     p.set_defaults(func=cmd_play)
+    demo_flags.add_record_parser(sub)
 
     p = sub.add_parser("inspect", help="validate a model file and show its architecture")
     p.add_argument("model", help="model .json file to check")

@@ -1,6 +1,7 @@
 """Demonstrations from keyframes (addon/runs/demos_keyframes.py) on the Reach example: the cube keyframed along
 a scripted path of the tree's own moves (right 0.5, front 0.5, wait...) is read back as those actions."""
 
+import bpy
 import numpy as np
 import pytest
 
@@ -57,3 +58,43 @@ def test_steps_no_action_explains_are_counted(empty_scene):
     assert result.demo.actions.tolist() == [0, 0, 2, 2]
     assert result.explained == 0.5
     assert [e > 0.15 for e in result.errors] == [True, False, True, False]
+
+
+def drla(*args, cwd):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    return subprocess.run([sys.executable, "-m", "drla", *map(str, args)], cwd=cwd, capture_output=True, text=True,
+                          timeout=600, env=env)
+
+
+def test_cli_record_keyframes_then_train_with_the_demo(empty_scene, tmp_path):
+    """drla record-keyframes writes the demonstration beside the .blend; drla train --demo learns from it."""
+    from drla_ext.drla_core.io.demos import load_demo
+    from drla_ext.drla_core.io.model_io import load_model
+
+    keyframed_reach(empty_scene, SCRIPT)
+    blend = tmp_path / "reach.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    out = drla("record-keyframes", blend, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    path = tmp_path / "reach_Reach_keyframes.npz"
+    assert "10 steps recorded from frames 1..11; 100% explained" in out.stdout and str(path) in out.stdout
+    assert load_demo(path).actions.tolist() == SCRIPT
+    # DQN trains from it: pre-training on the demonstration, its transitions in the replay
+    trained = drla("train", blend, "--demo", path, "--steps", "60", "--learning-starts", "1000", "--quiet",
+                   "--out", tmp_path / "m.json", cwd=tmp_path)
+    assert trained.returncode == 0, trained.stderr
+    assert f"demonstration {path}: 10 steps, 1 episodes; margin_loss" in trained.stderr
+    model = load_model(tmp_path / "m.json")
+    demo = load_demo(path)
+    # 60 steps, none learning: what it does is the cloning. A wait leaves the observation as it was, so the step
+    # after it has the same observation and another action: those two steps cannot both be imitated
+    unique = [i for i, o in enumerate(demo.obs) if sum(np.array_equal(o, p) for p in demo.obs) == 1]
+    assert len(unique) >= 5 and all(model.act(demo.obs[i]) == SCRIPT[i] for i in unique)
+    bad = drla("record-keyframes", blend, "--out", tmp_path / "d.json", cwd=tmp_path)
+    assert bad.returncode == 2 and "error: --out: a demonstration is an .npz file" in bad.stderr
