@@ -53,6 +53,12 @@ def check_workers(args: argparse.Namespace, workers: int) -> None:
         raise CLIError("--demo: not with --workers (the demonstration is learnt in this process)")
 
 
+def replace_tree_demo(args: argparse.Namespace, compiled: Any) -> None:
+    """``--demo`` is learnt instead of the Trainer node's Demonstration (not both)."""
+    if getattr(args, "demo", None) and compiled.trainer is not None:
+        compiled.trainer.demonstration = ""
+
+
 def apply_demo_to_job(args: argparse.Namespace, job: Any, what: str, resumed: bool) -> None:
     """A scene's training job: its agent learns from ``args.demo`` (a job without one refuses it)."""
     if not getattr(args, "demo", None):

@@ -220,8 +220,7 @@ def train_scene(args: argparse.Namespace) -> int:
                                        checkpoint_interval=options["checkpoint_interval"] or 0,
                                        checkpoint_path=options["checkpoint_path"])
                 else:
-                    if getattr(args, "demo", None) and compiled.trainer is not None:
-                        compiled.trainer.demonstration = ""  # --demo instead of the Trainer's Demonstration
+                    demo_flags.replace_tree_demo(args, compiled)
                     job = build.build_job(compiled, env, seed=seed, total_steps=steps, **options)
                     demo_flags.apply_demo_to_job(args, job, f"tree {tree.name!r} trains {kind.label}", ckpt is not None)
             except build.BuildError as exc:
