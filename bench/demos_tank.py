@@ -85,13 +85,13 @@ def train(env, compiled, seed: int, args, demo=None) -> dict:
     t0 = time.perf_counter()
     figures = bc.imitation(agent, demo, seed=seed) if demo is not None else {}
     pretrain_s = time.perf_counter() - t0
-    checks: list[tuple[int, float]] = []
+    checks: list[tuple[int, float, int]] = []
     state = {"in_a_row": 0, "first": None, "reached": None}
 
     def check(steps: int, run=None) -> None:
         r = shots_evaluation(env, agent.predict, args.shots, args.check_episodes,
                              seed=EVAL_SEED + 1000 * seed + len(checks))
-        checks.append((steps, round(r["hit_rate"], 3)))
+        checks.append((steps, round(r["hit_rate"], 3), r["shots"]))  # (fewer shots than --shots: not passed)
         ok = r["shots"] >= args.shots and r["hit_rate"] >= args.goal
         state["in_a_row"] = state["in_a_row"] + 1 if ok else 0
         if ok and state["in_a_row"] == 1:
