@@ -284,6 +284,19 @@ def test_cli_train_with_demo(tmp_path, capsys, cartpole_demo):
     assert greedy_return(make("cartpole"), model_as_agent(model)) >= 475  # 300 steps without learning: the cloning
 
 
+def test_cli_train_ppo_with_demo(tmp_path, capsys, cartpole_demo):
+    """PPO: cloned first, then PPO's updates with the decaying BC term; 2048 steps are not enough without it."""
+    path = save_demo(tmp_path / "cp.npz", cartpole_demo)
+    returns = {}
+    for extra in ([], ["--demo", str(path)]):
+        out = tmp_path / f"p{len(extra)}.json"
+        assert main(["train", "cartpole", "--agent", "ppo", *extra, "--steps", "2048", "--eval-interval", "0",
+                     "--quiet", "--seed", "0", "--out", str(out)]) == 0
+        returns[bool(extra)] = greedy_return(make("cartpole"), model_as_agent(load_model(out)))
+    assert f"demonstration {path}: {len(cartpole_demo)} steps, 5 episodes; nll" in capsys.readouterr().err
+    assert returns[True] >= 475 and returns[False] < 200
+
+
 def model_as_agent(model):
     class Agent:
         def predict(self, o):
