@@ -9,7 +9,7 @@ from typing import Any
 
 from drla_core.io.demos import DemoFormatError, load_demo
 
-from .common import CLIError
+from .common import CLIError, float_range
 
 
 def add_demo_flags(p: argparse.ArgumentParser) -> None:
@@ -18,7 +18,7 @@ def add_demo_flags(p: argparse.ArgumentParser) -> None:
                         "pre-trained on it (DQfD's margin and TD losses) and keeps it in its replay; PPO clones it, "
                         "then keeps a behavioural-cloning term whose strength falls to 0 over the run "
                         "(docs/demonstrations.md)")
-    p.add_argument("--demo-strength", type=float, default=1.0, metavar="S",
+    p.add_argument("--demo-strength", type=float_range(0.0, 100.0), default=1.0, metavar="S",
                    help="PPO: the starting strength of the behavioural-cloning term (0: pre-training only; default 1)")
 
 
@@ -30,8 +30,6 @@ def apply_demo(args: argparse.Namespace, agent: Any, resumed: bool) -> None:
     from drla_core.rl import bc  # (imports the agents: only when a demonstration is given)
 
     strength = float(getattr(args, "demo_strength", 1.0))
-    if not strength >= 0:
-        raise CLIError(f"--demo-strength: must be 0 or more, got {strength}")
     try:
         demo = load_demo(path)
         figures = bc.imitation(agent, demo, seed=int(args.seed or 0), pretrain=not resumed, bc_strength=strength)
@@ -79,7 +77,7 @@ def add_record_parser(sub: Any) -> None:
     p.add_argument("--tree", help="DRLA node tree in the .blend (default: the only one)")
     p.add_argument("--out", metavar="FILE.npz", help="the demonstration (default: <scene>_<tree>_keyframes.npz beside "
                                                      "the .blend)")
-    p.add_argument("--tolerance", type=float, default=0.05, metavar="T",
+    p.add_argument("--tolerance", type=float_range(0.0, 1000.0), default=0.05, metavar="T",
                    help="a step is explained when its action's change is within T plus T times the keyframed change "
                         "(default 0.05)")
     p.set_defaults(func=cmd_record_keyframes)
@@ -90,8 +88,6 @@ def cmd_record_keyframes(args: argparse.Namespace) -> int:
 
     from .scene import addon_module, compile_or_explain, open_scene
 
-    if not args.tolerance >= 0:
-        raise CLIError(f"--tolerance: must be 0 or more, got {args.tolerance}")
     if args.out and not args.out.lower().endswith(".npz"):
         raise CLIError(f"--out: a demonstration is an .npz file, got {args.out}")
     _bpy, ext, tree, scene = open_scene(args.scene, args.tree)
