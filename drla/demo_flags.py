@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Collection
 from typing import Any
 
 from drla_core.io.demos import DemoFormatError, load_demo
@@ -40,7 +41,7 @@ def apply_demo(args: argparse.Namespace, agent: Any, resumed: bool) -> None:
           file=sys.stderr)
 
 
-def check_agent(args: argparse.Namespace, evolution: tuple[str, ...]) -> None:
+def check_agent(args: argparse.Namespace, evolution: Collection[str]) -> None:
     """``--demo`` with an evolution ``--agent``: refused (only DQN and PPO learn from demonstrations)."""
     if getattr(args, "demo", None) and args.agent in evolution:
         raise CLIError(f"--demo: --agent {args.agent} does not learn from demonstrations (dqn and ppo do)")

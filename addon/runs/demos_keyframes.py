@@ -28,6 +28,7 @@ from ...drla_core.base.spaces import Discrete
 from ...drla_core.io.demos import Demonstration, save_demo
 from ..scene.actuators import NO_EVENT
 from ..scene.snapshot import ObjectState, capture_path, restore_path
+from ..specs import MotorsSpec
 from ..tree.compiler import compile_tree
 from . import build
 
@@ -124,7 +125,8 @@ def record_keyframes(tree, scene, *, tolerance: float = 0.05, frame_start: int |
         raise ValueError(f"tree {tree.name!r} has no one-agent environment to record a demonstration in")
     start = scene.frame_start if frame_start is None else int(frame_start)
     end = scene.frame_end if frame_end is None else int(frame_end)
-    if compiled.env.continuous is not None and not hasattr(compiled.env.continuous, "armature"):
+    if isinstance(compiled.env.continuous, MotorsSpec) and any(
+            m.kind == 'MOTOR' for m in compiled.env.continuous.motors):
         raise ValueError("rigid-body motors cannot be read from keyframes (their effect is the simulation's)")
     with build.one_scene_env(compiled, scene) as env:
         if env.random_objects:  # the keyframed scene is the episode: nothing is placed at random

@@ -1,6 +1,8 @@
 """Demonstrations from keyframes (addon/runs/demos_keyframes.py) on the Reach example: the cube keyframed along
 a scripted path of the tree's own moves (right 0.5, front 0.5, wait...) is read back as those actions."""
 
+import math
+
 import bpy
 import numpy as np
 import pytest
@@ -98,3 +100,54 @@ def test_cli_record_keyframes_then_train_with_the_demo(empty_scene, tmp_path):
     assert len(unique) >= 5 and all(model.act(demo.obs[i]) == SCRIPT[i] for i in unique)
     bad = drla("record-keyframes", blend, "--out", tmp_path / "d.json", cwd=tmp_path)
     assert bad.returncode == 2 and "error: --out: a demonstration is an .npz file" in bad.stderr
+
+
+def _continuous_tree(scene):
+    from test_sensors_actions import Tree, cube
+
+    agent = cube(scene, "Agent", (0.0, 0.0, 0.0), size=0.5)
+    agent["fuel"] = 1.0
+    t = Tree(scene, max_steps=50)
+    t.sensor("DRLA_TransformSensorNode", object=agent, use_location=True, use_rotation=False)
+    t.action("forward", 'MOVE', object=agent, vector=(2.0, 0.0, 0.0), amount=True)
+    t.action("turn", 'ROTATE', object=agent, vector=(0.0, 0.0, 90.0), amount=True)
+    t.action("burn", 'ADD_PROPERTY', object=agent, property="fuel", value=-0.5, amount=True)
+    return t.b.tree, agent
+
+
+def test_keyframed_amounts_are_read_back(empty_scene):
+    """Continuous actions: the amounts whose changes add up to the keyframed one (least squares), in [-1, 1]."""
+    from drla_ext.addon.runs import demos_keyframes
+
+    tree, agent = _continuous_tree(empty_scene)
+    empty_scene.frame_start, empty_scene.frame_end = 1, 5
+    # x, z rotation (degrees), fuel per frame: amounts (x / 2, degrees / 90, -fuel change / 0.5)
+    keys = [(0.0, 0.0, 1.0), (0.5, 45.0, 1.0), (1.5, 45.0, 0.75), (1.0, 0.0, 0.75), (4.0, 0.0, 0.75)]
+    for frame, (x, deg, fuel) in enumerate(keys, start=1):
+        agent.location = (x, 0, 0)
+        agent.rotation_euler = (0, 0, math.radians(deg))
+        agent["fuel"] = fuel
+        agent.keyframe_insert("location", frame=frame)
+        agent.keyframe_insert("rotation_euler", frame=frame)
+        agent.keyframe_insert('["fuel"]', frame=frame)
+    result = demos_keyframes.record_keyframes(tree, empty_scene)
+    expected = [[0.25, 0.5, 0.0], [0.5, 0.0, 0.5], [-0.25, -0.5, 0.0], [1.0, 0.0, 0.0]]
+    assert np.allclose(result.demo.actions, expected, atol=1e-4)
+    # the last step moved 3.0: more than an amount of 1 can (2.0), so it is clipped and not explained
+    assert result.explained == 0.75 and result.errors[3] == pytest.approx(1.0, abs=1e-4)
+    assert tuple(agent.location) == pytest.approx((0, 0, 0)) and agent["fuel"] == 1.0  # the scene as before
+
+
+def test_keyboard_recorder_with_continuous_actions(empty_scene, tmp_path):
+    from drla_ext.addon.runs import demos_record
+    from drla_ext.drla_core.io.demos import load_demo
+
+    tree, agent = _continuous_tree(empty_scene)
+    rec = demos_record.KeyboardRecorder(empty_scene, tree, str(tmp_path / "c.blend")).start()
+    assert [k for k, _ in rec.labels] == ["Q / A", "W / S", "E / D", "Space"]
+    for key in ("Q", "S", "SPACE", "A"):
+        assert rec.press(key)
+    assert agent.location.x == pytest.approx(0.0) and agent.rotation_euler.z == pytest.approx(-math.pi / 2)
+    demo = load_demo(rec.stop())
+    assert demo.actions.tolist() == [[1, 0, 0], [0, -1, 0], [0, 0, 0], [-1, 0, 0]]
+    assert agent.rotation_euler.z == 0.0
