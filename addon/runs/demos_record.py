@@ -61,6 +61,8 @@ class KeyboardRecorder:
         self.episode_return = 0.0
         self.last_return: float | None = None
         self.keymap: dict[str, Any] = {}
+        self.labels: list[tuple[str, str]] = []
+        self.saved: Path | None = None
 
     # ---- start / stop --------------------------------------------------------------------------------------
 
@@ -72,10 +74,15 @@ class KeyboardRecorder:
         if compiled.env is None or compiled.team:
             raise ValueError(f"tree {self.tree.name!r} has no one-agent environment to record in")
         stack = contextlib.ExitStack()
-        self.env = stack.enter_context(build.one_scene_env(compiled, self.scene))
+        try:
+            self.env = stack.enter_context(build.one_scene_env(compiled, self.scene))
+            self.keymap = self._keymap()
+            self.obs, _ = self.env.reset(seed=self.seed)
+        except BaseException:
+            stack.close()  # the scene back as it was
+            self.env = None
+            raise
         self._stack = stack
-        self.keymap = self._keymap()
-        self.obs, _ = self.env.reset(seed=self.seed)
         _ACTIVE[self.scene.name] = self
         return self
 
@@ -147,16 +154,31 @@ class KeyboardRecorder:
     def stop(self, save: bool = True) -> Path | None:
         """End the recording, put the scene back, and (``save``) write the file; returns its path (None: nothing
         recorded or not saved)."""
+        if self.env is None:  # stopped already (a file opened or saved meanwhile): what was saved then
+            return self.saved
         demo = self.demonstration() if save else None
         _ACTIVE.pop(self.scene.name, None)
         if self._stack is not None:
             self._stack.close()
             self._stack = None
         self.env = None
-        if demo is None:
-            return None
-        return save_demo(self.out, demo)
+        if demo is not None:
+            self.saved = save_demo(self.out, demo)
+        return self.saved
 
     def status_line(self) -> str:
         ret = f", last episode's return {self.last_return:.3g}" if self.last_return is not None else ""
         return f"Recording: {self.steps} steps, {self.episodes} episodes done{ret}. Esc: stop and save"
+
+
+def stop_all() -> list[Path]:
+    """Stop every recording, saving what each recorded (a file about to be opened or saved: the scene must be
+    the user's, not mid-episode); returns the files written."""
+    saved = []
+    for rec in list(_ACTIVE.values()):
+        with contextlib.suppress(Exception):
+            path = rec.stop(save=True)
+            if path is not None:
+                saved.append(path)
+    _ACTIVE.clear()
+    return saved

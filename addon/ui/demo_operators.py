@@ -47,6 +47,8 @@ class DRLA_OT_record_demonstration(bpy.types.Operator):
 
     def modal(self, context, event):
         rec = self._recorder
+        if demos_record.active(context.scene) is not rec:  # stopped by a file save or load: already saved
+            return self._finish(context)
         if event.type == 'ESC' and event.value == 'PRESS':
             return self._finish(context)
         if event.value == 'PRESS' and event.type in rec.keymap:
@@ -129,6 +131,24 @@ def draw_demonstrations(layout, context) -> None:
         row.label(text=name)
     if sessions.active(scene) is not None:  # (cannot happen: Train and Play wait for the recording)
         label_wrapped(col, context, "A run is active", 'ERROR')
+
+
+@bpy.app.handlers.persistent
+def _stop_recordings(*_args) -> None:
+    """Saving or opening a file stops a recording first (saved beside the .blend), its scene put back."""
+    demos_record.stop_all()
+
+
+def register() -> None:
+    bpy.app.handlers.load_pre.append(_stop_recordings)
+    bpy.app.handlers.save_pre.append(_stop_recordings)
+
+
+def unregister() -> None:
+    for handlers in (bpy.app.handlers.load_pre, bpy.app.handlers.save_pre):
+        if _stop_recordings in handlers:
+            handlers.remove(_stop_recordings)
+    demos_record.stop_all()
 
 
 classes = (DRLA_OT_record_demonstration, DRLA_OT_record_keyframes)

@@ -101,3 +101,23 @@ def test_record_keyframes_operator_and_the_trainer_demonstration(empty_scene, tm
     with build.one_scene_env(compiled, empty_scene) as env:
         with pytest.raises(build.BuildError, match="Demonstration missing.npz: missing.npz: cannot read"):
             build.build_job(compiled, env, seed=0, total_steps=10)
+
+
+def test_saving_the_file_stops_the_recording_first(empty_scene, tmp_path):
+    """Save while recording: the steps so far are saved, the scene put back before the .blend is written."""
+    from drla_ext.addon.runs import demos_record
+    from drla_ext.drla_core.io.demos import load_demo
+
+    tree, agent = reach(empty_scene)
+    blend = tmp_path / "reach.blend"
+    rec = demos_record.KeyboardRecorder(empty_scene, tree, str(blend)).start()
+    rec.press("ONE")
+    rec.press("THREE")
+    assert tuple(agent.location) != pytest.approx((0, 0, 0))
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    assert demos_record.active(empty_scene) is None
+    assert tuple(agent.location) == pytest.approx((0, 0, 0))
+    assert load_demo(tmp_path / "reach_Reach_keyboard.npz").actions.tolist() == [0, 2]
+    assert rec.stop() == tmp_path / "reach_Reach_keyboard.npz"  # the operator's own Esc afterwards: no change
+    bpy.ops.wm.open_mainfile(filepath=str(blend))
+    assert tuple(bpy.context.scene.objects["Agent"].location) == pytest.approx((0, 0, 0))  # saved as before
