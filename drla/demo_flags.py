@@ -52,9 +52,10 @@ def check_workers(args: argparse.Namespace, workers: int) -> None:
         raise CLIError("--demo: not with --workers (the demonstration is learnt in this process)")
 
 
-def replace_tree_demo(args: argparse.Namespace, compiled: Any) -> None:
-    """``--demo`` is learnt instead of the Trainer node's Demonstration (not both)."""
-    if getattr(args, "demo", None) and compiled.trainer is not None:
+def replace_tree_demo(args: argparse.Namespace, compiled: Any, resumed: bool = False) -> None:
+    """``--demo`` is learnt instead of the Trainer node's Demonstration (not both); a resumed run's checkpoint
+    holds what the Demonstration taught (it is not learnt again)."""
+    if (getattr(args, "demo", None) or resumed) and compiled.trainer is not None:
         compiled.trainer.demonstration = ""
 
 

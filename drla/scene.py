@@ -220,7 +220,7 @@ def train_scene(args: argparse.Namespace) -> int:
                                        checkpoint_interval=options["checkpoint_interval"] or 0,
                                        checkpoint_path=options["checkpoint_path"])
                 else:
-                    demo_flags.replace_tree_demo(args, compiled)
+                    demo_flags.replace_tree_demo(args, compiled, resumed=ckpt is not None)
                     job = build.build_job(compiled, env, seed=seed, total_steps=steps, **options)
                     demo_flags.apply_demo_to_job(args, job, f"tree {tree.name!r} trains {kind.label}", ckpt is not None)
             except build.BuildError as exc:
