@@ -13,6 +13,9 @@ step's first frame, as the environment would do it, its change ``E_a`` read, and
 * continuous actions: each dimension's change at amount 1 is a column of ``E``; the amounts are the least-squares
   solution of ``E u = D``, clipped to [-1, 1]; explained when the residual is within the tolerance.
 
+A shot (Fire) moves nothing, so it cannot be seen: keyframe the scene's ``drla_action`` custom property (an integer,
+constant interpolation) to an action's number (1 = the first) on the steps it should be taken, 0 elsewhere.
+
 The animation is what moves the objects here; for training, mute it (the agent's actions should move them).
 """
 
@@ -32,7 +35,10 @@ from ..specs import MotorsSpec
 from ..tree.compiler import compile_tree
 from . import build
 
-__all__ = ["KeyframeResult", "record_keyframes", "record_keyframes_to_file", "default_demo_path"]
+#: A scene custom property (keyframed, constant) naming the action to take at a frame (1 = the first; 0: infer).
+ACTION_PROPERTY = "drla_action"
+
+__all__ = ["ACTION_PROPERTY", "KeyframeResult", "record_keyframes", "record_keyframes_to_file", "default_demo_path"]
 
 
 @dataclass
@@ -113,6 +119,19 @@ def _infer(env, change: np.ndarray, base: np.ndarray, tolerance: float) -> tuple
     return amounts, err, err <= limit
 
 
+def _forced_action(scene, env) -> int | None:
+    """The scene's ``drla_action`` custom property at the current frame: an action's number (1 = the first, as
+    the recording keys list them) to take instead of inferring one; 0 or absent: infer."""
+    value = scene.get(ACTION_PROPERTY)
+    if not isinstance(env.action_space, Discrete) or not isinstance(value, (int, float)) or value < 1:
+        return None
+    number = int(round(value))
+    if number > env.action_space.n:
+        raise ValueError(f"the scene's {ACTION_PROPERTY} is {number} at frame {scene.frame_current}, but the tree has "
+                         f"{env.action_space.n} actions")
+    return number - 1
+
+
 def record_keyframes(tree, scene, *, tolerance: float = 0.05, frame_start: int | None = None,
                      frame_end: int | None = None, source: dict[str, str] | None = None) -> KeyframeResult:
     """Step the keyframed ``scene`` through its frame range (or ``frame_start`` .. ``frame_end``) as ``tree``'s
@@ -143,7 +162,11 @@ def record_keyframes(tree, scene, *, tolerance: float = 0.05, frame_start: int |
             scene.frame_set(frame + env.frames_per_step)
             change = _state_vector(env) - base
             scene.frame_set(frame)
-            action, err, ok = _infer(env, change, base, tolerance)
+            forced = _forced_action(scene, env)
+            if forced is not None:  # the scene's keyframed drla_action names it (a shot, which moves nothing)
+                action, err, ok = forced, 0.0, True
+            else:
+                action, err, ok = _infer(env, change, base, tolerance)
             for _ in range(env.frames_per_step):  # the keyframes move the objects, not the action
                 frame += 1
                 env._frame = frame

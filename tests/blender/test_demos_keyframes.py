@@ -151,3 +151,21 @@ def test_keyboard_recorder_with_continuous_actions(empty_scene, tmp_path):
     demo = load_demo(rec.stop())
     assert demo.actions.tolist() == [[1, 0, 0], [0, -1, 0], [0, 0, 0], [-1, 0, 0]]
     assert agent.rotation_euler.z == 0.0
+
+
+def test_keyframed_drla_action_names_the_action(empty_scene):
+    """A shot moves nothing: the scene's keyframed drla_action (1 = the first action) says what to take there."""
+    from drla_ext.addon.runs import demos_keyframes
+
+    tree, _ = keyframed_reach(empty_scene, SCRIPT)
+    numbers = [0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0]  # frame 4 (the 4th step, keyframed as a wait): "left"
+    for frame, number in enumerate(numbers, start=1):
+        empty_scene["drla_action"] = number
+        empty_scene.keyframe_insert('["drla_action"]', frame=frame)
+    result = demos_keyframes.record_keyframes(tree, empty_scene)
+    assert result.demo.actions.tolist() == SCRIPT[:3] + [1] + SCRIPT[4:]
+    assert result.explained == 1.0
+    empty_scene["drla_action"] = 9
+    empty_scene.animation_data_clear()
+    with pytest.raises(ValueError, match="the scene's drla_action is 9 at frame 1, but the tree has 5 actions"):
+        demos_keyframes.record_keyframes(tree, empty_scene)
