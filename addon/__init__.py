@@ -24,6 +24,7 @@ MODULES: tuple[str, ...] = (
     "ui.live_curve",
     "ui.net_overlay",
     "ui.operators",
+    "ui.demo_operators",  # Record Demonstration, Record from Keyframes (issue 26)
     "ui.panels",
     "ui.net_operators",  # Grow, Merge, Expert Switcher, Expert Library (issue 15)
     "ui.net_panels",

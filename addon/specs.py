@@ -250,6 +250,7 @@ class TrainerSpec:
     exports: list[str] = field(default_factory=list)
     eval_interval: int = 0
     eval_episodes: int = 5
+    demonstration: str = ""  # a demonstration file (absolute) the agent learns from first; "" none
 
 
 @dataclass

@@ -43,7 +43,7 @@ from drla_core.rl.train import TrainingRun, evaluate, metric_text
 from drla_core.rl.vector_train import VectorTrainingRun
 from drla_core.base.vector_env import SyncVectorEnv
 
-from . import netcli, pure_jobs, scene, train_flags
+from . import demo_flags, netcli, pure_jobs, scene, train_flags
 from .gym_adapter import GYM_PREFIX, GymIdError, make_target
 from .common import (
     DEFAULT_OUT_DIR,
@@ -265,6 +265,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise CLIError(f"unknown environment {args.target!r}: give a .blend file, one of "
                        f"{', '.join(ENV_NAMES + PARALLEL_ENV_NAMES)}, or --gym-id ID")
     _check_target_flags(args, blend=False)
+    demo_flags.check_agent(args, pure_jobs.AGENTS)
     if args.agent in pure_jobs.AGENTS or (args.resume or "").lower().endswith(".json"):
         # evolution; a .json --resume is a population file
         return pure_jobs.train(args, tuple(f.name for f in dataclasses.fields(DQNConfig) if f.name not in _SKIP_FIELDS),
@@ -306,6 +307,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         config = make_config(base, {**(ENV_DEFAULTS.get(args.target, {}) if base is None else {}),
                                     **config_overrides(args)}, steps)
         agent = DQNAgent(env.observation_space, env.action_space, config, seed=args.seed)
+    demo_flags.apply_demo(args, agent, resumed=ckpt is not None)
     model_path, report_path = out_paths(args.out or saved.get("out"), args.target)
     meta = {"env": args.target, "seed": args.seed}
     callbacks: list[Any] = ([] if args.quiet else [ProgressBar(steps)]) + train_flags.train_callbacks(args, ckpt)
@@ -502,6 +504,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run the --workers as Ray actors: on a local Ray started here, or on the cluster at ADDRESS "
                         "(needs the ray package: pip install 'drla[ray]'; see docs/cluster.md)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    demo_flags.add_demo_flags(p)
     train_flags.add_train_flags(p)  # --metrics, --tensorboard, --grow (issue 15)
     p.add_argument("--agent", choices=("dqn", "ppo", *pure_jobs.AGENTS), default=None,
                    help="built-in environments: dqn (default), ppo (policy gradients; continuous actions too), or "
@@ -544,6 +547,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seed of the first episode (or of the IK targets) (default 1000)")
     p.add_argument("--frames", metavar="DIR", help="also write the camera's rendered frames of the first episode")
     p.set_defaults(func=cmd_play)
+    demo_flags.add_record_parser(sub)
 
     p = sub.add_parser("inspect", help="validate a model file and show its architecture")
     p.add_argument("model", help="model .json file to check")

@@ -19,7 +19,7 @@ from typing import Any
 
 from drla_core.nets.growth import GrowthRule
 
-from . import extension, train_flags
+from . import demo_flags, extension, train_flags
 from .common import (
     CLIError,
     CtrlC,
@@ -214,12 +214,15 @@ def train_scene(args: argparse.Namespace) -> int:
                     space = getattr(env, "single_observation_space", None) or env.observation_space
                     check_replay_memory(getattr(args, "buffer_size", None), math.prod(space.shape))
             try:
+                demo_flags.check_workers(args, workers)
                 if workers:
                     job = _workers_run(args, build, compiled, env, tree, steps, seed, workers,
                                        checkpoint_interval=options["checkpoint_interval"] or 0,
                                        checkpoint_path=options["checkpoint_path"])
                 else:
+                    demo_flags.replace_tree_demo(args, compiled, resumed=ckpt is not None)
                     job = build.build_job(compiled, env, seed=seed, total_steps=steps, **options)
+                    demo_flags.apply_demo_to_job(args, job, f"tree {tree.name!r} trains {kind.label}", ckpt is not None)
             except build.BuildError as exc:
                 raise CLIError(str(exc)) from exc
             if options["checkpoint_interval"] and not callable(getattr(job, "save_checkpoint", None)) and not getattr(

@@ -43,3 +43,15 @@ class DRLA_TrainerNode(TrainerSettings, bpy.types.Node):
     bl_label = "Trainer"
     menu_order = 260  # its place in its Add submenu (lower first)
     inputs_spec = (("DRLA_EnvironmentSocket", "Environment"), ("DRLA_AgentSocket", "Agent"))
+
+    demonstration: StringProperty(name="Demo", default="", subtype='FILE_PATH',
+                                  options={'PATH_SUPPORTS_BLEND_RELATIVE'},
+                                  description="A demonstration file (.npz: recorded by keyboard or from keyframes) the "
+                                              "agent learns from first: DQN is pre-trained on it and keeps it in its "
+                                              "replay; empty: none")
+    draw_props = TrainerSettings.draw_props + ("demonstration",)
+
+    def compile(self, ctx):
+        spec = super().compile(ctx)
+        spec.demonstration = bpy.path.abspath(self.demonstration) if self.demonstration else ""
+        return spec

@@ -34,7 +34,7 @@ from ..scene.scene_vector_env import SceneVectorEnv
 from ..scene.snapshot import restored_scene
 from ..tree.compiler import compile_tree
 from ..specs import AgentSpec, CompiledTree, TrainerSpec
-from . import ik, outputs
+from . import demos_use, ik, outputs
 
 #: Training steps when neither the caller, the agent node nor the Trainer node sets them.
 DEFAULT_TOTAL_STEPS = 20_000
@@ -183,6 +183,11 @@ def build_dqn_job(compiled: CompiledTree, env, *, seed: int, total_steps: int, c
     if rule is not None:
         run_kw["callbacks"] = [*run_kw.get("callbacks", ()), rule]
     agent = build_agent(compiled, env, seed=seed, total_steps=total_steps, config=config)
+    if trainer is not None and trainer.demonstration:  # the Trainer's Demonstration: learnt from first
+        try:
+            demos_use.learn_from(agent, trainer.demonstration, seed)
+        except ValueError as exc:
+            raise BuildError(str(exc)) from None
     return build_run(compiled, env, agent, total_steps, seed=seed, **run_kw)
 
 

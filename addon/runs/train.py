@@ -158,6 +158,8 @@ class TrainSession(Session):
         # The tree's settings as they are now: what the user changed since applies (and is recorded); a network
         # that grew during the run continues at its grown size
         grown = build.grown_config(compiled, checkpoint, self.total_steps)
+        if compiled.trainer is not None:  # the checkpoint holds what the Trainer's Demonstration taught
+            compiled.trainer.demonstration = ""
         self.job = build.build_job(compiled, self.env, seed=int(checkpoint.meta["run"]["seed"]),
                                    total_steps=self.total_steps, **({"config": grown} if grown is not None else {}))
         if not callable(getattr(self.job, "load_checkpoint", None)):

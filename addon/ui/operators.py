@@ -21,7 +21,7 @@ from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from ...drla_core.io.model_io import ModelFormatError
 from ..properties import settings
-from ..runs import kinds, model_store, outputs, sessions, switcher
+from ..runs import demos_record, kinds, model_store, outputs, sessions, switcher
 from ..runs.play import PlaySession
 from ..runs.train import TrainSession
 from ..words import describe_error
@@ -42,6 +42,8 @@ def _why_not_idle(context) -> str:
     s = settings(scene)
     if s.tree is None:
         return "Pick an RL tree in the DRLA panel first"
+    if demos_record.active(scene) is not None:
+        return "Recording a demonstration: press Esc in the 3D viewport to stop it first"
     running = sessions.active(scene)
     if running is not None:
         return "Training is running: stop it first" if running.kind == "TRAIN" else "Playing: stop it first"

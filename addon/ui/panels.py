@@ -15,7 +15,7 @@ from ..preferences import checkpoint_dir
 from ..properties import TREE_IDNAME, settings
 from ..runs import kinds, model_store, outputs, sessions, switcher
 from ..words import format_duration
-from . import live_curve, net_overlay
+from . import demo_operators, live_curve, net_overlay
 from .wrap import (  # noqa: F401  (the names net_panels and the tests use from here)
     FALLBACK_REGION_PX,
     SIDEBAR_MARGIN_PX,
@@ -157,6 +157,8 @@ def draw_model(layout, context) -> None:
     hint = kind.bake_hint(scene)
     if hint:
         label_wrapped(col, context, hint)
+    if kind.can_play:  # a tree with an environment: demonstrations to learn from
+        demo_operators.draw_demonstrations(layout.column(), context)
 
 
 def draw_curve(layout, context) -> None:

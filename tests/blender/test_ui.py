@@ -97,7 +97,8 @@ def test_idle_state_offers_train_and_greys_the_rest(ui, tree, empty_scene):
     assert operators(main) == ["drla.train", "drla.resume"]
     assert calls(main, "progress") == []
     model = draw(ui.panels.DRLA_PT_view3d_model)
-    assert operators(model) == ["drla.play", "drla.export_model", "drla.import_model", "drla.bake"]
+    assert operators(model) == ["drla.play", "drla.export_model", "drla.import_model", "drla.bake",
+                               "drla.record_demonstration", "drla.record_keyframes"]
     # the buttons that can't act are greyed out by poll, with the reason as tooltip
     assert bpy.ops.drla.train.poll() and bpy.ops.drla.import_model.poll()
     assert not bpy.ops.drla.resume.poll() and not bpy.ops.drla.play.poll() and not bpy.ops.drla.bake.poll()
@@ -162,7 +163,8 @@ def test_trained_state(ui, tree, empty_scene):
     assert train_call.kwargs["text"] == "Train Again"
     assert "Trained 100 steps" in labels(main)
     model = draw(ui.panels.DRLA_PT_view3d_model)
-    assert operators(model) == ["drla.play", "drla.export_model", "drla.import_model", "drla.bake"]
+    assert operators(model) == ["drla.play", "drla.export_model", "drla.import_model", "drla.bake",
+                               "drla.record_demonstration", "drla.record_keyframes"]
     assert "DRLA model: Brain" in labels(model)
     assert bpy.ops.drla.play.poll() and bpy.ops.drla.bake.poll() and bpy.ops.drla.export_model.poll()
 

@@ -1247,6 +1247,40 @@ def finish():
     bpy.ops.wm.quit_blender()
 
 
+def stage_record_demo():
+    """Record Demonstration (issue 26): the sidebar button starts the modal recording; real key presses over the
+    3D viewport step the tank (1: right, 8: fire, as the panel lists them); Esc saves the file beside the .blend
+    and puts the scene back."""
+    Ctx.before = scene_fingerprint()
+    recorder = mod("runs.demos_record")
+    try:
+        result = sidebar_call(bpy.ops.drla.record_demonstration)
+        check("Record Demonstration starts a modal recording", result == {'RUNNING_MODAL'}, result)
+    except Exception:
+        failed_stage("record demonstration")
+    rec = recorder.active(win().scene)
+    check("the panel lists a key per action (and Space for the wait)",
+          rec is not None and [k for k, _ in rec.labels] == ["1", "2", "3", "4", "5", "6", "7", "8", "Space"],
+          getattr(rec, "labels", None))
+    for key in ("1", "1", "8", "2", "8"):
+        yield from press(Ctx.v3d, key, 0.4, 0.5)
+    yield from wait_until(lambda: rec is not None and rec.steps >= 5, 10)
+    check("each action key steps the scene once", rec is not None and rec.steps == 5, getattr(rec, "steps", None))
+    shot("demo_01_recording", area=Ctx.v3d)
+    shot("demo_02_recording_panel", area=Ctx.v3d, region_type='UI')
+    path = mod("runs.demos_keyframes").default_demo_path(bpy.data.filepath, Ctx.tree.name, "keyboard")
+    yield from press(Ctx.v3d, "Escape", 0.4, 0.5)
+    yield from wait_until(lambda: recorder.active(win().scene) is None, 10)
+    check("Esc stops the recording", Ctx.waited)
+    check("the demonstration is saved beside the .blend", path.is_file(), str(path))
+    if path.is_file():
+        demo = sys.modules[f"{ADDON}.drla_core.io.demos"].load_demo(path)
+        check("it holds the five steps played", demo.actions.tolist() == [0, 0, 7, 1, 7], demo.actions.tolist())
+    check("the scene is exactly as before after recording", scene_fingerprint() == Ctx.before,
+          diff(Ctx.before, scene_fingerprint()))
+    yield 1.0
+
+
 SCENARIOS = {
     "tank": (stage_open, stage_layout, stage_train_and_esc, stage_resume_and_stop, stage_play,
              stage_export_import, stage_show_network_after_play_export_import, stage_bake, stage_node_editor,
@@ -1261,6 +1295,7 @@ SCENARIOS = {
                stage_show_network_while_training),
     "examples": (stage_open_default, stage_layout, stage_examples, stage_example_here),
     "walker_copies": (stage_open, stage_layout, stage_physics_copies),
+    "tank_demo": (stage_open, stage_layout, stage_record_demo),
 }
 
 
