@@ -205,7 +205,7 @@ def _evolved(recurrent: bool, generations: int = 25) -> NEAT:
 
 
 def _has_cycle(neat: NEAT) -> bool:
-    from drla_core.evolve.neat import _reaches
+    from drla_core.evolve.neat_genome import reaches as _reaches
     return any(_reaches(g, t, s) for g in neat.genomes for s, t, _, e in g.conns.values())
 
 
@@ -213,16 +213,21 @@ def test_recurrent_option_evolves_cycles_and_runs_them_step_by_step():
     neat = _evolved(True)
     assert _has_cycle(neat)
     assert not _has_cycle(_evolved(False))
-    with pytest.raises(ValueError, match="recurrent NEAT genomes keep state between steps"):
-        neat.policy()
     rows = np.arange(len(neat))
     pop = RecurrentPopulation(neat, rows)
     nets = [neat.genome_network(g) for g in neat.genomes]
+    policy = neat.policy()  # the Evolution job's: a state per task (episode)
+    assert policy.keeps_state
+    tasks = rows[::-1] + 5  # any numbering: each task's state is its own
     obs = np.random.default_rng(5).normal(size=(6, len(neat), 3)).astype(np.float32)
     for t in range(6):
         got = pop.step(obs[t])
         want = np.array([net.step(obs[t, i]) for i, net in enumerate(nets)])
         assert np.allclose(got, want, atol=1e-5), t
+        assert np.array_equal(policy(rows, obs[t], tasks), got), t
+    # a new task starts from zero state: its first output is the first step's, whatever the others ran
+    first = RecurrentPopulation(neat, rows[:1]).step(obs[0, :1])
+    assert np.array_equal(policy(rows[:1], obs[0, :1], np.array([1000])), first)
 
 
 def test_default_neat_is_unchanged_by_the_options():

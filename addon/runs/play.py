@@ -83,6 +83,7 @@ class PlaySession(Session):
         self.obs = obs
         if terminated or truncated:
             self.obs, _ = self.env.reset()
+            getattr(self.model, "reset", lambda: None)()  # (a recurrent network starts the episode afresh)
         return obs, reward, terminated, truncated, info
 
     def _step_team(self) -> tuple[Any, float, bool, bool, dict]:

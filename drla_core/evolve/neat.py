@@ -243,8 +243,7 @@ class NEAT:
         change it in place between calls.
         """
         if self.config.recurrent:
-            raise ValueError("recurrent NEAT genomes keep state between steps: evaluate them with "
-                             "evolve.neat_tasks.RecurrentPopulation (this policy is feed-forward)")
+            return self._recurrent_policy()
         n_in, n_out, n_io = self.n_in, self.n_out, self.n_in + self.n_out
         weights, biases, node_act, act_names, depth = self._pack()
         n = weights.shape[1]
@@ -300,6 +299,52 @@ class NEAT:
                 src = dst
             return src[:, 0, n_in:n_in + n_out].copy()
         return forward
+
+    def _recurrent_policy(self) -> Callable[..., np.ndarray]:
+        """``policy(genomes, obs, tasks)`` for recurrent genomes: one activation per call, with a state per task
+        (an episode: ``evolution.Evaluation`` numbers them), zero when a task is first seen. The rule is
+        ``neat_tasks.RecurrentPopulation``'s and ``graph_net.RecurrentGraphNetwork``'s. ``keeps_state`` tells
+        ``Evaluation`` to pass the tasks."""
+        weights, biases, node_act, names, _ = self._pack(levels=False)
+        n_in, n_out, n = self.n_in, self.n_out, weights.shape[1]
+        single = names[0] if len(names) == 1 and names[0] != "linear" else None
+        all_masks = [(a, node_act == i) for i, a in enumerate(names) if a != "linear"]
+        cache: list[Any] = [None]
+        state = [np.zeros((0, n), dtype=np.float32)]
+
+        def forward(idx: np.ndarray, obs: np.ndarray, tasks: np.ndarray) -> np.ndarray:
+            got = cache[0]
+            if got is None or got[0] is not idx:
+                got = cache[0] = (idx, weights[idx], biases[idx], [(a, m[idx]) for a, m in all_masks])
+            _, w, b, masks = got
+            tasks = np.asarray(tasks, dtype=np.int64)
+            values = state[0]
+            top = int(tasks.max()) + 1 if len(tasks) else 0
+            if top > len(values):  # new tasks start from zero
+                grown = np.zeros((max(top, 2 * len(values)), n), dtype=np.float32)
+                grown[:len(values)] = values
+                values = state[0] = grown
+            u = values[tasks][:, None, :]
+            u[:, 0, :n_in] = np.asarray(obs, dtype=np.float32).reshape(len(tasks), n_in)
+            z = np.matmul(u, w)[:, 0, :]
+            z += b
+            if single is not None:
+                _activate(single, z)
+            else:
+                for a, mask in masks:
+                    work = z.copy()
+                    _activate(a, work)
+                    np.copyto(z, work, where=mask)
+            values[tasks] = z
+            return z[:, n_in:n_in + n_out].copy()
+        forward.keeps_state = True  # type: ignore[attr-defined]
+        return forward
+
+    @property
+    def check_alongside(self) -> bool:
+        """``EvolutionJob`` plays the champion check alongside a generation only for feed-forward genomes (a
+        recurrent network's recorded actions cannot be replayed one observation at a time)."""
+        return not self.config.recurrent
 
     def _pack(self, levels: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str], int]:
         """Every genome as dense padded arrays: weights ``(P, n, n)``, biases ``(P, n)``, each node's activation
