@@ -88,7 +88,8 @@ class Model:
         extra: free-form JSON data (for example an arm description for IK).
     """
 
-    def __init__(self, network: MLP | GraphNetwork | RecurrentGraphNetwork, observation_space: Space, action_space: Space, kind: str = "dqn",
+    def __init__(self, network: MLP | GraphNetwork | RecurrentGraphNetwork, observation_space: Space,
+                 action_space: Space, kind: str = "dqn",
                  obs_norm: Mapping[str, Any] | None = None, meta: Mapping[str, Any] | None = None,
                  extra: Mapping[str, Any] | None = None) -> None:
         if kind not in KINDS:

@@ -43,7 +43,7 @@ def evaluate(env: Env, policy: Callable[[Any], Any] | Any, episodes: int = 10, s
     that report it.
     """
     act = policy.predict if hasattr(policy, "predict") else policy
-    owner = getattr(policy, "__self__", policy)  # (a bound ``model.act``: its model)
+    owner: Any = getattr(policy, "__self__", policy)  # (a bound ``model.act``: its model)
     reset = owner.reset if getattr(owner, "recurrent", False) else None  # a recurrent model: new state per episode
     key = env.task_metric
     returns: list[float] = []
