@@ -29,6 +29,7 @@ import numpy as np
 from ..nn.graph_net import GraphNetwork, RecurrentGraphNetwork, graph_levels
 from ..nn.mlp import ACTIVATIONS, _activate
 from .neat_genome import Genome, InnovationTracker, compatibility_distance, crossover, reaches
+from .neat_species import speciate
 
 __all__ = ["NEATConfig", "Genome", "InnovationTracker", "NEAT", "compatibility_distance", "crossover"]
 
@@ -182,35 +183,12 @@ class NEAT:
     # -- species -------------------------------------------------------------------------------------------
 
     def _speciate(self) -> None:
-        c = self.config
+        """Species for this generation (``neat_species.speciate``: distances in numpy, decided as the loops)."""
         dist = compatibility_distance
-        if c.compatibility == "paper":
+        if self.config.compatibility == "paper":
             from .neat_tasks import paper_distance as dist
-        unassigned = set(range(len(self.genomes)))
-        new_species = []
-        for sp in self.species:  # each species keeps as representative its closest genome of this generation
-            if not unassigned:
-                break
-            dists = {i: dist(sp["representative"], self.genomes[i], c) for i in sorted(unassigned)}
-            best = min(dists, key=lambda i: (dists[i], i))
-            sp["representative"] = self.genomes[best].copy()
-            sp["members"] = [best]
-            unassigned.discard(best)
-            new_species.append(sp)
-        for i in sorted(unassigned):
-            g = self.genomes[i]
-            best_sp, best_d = None, math.inf
-            for sp in new_species:
-                d = dist(sp["representative"], g, c)
-                if d < c.compatibility_threshold and d < best_d:
-                    best_sp, best_d = sp, d
-            if best_sp is None:
-                best_sp = {"id": self.next_species_id, "representative": g.copy(), "members": [],
-                           "best": -math.inf, "last_improved": self.generation}
-                self.next_species_id += 1
-                new_species.append(best_sp)
-            best_sp["members"].append(i)
-        self.species = [sp for sp in new_species if sp["members"]]
+        self.species, self.next_species_id = speciate(self.genomes, self.species, self.config, self.next_species_id,
+                                                      self.generation, dist)
 
     # -- evaluation ------------------------------------------------------------------------------------------
 
