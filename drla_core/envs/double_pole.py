@@ -109,14 +109,19 @@ def _derivs_one(f: float, st: list[float]) -> list[float]:
 
 
 def _rk4_one(f: float, y: list[float]) -> list[float]:
+    """``_rk4`` for one cart in Python floats: the same operations, element by element, without lists."""
     hh, h6 = TAU * 0.5, TAU / 6.0
-    dydx = _derivs_one(f, y)
-    dyt = _derivs_one(f, [a + hh * b for a, b in zip(y, dydx)])
-    dym = _derivs_one(f, [a + hh * b for a, b in zip(y, dyt)])
-    yt = [a + TAU * b for a, b in zip(y, dym)]
-    dym = [a + b for a, b in zip(dym, dyt)]
-    dyt = _derivs_one(f, yt)
-    return [a + h6 * (b + c + 2.0 * d) for a, b, c, d in zip(y, dydx, dyt, dym)]
+    y0, y1, y2, y3, y4, y5 = y
+    a0, a1, a2, a3, a4, a5 = _derivs_one(f, y)
+    b0, b1, b2, b3, b4, b5 = _derivs_one(f, [y0 + hh * a0, y1 + hh * a1, y2 + hh * a2, y3 + hh * a3,
+                                             y4 + hh * a4, y5 + hh * a5])
+    m0, m1, m2, m3, m4, m5 = _derivs_one(f, [y0 + hh * b0, y1 + hh * b1, y2 + hh * b2, y3 + hh * b3,
+                                             y4 + hh * b4, y5 + hh * b5])
+    t0, t1, t2, t3, t4, t5 = _derivs_one(f, [y0 + TAU * m0, y1 + TAU * m1, y2 + TAU * m2, y3 + TAU * m3,
+                                             y4 + TAU * m4, y5 + TAU * m5])
+    return [y0 + h6 * (a0 + t0 + 2.0 * (m0 + b0)), y1 + h6 * (a1 + t1 + 2.0 * (m1 + b1)),
+            y2 + h6 * (a2 + t2 + 2.0 * (m2 + b2)), y3 + h6 * (a3 + t3 + 2.0 * (m3 + b3)),
+            y4 + h6 * (a4 + t4 + 2.0 * (m4 + b4)), y5 + h6 * (a5 + t5 + 2.0 * (m5 + b5))]
 
 
 def step_states(states: np.ndarray, force: np.ndarray) -> np.ndarray:
