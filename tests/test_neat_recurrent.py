@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -124,3 +125,48 @@ def test_cli_trains_recurrent_neat_on_double_pole_without_velocities(tmp_path: P
     evaluated = subprocess.run([sys.executable, "-m", "drla", "eval", str(out), "--episodes", "2"],
                                capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
     assert evaluated.returncode == 0 and "balanced rate 100.0 %" in evaluated.stdout, evaluated.stderr
+
+
+class _Unbatched:
+    """An environment without ``batch``: ``Evaluation`` runs it on its pool path."""
+
+    def __init__(self, env: Any) -> None:
+        self.env, self.observation_space, self.action_space = env, env.observation_space, env.action_space
+
+    def reset(self, **kw: Any) -> Any:
+        return self.env.reset(**kw)
+
+    def step(self, action: Any) -> Any:
+        return self.env.step(action)
+
+
+def test_recurrent_policy_scores_the_same_batched_pooled_and_network_by_network() -> None:
+    from drla_core.envs import make
+    from drla_core.evolve.evaluation import Evaluation, action_function
+
+    neat = NEAT(4, 2, NEATConfig(population_size=20, recurrent=True, add_connection_prob=0.9, add_node_prob=0.4),
+                np.random.default_rng(5))
+    seeds = [3, 4]
+    act = action_function(make("cartpole").action_space)
+    for _ in range(6):  # a few generations on CartPole: episodes long enough for the state to matter
+        ev = Evaluation(neat.policy(), len(neat), seeds, [make("cartpole")], act)
+        ev.run()
+        neat.tell(ev.fitness())
+    batched = Evaluation(neat.policy(), len(neat), seeds, [make("cartpole")], act)
+    assert batched._batch is not None  # (the batched path)
+    batched.run()
+    pooled = Evaluation(neat.policy(), len(neat), seeds, [_Unbatched(make("cartpole")) for _ in range(7)], act)
+    assert pooled._batch is None
+    pooled.run()
+    assert np.array_equal(batched.returns, pooled.returns)
+    for i, g in enumerate(neat.genomes):  # each genome's network played episode by episode, reset at each start
+        net, env = neat.genome_network(g), make("cartpole")
+        for e, seed in enumerate(seeds):
+            obs, _ = env.reset(seed=seed)
+            net.reset()
+            total, done = 0.0, False
+            while not done:
+                obs, r, terminated, truncated, _ = env.step(int(np.argmax(net.step(obs[None])[0])))
+                total, done = total + r, terminated or truncated
+            assert total == batched.returns[i, e], (i, e)
+    assert batched.returns.max() > 50  # (long enough episodes for the state to matter)
