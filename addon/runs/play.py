@@ -71,6 +71,8 @@ class PlaySession(Session):
         else:
             check_fits(self.model, self.env.observation_space, self.env.action_space)
         self.obs, _ = self.env.reset(seed=self.seed)
+        if not compiled.team:
+            getattr(self.model, "reset", lambda: None)()  # (a recurrent network starts afresh)
         self.state = RUNNING
         self._t0 = time.perf_counter()
 
