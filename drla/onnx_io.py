@@ -77,6 +77,10 @@ def to_onnx(model: Model) -> Any:
     arch = d["architecture"]
     if arch.get("type", "mlp") != "mlp":
         raise ModelFormatError(f"export-onnx: architecture {arch.get('type')!r} cannot be exported (only mlp)")
+    if isinstance(arch.get("graph"), dict) and arch["graph"].get("recurrent"):
+        raise ModelFormatError("export-onnx: a recurrent graph network (graph.recurrent) keeps a value per node "
+                               "from one step to the next, and this export is a stateless function of one "
+                               "observation; use its .json (drla play and drla eval run it)")
     nodes, inits = [], []
 
     def const(name: str, value: np.ndarray) -> str:

@@ -205,7 +205,7 @@ def _evolved(recurrent: bool, generations: int = 25) -> NEAT:
 
 
 def _has_cycle(neat: NEAT) -> bool:
-    from drla_core.evolve.neat import _reaches
+    from drla_core.evolve.neat_genome import reaches as _reaches
     return any(_reaches(g, t, s) for g in neat.genomes for s, t, _, e in g.conns.values())
 
 
@@ -213,16 +213,21 @@ def test_recurrent_option_evolves_cycles_and_runs_them_step_by_step():
     neat = _evolved(True)
     assert _has_cycle(neat)
     assert not _has_cycle(_evolved(False))
-    with pytest.raises(ValueError, match="recurrent NEAT genomes keep state between steps"):
-        neat.policy()
     rows = np.arange(len(neat))
     pop = RecurrentPopulation(neat, rows)
     nets = [neat.genome_network(g) for g in neat.genomes]
+    policy = neat.policy()  # the Evolution job's: a state per task (episode)
+    assert policy.keeps_state
+    tasks = rows[::-1] + 5  # any numbering: each task's state is its own
     obs = np.random.default_rng(5).normal(size=(6, len(neat), 3)).astype(np.float32)
     for t in range(6):
         got = pop.step(obs[t])
         want = np.array([net.step(obs[t, i]) for i, net in enumerate(nets)])
         assert np.allclose(got, want, atol=1e-5), t
+        assert np.array_equal(policy(rows, obs[t], tasks), got), t
+    # a new task starts from zero state: its first output is the first step's, whatever the others ran
+    first = RecurrentPopulation(neat, rows[:1]).step(obs[0, :1])
+    assert np.array_equal(policy(rows[:1], obs[0, :1], np.array([1000])), first)
 
 
 def test_default_neat_is_unchanged_by_the_options():
@@ -273,3 +278,64 @@ def test_double_pole_with_velocities_solved_with_a_fixed_seed():
     neat = NEAT(6, 1, NEATConfig.paper(), np.random.default_rng(2), output_activation="tanh")
     steps, _ = balance(neat, np.arange(len(neat)), np.tile(START_STATE, (len(neat), 1)), 10_000, True)
     assert steps.max() < 10_000  # the first generation does not balance: evolution did it
+
+
+def _loop_speciate(genomes, species, c, next_id, generation, dist):
+    """The plain loops ``neat_species.speciate`` replaces (NEAT's speciation before numpy)."""
+    unassigned = set(range(len(genomes)))
+    new_species = []
+    for sp in species:
+        if not unassigned:
+            break
+        dists = {i: dist(sp["representative"], genomes[i], c) for i in sorted(unassigned)}
+        best = min(dists, key=lambda i: (dists[i], i))
+        sp["representative"] = genomes[best].copy()
+        sp["members"] = [best]
+        unassigned.discard(best)
+        new_species.append(sp)
+    for i in sorted(unassigned):
+        g = genomes[i]
+        best_sp, best_d = None, math.inf
+        for sp in new_species:
+            d = dist(sp["representative"], g, c)
+            if d < c.compatibility_threshold and d < best_d:
+                best_sp, best_d = sp, d
+        if best_sp is None:
+            best_sp = {"id": next_id, "representative": g.copy(), "members": [], "best": -math.inf,
+                       "last_improved": generation}
+            next_id += 1
+            new_species.append(best_sp)
+        best_sp["members"].append(i)
+    return [sp for sp in new_species if sp["members"]], next_id
+
+
+@pytest.mark.parametrize("compatibility", ["neat-python", "paper"])
+def test_numpy_speciation_decides_as_the_loops(compatibility):
+    # evolving populations (with recurrent links, so genomes of many shapes), plus ties on purpose: copies of
+    # one genome (distance 0 to several representatives) and a threshold equal to a distance that occurs
+    from drla_core.evolve.neat import compatibility_distance
+    from drla_core.evolve.neat_species import speciate
+
+    dist = paper_distance if compatibility == "paper" else compatibility_distance
+    cfg = NEATConfig(population_size=60, recurrent=True, add_connection_prob=0.7, add_node_prob=0.3,
+                     compatibility=compatibility)
+    neat = NEAT(3, 2, cfg, np.random.default_rng(11))
+    rng = np.random.default_rng(12)
+    compared = 0
+    for gen in range(25):
+        neat.tell(rng.normal(size=len(neat)))
+        genomes = [g.copy() for g in neat.genomes]
+        genomes[5:9] = [genomes[4].copy() for _ in range(4)]
+        for thr in (cfg.compatibility_threshold, dist(genomes[0], genomes[1], cfg)):
+            c = NEATConfig(**{**cfg.__dict__, "compatibility_threshold": max(thr, 1e-6)})
+            old = [{**sp, "representative": sp["representative"].copy(), "members": list(sp["members"])}
+                   for sp in neat.species]
+            twin = [{**sp, "representative": sp["representative"].copy(), "members": list(sp["members"])}
+                    for sp in neat.species]
+            got, got_id = speciate(genomes, old, c, 100, gen, dist)
+            want, want_id = _loop_speciate(genomes, twin, c, 100, gen, dist)
+            assert got_id == want_id
+            assert [(sp["id"], sp["members"], sp["representative"].to_data()) for sp in got] == \
+                [(sp["id"], sp["members"], sp["representative"].to_data()) for sp in want]
+            compared += len(got)
+    assert compared > 100

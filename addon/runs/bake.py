@@ -139,6 +139,8 @@ def record_episode(scene, tree, model=None, *, seed: int | None = None, max_step
             else:
                 check_fits(model, env.observation_space, env.action_space)
             obs, info = env.reset(seed=seed)
+            if not compiled.team:
+                getattr(model, "reset", lambda: None)()  # (a recurrent network starts afresh)
             rec.samples.append(capture(scene))
             for _ in range(limit):
                 if compiled.team:

@@ -73,6 +73,8 @@ class PlaySession(Session):
         else:
             check_fits(self.model, self.env.observation_space, self.env.action_space)
         self.obs, self.info = self.env.reset(seed=self.seed)
+        if not compiled.team:
+            getattr(self.model, "reset", lambda: None)()  # (a recurrent network starts afresh)
         self.state = RUNNING
         self._t0 = time.perf_counter()
 
@@ -85,6 +87,7 @@ class PlaySession(Session):
         self.obs, self.info = obs, info
         if terminated or truncated:
             self.obs, self.info = self.env.reset()
+            getattr(self.model, "reset", lambda: None)()  # (a recurrent network starts the episode afresh)
         return obs, reward, terminated, truncated, info
 
     def _step_team(self) -> tuple[Any, float, bool, bool, dict]:

@@ -149,7 +149,8 @@ def _py_square(v: np.ndarray, two: np.ndarray, out: np.ndarray) -> np.ndarray:
     return out
 
 
-_CLIP = (getattr(np, "_core", None) or np.core).umath.clip  # the ufunc (np.clip adds a Python wrapper's cost)
+# the ufunc (np.clip adds a Python wrapper's cost); numpy 1.x may have a bare ``_core`` stub (after onnx's import)
+_CLIP = (getattr(getattr(np, "_core", None), "umath", None) or np.core.umath).clip
 
 
 class _ProductSquare:

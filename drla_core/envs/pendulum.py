@@ -71,12 +71,12 @@ class Pendulum(Env):
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
         th, thdot = self.state
-        g, m, l, dt = self.g, self.m, self.l, self.dt
+        g, m, length, dt = self.g, self.m, self.l, self.dt
         torque = np.asarray(action, dtype=np.float32).reshape(1) * np.float32(self.max_torque)
         u = np.clip(torque, -self.max_torque, self.max_torque)[0]
         self.last_u = u
         costs = angle_normalize(th) ** 2 + 0.1 * thdot**2 + 0.001 * (u**2)
-        newthdot = thdot + (3 * g / (2 * l) * np.sin(th) + 3.0 / (m * l**2) * u) * dt
+        newthdot = thdot + (3 * g / (2 * length) * np.sin(th) + 3.0 / (m * length**2) * u) * dt
         newthdot = np.clip(newthdot, -self.max_speed, self.max_speed)
         newth = th + newthdot * dt
         self.state = np.array([newth, newthdot])

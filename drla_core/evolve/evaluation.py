@@ -92,6 +92,10 @@ class Evaluation:
     ``step`` of the vector per step (a copy without a task left acts too; its episode is not counted).
     A vector whose copies ``restarts_together`` (one physics world) plays rounds: every copy starts a task,
     and the next round starts when the last of them ends.
+
+    A policy with ``keeps_state`` true (recurrent NEAT, ``graph_net.RecurrentGraphNetwork.task_policy``) is
+    called ``policy(rows, obs, tasks)``: ``tasks`` numbers each row's episode (``individual * episodes +
+    episode``; the check's rows after them), so it keeps a state per episode, new for each one.
     """
 
     def __init__(self, policy: Callable[[np.ndarray, np.ndarray], np.ndarray], n_individuals: int,
@@ -99,6 +103,10 @@ class Evaluation:
                  behavior: Callable[[Any, Mapping[str, Any]], np.ndarray] = default_behavior,
                  check_seeds: Sequence[int] = (), check_target: float | None = None) -> None:
         self.policy, self.envs, self.act, self.behavior = policy, list(envs), act, behavior
+        self._stateful = bool(getattr(policy, "keeps_state", False))
+        # (the rows' tasks as a third argument, for a policy that keeps a state per episode)
+        self._forward: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] = \
+            policy if self._stateful else (lambda rows, x, tasks: policy(rows, x))  # type: ignore[assignment]
         self.seeds = [int(s) for s in seeds]
         self.n, self.episodes = int(n_individuals), len(self.seeds)
         self._returns = [0.0] * (self.n * self.episodes)
@@ -110,6 +118,7 @@ class Evaluation:
         self._flat = True
         self._active: list[int] = []
         self._rows = np.zeros(0, dtype=np.int64)
+        self._row_tasks = np.zeros(0, dtype=np.int64)
         self.done = self.n * self.episodes == 0
         # the batched path: every task at once on one vector of environments
         self._batch: Any = None
@@ -181,6 +190,7 @@ class Evaluation:
                 self._put(s, obs)
         self._active = [s for s in range(len(self.envs)) if slot_task[s] >= 0]
         self._rows = np.array([slot_task[s] // self.episodes for s in self._active], dtype=np.int64)
+        self._row_tasks = np.array([slot_task[s] for s in self._active], dtype=np.int64)
 
     def run(self, deadline: float | None = None) -> bool:
         """Step every running episode until all have ended (True) or ``deadline`` passes (False)."""
@@ -201,7 +211,7 @@ class Evaluation:
             assert x is not None  # _refill put the first observations
             if len(active) != len(envs):
                 x = x[active]
-            actions = self.act(self.policy(self._rows, x))
+            actions = self.act(self._forward(self._rows, x, self._row_tasks))
             for s, action in zip(active, actions):
                 o, r, terminated, truncated, info = envs[s].step(action)
                 task = slot_task[s]
@@ -249,9 +259,10 @@ class Evaluation:
                     self.done = True
                     break
                 rows = np.array([slot_task[s] // self.episodes for s in active], dtype=np.int64)
+                row_tasks = np.array([slot_task[s] for s in active], dtype=np.int64)
                 changed = False
             assert self._x is not None
-            chosen = self.act(self.policy(rows, self._x[active]))
+            chosen = self.act(self._forward(rows, self._x[active], row_tasks))
             actions = [chosen[0]] * len(slot_task)  # a copy without a task plays along; nothing of it counts
             for s, a in zip(active, chosen):
                 actions[s] = a
@@ -283,7 +294,7 @@ class Evaluation:
         is summed in ``_acc`` (in step order, as the pool path sums it) and stored when its episode ends; when
         every reward is 1.0 (the batch's ``unit_rewards``) the return is the number of steps, summed by nobody.
         The check's rows (tasks ``n * episodes`` on) come after the generation's."""
-        batch, act, policy = self._batch, self._act_array, self.policy
+        batch, act, policy = self._batch, self._act_array, self._forward
         assert act is not None
         unit = bool(getattr(batch, "unit_rewards", False))
         if self._x is None:  # start every task
@@ -298,7 +309,7 @@ class Evaluation:
         tasks, rows, x, acc = self._tasks, self._rows, self._x, self._acc
         count_nonzero = np.count_nonzero
         while not self.done:
-            actions = act(policy(rows, x))
+            actions = act(policy(rows, x, tasks))
             main = self._main_alive
             if len(tasks) > main:  # the check rows' observations and actions, for check_result
                 at, k = self._recorded, len(tasks) - main

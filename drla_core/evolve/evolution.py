@@ -333,8 +333,9 @@ class EvolutionJob:
         """The greedy check of a candidate champion: ``solve_episodes`` fixed episodes, not used for training."""
         network = self.method.genome_network(genome)
         seeds = self._check_seeds()
-        return Evaluation(lambda idx, obs: network.forward(obs), 1, seeds, self._pool(len(seeds)), self._act,
-                          self.behavior)
+        policy = network.task_policy() if getattr(network, "recurrent", False) else \
+            (lambda idx, obs: network.forward(obs))  # (recurrent: a state per episode)
+        return Evaluation(policy, 1, seeds, self._pool(len(seeds)), self._act, self.behavior)
 
     def _check_alongside(self, ev: Evaluation, best: int, genome: Any) -> float | None:
         """The candidate's greedy mean from the check its generation played alongside (``Evaluation``), when it
@@ -440,7 +441,8 @@ class EvolutionJob:
         return self.method.genome_network(self.champion)
 
     def champion_policy(self) -> Callable[[Any], Any]:
-        """The champion's greedy action for one observation (what Play runs)."""
+        """The champion's greedy action for one observation (what Play runs; a recurrent champion's state runs on
+        from call to call: ``champion_network().reset()`` to start an episode afresh)."""
         network = self.champion_network()
         return lambda obs: self._act(network.forward(np.asarray(obs, np.float32).reshape(1, -1)))[0]
 

@@ -28,6 +28,8 @@ import numpy as np
 
 from ..nn.graph_net import GraphNetwork, RecurrentGraphNetwork, graph_levels
 from ..nn.mlp import ACTIVATIONS, _activate
+from .neat_genome import Genome, InnovationTracker, compatibility_distance, crossover, reaches
+from .neat_species import speciate
 
 __all__ = ["NEATConfig", "Genome", "InnovationTracker", "NEAT", "compatibility_distance", "crossover"]
 
@@ -83,131 +85,6 @@ class NEATConfig:
             raise ValueError("compatibility_threshold must be positive")
         if self.compatibility not in ("neat-python", "paper"):
             raise ValueError(f"unknown compatibility {self.compatibility!r}; choose neat-python or paper")
-
-
-class Genome:
-    """Node genes ``{id: [bias, activation]}`` (non-input nodes) and connection genes
-    ``{innovation: [source, target, weight, enabled]}``. Inputs are nodes ``0 .. n_in-1``, outputs
-    ``n_in .. n_in+n_out-1``, hidden nodes get ids from the tracker."""
-
-    __slots__ = ("nodes", "conns")
-
-    def __init__(self, nodes: dict[int, list[Any]], conns: dict[int, list[Any]]) -> None:
-        self.nodes, self.conns = nodes, conns
-
-    def copy(self) -> Genome:
-        return Genome({k: list(v) for k, v in self.nodes.items()}, {k: list(v) for k, v in self.conns.items()})
-
-    def to_data(self) -> dict[str, Any]:
-        return {"nodes": [[k, v[0], v[1]] for k, v in sorted(self.nodes.items())],
-                "conns": [[k, v[0], v[1], v[2], bool(v[3])] for k, v in sorted(self.conns.items())]}
-
-    @classmethod
-    def from_data(cls, d: Mapping[str, Any]) -> Genome:
-        return cls({int(k): [float(b), str(a)] for k, b, a in d["nodes"]},
-                   {int(k): [int(s), int(t), float(w), bool(e)] for k, s, t, w, e in d["conns"]})
-
-
-class InnovationTracker:
-    """Innovation numbers and node ids for a run; ``new_generation`` clears the per-generation split table."""
-
-    def __init__(self, next_node: int) -> None:
-        self.next_innovation = 0
-        self.next_node = next_node
-        self.connections: dict[tuple[int, int], int] = {}
-        self.splits: dict[int, tuple[int, int, int]] = {}
-
-    def connection(self, source: int, target: int) -> int:
-        key = (source, target)
-        if key not in self.connections:
-            self.connections[key] = self.next_innovation
-            self.next_innovation += 1
-        return self.connections[key]
-
-    def split(self, innovation: int, source: int, target: int, genome: Genome) -> tuple[int, int, int]:
-        """(new node, innovation into it, innovation out of it) for splitting connection ``innovation``."""
-        found = self.splits.get(innovation)
-        if found is None or found[0] in genome.nodes:  # a genome splitting the same gene twice gets a new node
-            node = self.next_node
-            self.next_node += 1
-            found = (node, self.connection(source, node), self.connection(node, target))
-            if innovation not in self.splits:
-                self.splits[innovation] = found
-        return found
-
-    def new_generation(self) -> None:
-        self.splits = {}
-
-    def state(self) -> dict[str, Any]:
-        return {"next_innovation": self.next_innovation, "next_node": self.next_node,
-                "connections": [[s, t, i] for (s, t), i in self.connections.items()],
-                "splits": [[k, *v] for k, v in self.splits.items()]}
-
-    def load_state(self, d: Mapping[str, Any]) -> None:
-        self.next_innovation, self.next_node = int(d["next_innovation"]), int(d["next_node"])
-        self.connections = {(int(s), int(t)): int(i) for s, t, i in d["connections"]}
-        self.splits = {int(k): (int(a), int(b), int(c)) for k, a, b, c in d["splits"]}
-
-
-def compatibility_distance(a: Genome, b: Genome, c: NEATConfig) -> float:
-    """neat-python's distance: per gene kind, (c_d * disjoint + c_w * sum of matching differences) / size.
-
-    (Plain loops, no per-gene function call: speciation calls this population x species times a generation.)
-    """
-    dist = 0.0
-    ga, gb = a.nodes, b.nodes
-    n = max(len(ga), len(gb))
-    if n:
-        matching = ga.keys() & gb.keys()
-        w = 0.0
-        for k in matching:
-            x, y = ga[k], gb[k]
-            w += abs(x[0] - y[0]) + (x[1] != y[1])
-        dist += (c.disjoint_coefficient * (len(ga) + len(gb) - 2 * len(matching)) + c.weight_coefficient * w) / n
-    ga, gb = a.conns, b.conns
-    n = max(len(ga), len(gb))
-    if n:
-        matching = ga.keys() & gb.keys()
-        w = 0.0
-        for k in matching:
-            x, y = ga[k], gb[k]
-            w += abs(x[2] - y[2]) + (x[3] != y[3])
-        dist += (c.disjoint_coefficient * (len(ga) + len(gb) - 2 * len(matching)) + c.weight_coefficient * w) / n
-    return dist
-
-
-def crossover(fit: Genome, other: Genome, rng: np.random.Generator) -> Genome:
-    """Child aligned by innovation: matching genes from either parent at random, disjoint and excess
-    genes from ``fit`` (the fitter parent); a gene disabled in either parent stays disabled 75 % of the time."""
-    nodes = {}
-    for k, g in fit.nodes.items():
-        o = other.nodes.get(k)
-        nodes[k] = list(o if o is not None and rng.random() < 0.5 else g)
-    conns = {}
-    for k, g in fit.conns.items():
-        o = other.conns.get(k)
-        gene = list(o if o is not None and rng.random() < 0.5 else g)
-        if o is not None and (not g[3] or not o[3]):
-            gene[3] = bool(rng.random() >= 0.75)
-        conns[k] = gene
-    return Genome(nodes, conns)
-
-
-def _reaches(genome: Genome, start: int, goal: int) -> bool:
-    """Whether ``goal`` is reachable from ``start`` along connection genes (enabled or not)."""
-    succ: dict[int, list[int]] = {}
-    for s, t, _, _ in genome.conns.values():
-        succ.setdefault(s, []).append(t)
-    stack, seen = [start], {start}
-    while stack:
-        n = stack.pop()
-        if n == goal:
-            return True
-        for t in succ.get(n, ()):
-            if t not in seen:
-                seen.add(t)
-                stack.append(t)
-    return False
 
 
 class NEAT:
@@ -298,7 +175,7 @@ class NEAT:
         if innovation is not None and innovation in g.conns:
             enabled, g.conns[innovation][3] = g.conns[innovation][3], True
             return not enabled
-        if not recurrent and _reaches(g, t, s):
+        if not recurrent and reaches(g, t, s):
             return False  # would close a cycle
         g.conns[self.tracker.connection(s, t)] = [s, t, float(rng.normal(0.0, self.config.initial_weight_sigma)), True]
         return True
@@ -306,35 +183,12 @@ class NEAT:
     # -- species -------------------------------------------------------------------------------------------
 
     def _speciate(self) -> None:
-        c = self.config
+        """Species for this generation (``neat_species.speciate``: distances in numpy, decided as the loops)."""
         dist = compatibility_distance
-        if c.compatibility == "paper":
+        if self.config.compatibility == "paper":
             from .neat_tasks import paper_distance as dist
-        unassigned = set(range(len(self.genomes)))
-        new_species = []
-        for sp in self.species:  # each species keeps as representative its closest genome of this generation
-            if not unassigned:
-                break
-            dists = {i: dist(sp["representative"], self.genomes[i], c) for i in sorted(unassigned)}
-            best = min(dists, key=lambda i: (dists[i], i))
-            sp["representative"] = self.genomes[best].copy()
-            sp["members"] = [best]
-            unassigned.discard(best)
-            new_species.append(sp)
-        for i in sorted(unassigned):
-            g = self.genomes[i]
-            best_sp, best_d = None, math.inf
-            for sp in new_species:
-                d = dist(sp["representative"], g, c)
-                if d < c.compatibility_threshold and d < best_d:
-                    best_sp, best_d = sp, d
-            if best_sp is None:
-                best_sp = {"id": self.next_species_id, "representative": g.copy(), "members": [],
-                           "best": -math.inf, "last_improved": self.generation}
-                self.next_species_id += 1
-                new_species.append(best_sp)
-            best_sp["members"].append(i)
-        self.species = [sp for sp in new_species if sp["members"]]
+        self.species, self.next_species_id = speciate(self.genomes, self.species, self.config, self.next_species_id,
+                                                      self.generation, dist)
 
     # -- evaluation ------------------------------------------------------------------------------------------
 
@@ -367,8 +221,7 @@ class NEAT:
         change it in place between calls.
         """
         if self.config.recurrent:
-            raise ValueError("recurrent NEAT genomes keep state between steps: evaluate them with "
-                             "evolve.neat_tasks.RecurrentPopulation (this policy is feed-forward)")
+            return self._recurrent_policy()
         n_in, n_out, n_io = self.n_in, self.n_out, self.n_in + self.n_out
         weights, biases, node_act, act_names, depth = self._pack()
         n = weights.shape[1]
@@ -424,6 +277,52 @@ class NEAT:
                 src = dst
             return src[:, 0, n_in:n_in + n_out].copy()
         return forward
+
+    def _recurrent_policy(self) -> Callable[..., np.ndarray]:
+        """``policy(genomes, obs, tasks)`` for recurrent genomes: one activation per call, with a state per task
+        (an episode: ``evolution.Evaluation`` numbers them), zero when a task is first seen. The rule is
+        ``neat_tasks.RecurrentPopulation``'s and ``graph_net.RecurrentGraphNetwork``'s. ``keeps_state`` tells
+        ``Evaluation`` to pass the tasks."""
+        weights, biases, node_act, names, _ = self._pack(levels=False)
+        n_in, n_out, n = self.n_in, self.n_out, weights.shape[1]
+        single = names[0] if len(names) == 1 and names[0] != "linear" else None
+        all_masks = [(a, node_act == i) for i, a in enumerate(names) if a != "linear"]
+        cache: list[Any] = [None]
+        state = [np.zeros((0, n), dtype=np.float32)]
+
+        def forward(idx: np.ndarray, obs: np.ndarray, tasks: np.ndarray) -> np.ndarray:
+            got = cache[0]
+            if got is None or got[0] is not idx:
+                got = cache[0] = (idx, weights[idx], biases[idx], [(a, m[idx]) for a, m in all_masks])
+            _, w, b, masks = got
+            tasks = np.asarray(tasks, dtype=np.int64)
+            values = state[0]
+            top = int(tasks.max()) + 1 if len(tasks) else 0
+            if top > len(values):  # new tasks start from zero
+                grown = np.zeros((max(top, 2 * len(values)), n), dtype=np.float32)
+                grown[:len(values)] = values
+                values = state[0] = grown
+            u = values[tasks][:, None, :]
+            u[:, 0, :n_in] = np.asarray(obs, dtype=np.float32).reshape(len(tasks), n_in)
+            z = np.matmul(u, w)[:, 0, :]
+            z += b
+            if single is not None:
+                _activate(single, z)
+            else:
+                for a, mask in masks:
+                    work = z.copy()
+                    _activate(a, work)
+                    np.copyto(z, work, where=mask)
+            values[tasks] = z
+            return z[:, n_in:n_in + n_out].copy()
+        forward.keeps_state = True  # type: ignore[attr-defined]
+        return forward
+
+    @property
+    def check_alongside(self) -> bool:
+        """``EvolutionJob`` plays the champion check alongside a generation only for feed-forward genomes (a
+        recurrent network's recorded actions cannot be replayed one observation at a time)."""
+        return not self.config.recurrent
 
     def _pack(self, levels: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str], int]:
         """Every genome as dense padded arrays: weights ``(P, n, n)``, biases ``(P, n)``, each node's activation

@@ -24,7 +24,8 @@ import numpy as np
 
 from .. import __version__
 from ..base.files import atomic_write
-from ..nn.graph_net import GraphError, GraphNetwork, check_graph, is_graph_architecture
+from ..nn.graph_net import GraphError, GraphNetwork, RecurrentGraphNetwork, check_graph, is_graph_architecture, \
+    is_recurrent_graph
 from ..nn.mlp import MLP
 from ..base.spaces import Box, Discrete, Space
 from .model_checks import (
@@ -87,7 +88,8 @@ class Model:
         extra: free-form JSON data (for example an arm description for IK).
     """
 
-    def __init__(self, network: MLP | GraphNetwork, observation_space: Space, action_space: Space, kind: str = "dqn",
+    def __init__(self, network: MLP | GraphNetwork | RecurrentGraphNetwork, observation_space: Space,
+                 action_space: Space, kind: str = "dqn",
                  obs_norm: Mapping[str, Any] | None = None, meta: Mapping[str, Any] | None = None,
                  extra: Mapping[str, Any] | None = None) -> None:
         if kind not in KINDS:
@@ -121,8 +123,21 @@ class Model:
             x = (x - self.obs_norm["mean"]) / self.obs_norm["std"]
         return x
 
+    @property
+    def recurrent(self) -> bool:
+        """Whether the network keeps a state from call to call (a recurrent graph): ``reset`` at each episode's
+        start, and one ``predict``/``act`` call per step."""
+        return bool(getattr(self.network, "recurrent", False))
+
+    def reset(self) -> None:
+        """Start an episode: a recurrent network forgets its state (nothing to do for the others)."""
+        reset = getattr(self.network, "reset", None)
+        if reset is not None:
+            reset()
+
     def predict(self, obs: Any) -> np.ndarray:
-        """The network's output for one observation ``(obs_shape)`` or a batch ``(B, *obs_shape)``."""
+        """The network's output for one observation ``(obs_shape)`` or a batch ``(B, *obs_shape)`` (a recurrent
+        network: one step of each row's episode, its state carried from the previous call)."""
         return self.network.forward(self._input(obs))
 
     def act(self, obs: Any, mask: Any = None) -> Any:
@@ -222,7 +237,7 @@ def _sizes(arch: Any, params: Any) -> list[int]:
     return [arch["input_size"], arch["output_size"]]
 
 
-def _network(arch: dict[str, Any], params: Any, sizes: list[int]) -> MLP | GraphNetwork:
+def _network(arch: dict[str, Any], params: Any, sizes: list[int]) -> MLP | GraphNetwork | RecurrentGraphNetwork:
     """The network of a checked architecture: a graph, or a layer stack whose params are checked here."""
     if is_graph_architecture(arch):
         return _graph_network(arch, params)
@@ -236,10 +251,11 @@ def _network(arch: dict[str, Any], params: Any, sizes: list[int]) -> MLP | Graph
     return network
 
 
-def _graph_network(arch: dict[str, Any], params: dict[str, Any]) -> GraphNetwork:
+def _graph_network(arch: dict[str, Any], params: dict[str, Any]) -> GraphNetwork | RecurrentGraphNetwork:
     weights = _float32_array(params["graph.weight"], "params.graph.weight")
     biases = _float32_array(params["graph.bias"], "params.graph.bias")
-    return GraphNetwork(arch["input_size"], arch["output_size"], arch["output_activation"], arch["graph"]["nodes"],
+    net = RecurrentGraphNetwork if is_recurrent_graph(arch) else GraphNetwork
+    return net(arch["input_size"], arch["output_size"], arch["output_activation"], arch["graph"]["nodes"],
                         [(s, t) for s, t in arch["graph"]["connections"]], weights, biases)
 
 

@@ -82,12 +82,31 @@ def strongest(values: np.ndarray, k: int) -> np.ndarray:
     return chosen[np.argsort(values[chosen], kind="stable")]
 
 
+def _step_levels(n: int, n_in: int, connections: list[tuple[int, int]]) -> list[int]:
+    """A recurrent graph's columns: each node's fewest connections from an input (1 when none reaches it)."""
+    succ: list[list[int]] = [[] for _ in range(n)]
+    for s, d in connections:
+        succ[s].append(d)
+    level = [0] * n_in + [-1] * (n - n_in)
+    frontier = list(range(n_in))
+    while frontier:
+        nxt = []
+        for s in frontier:
+            for d in succ[s]:
+                if level[d] < 0:
+                    level[d] = level[s] + 1
+                    nxt.append(d)
+        frontier = nxt
+    return [lv if lv >= 0 else 1 for lv in level]
+
+
 def graph_drawing(network: Any, obs: Any = None, max_lines: int = 300, layer_gap: float = 1.0,
                   height: float = 1.0) -> NetDrawing:
     """The drawing of a ``GraphNetwork`` (NEAT): a column per level (inputs first, the outputs last), a line per
     connection (the ``max_lines`` strongest), units coloured by their value for ``obs``."""
     n_in, n_out, n = network.input_size, network.output_size, network.n_nodes
-    level = graph_levels(n, n_in, network.connections)
+    recurrent = bool(getattr(network, "recurrent", False))
+    level = _step_levels(n, n_in, network.connections) if recurrent else graph_levels(n, n_in, network.connections)
     last = max(level[n_in:n_in + n_out] + [max(level) if n > n_in else 1])
     column = [level[i] if not n_in <= i < n_in + n_out else last for i in range(n)]
     members = [[i for i in range(n) if column[i] == c] for c in range(last + 1)]
@@ -98,7 +117,13 @@ def graph_drawing(network: Any, obs: Any = None, max_lines: int = 300, layer_gap
     where = np.zeros((n, 3), np.float32)
     for c, m in enumerate(members):
         where[m] = _layer_positions(len(m), c * layer_gap, spacing)
-    if obs is not None:
+    if obs is not None and recurrent:  # one step from a reset state
+        network.reset()
+        network.step(np.asarray(obs, dtype=np.float32).reshape(-1)[:n_in])
+        values = np.asarray(network.values[0], np.float64)
+        point_colors = [palette(0.15 + 0.85 * np.abs(values[m]) / (float(np.abs(values[m]).max()) or 1.0))
+                        for m in members]
+    elif obs is not None:
         values = np.zeros(n, np.float64)
         values[:n_in] = np.asarray(obs, dtype=np.float64).reshape(-1)[:n_in]
         incoming: list[list[tuple[int, float]]] = [[] for _ in range(n)]

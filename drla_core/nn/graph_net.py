@@ -21,7 +21,7 @@ import numpy as np
 from .mlp import ACTIVATIONS, _activate
 
 __all__ = ["GraphNetwork", "RecurrentGraphNetwork", "GraphError",
-           "check_graph", "graph_levels", "is_graph_architecture", "MAX_GRAPH_NODES",
+           "check_graph", "graph_levels", "is_graph_architecture", "is_recurrent_graph", "MAX_GRAPH_NODES",
            "MAX_GRAPH_CONNECTIONS", "GRAPH_ARCHITECTURE_KEYS", "GRAPH_PARAM_KEYS"]
 
 #: Most nodes (inputs, outputs and hidden) a graph network may have.
@@ -93,8 +93,13 @@ def _check_header(arch: Any) -> None:
         raise GraphError(f"architecture.output_activation: unknown activation {arch['output_activation']!r:.40}; "
                          f"known: {', '.join(ACTIVATIONS)}")
     graph = arch["graph"]
-    if not isinstance(graph, dict) or set(graph) != {"nodes", "connections"}:
-        raise GraphError("architecture.graph must be an object with exactly 'nodes' and 'connections'")
+    if not isinstance(graph, dict) or not {"nodes", "connections"} <= set(graph) <= {"nodes", "connections",
+                                                                                     "recurrent"}:
+        raise GraphError("architecture.graph must be an object with exactly 'nodes' and 'connections' "
+                         "(and 'recurrent': true for a network with cycles)")
+    if "recurrent" in graph and graph["recurrent"] is not True:
+        raise GraphError(f"architecture.graph.recurrent must be true when present (a feed-forward graph leaves "
+                         f"it out), got {graph['recurrent']!r:.40}")
 
 
 def _check_nodes(arch: dict[str, Any]) -> int:
@@ -111,7 +116,7 @@ def _check_nodes(arch: dict[str, Any]) -> int:
     return n_nodes
 
 
-def _check_connections(conns: Any, n_in: int, n_nodes: int) -> None:
+def _check_connections(conns: Any, n_in: int, n_nodes: int, recurrent: bool = False) -> None:
     field = "architecture.graph.connections"
     if not isinstance(conns, list):
         raise GraphError(f"{field} must be an array of [source, target] pairs")
@@ -131,12 +136,18 @@ def _check_connections(conns: Any, n_in: int, n_nodes: int) -> None:
         if (src, dst) in seen:
             raise GraphError(f"{field}[{j}]: [{src}, {dst}] appears twice")
         seen.add((src, dst))
-    graph_levels(n_nodes, n_in, [(c[0], c[1]) for c in conns])
+    if not recurrent:  # (a recurrent graph may have cycles and self loops: one activation per step)
+        graph_levels(n_nodes, n_in, [(c[0], c[1]) for c in conns])
 
 
 def is_graph_architecture(arch: Any) -> bool:
     """A graph network's architecture has a ``graph`` key; a layer stack's has not."""
     return isinstance(arch, dict) and "graph" in arch
+
+
+def is_recurrent_graph(arch: Any) -> bool:
+    """A recurrent graph's architecture has ``graph.recurrent`` true (``RecurrentGraphNetwork``)."""
+    return is_graph_architecture(arch) and isinstance(arch["graph"], dict) and arch["graph"].get("recurrent") is True
 
 
 def check_graph(arch: Any, params: Any = None) -> None:
@@ -146,7 +157,7 @@ def check_graph(arch: Any, params: Any = None) -> None:
     """
     _check_header(arch)
     n_nodes = _check_nodes(arch)
-    _check_connections(arch["graph"]["connections"], arch["input_size"], n_nodes)
+    _check_connections(arch["graph"]["connections"], arch["input_size"], n_nodes, is_recurrent_graph(arch))
     if params is None:
         return
     if not isinstance(params, dict) or set(params) != set(GRAPH_PARAM_KEYS):
@@ -171,6 +182,12 @@ class GraphNetwork:
         connections: ``(source, target)`` node ids.
         weights: one per connection; biases: one per output node, then one per hidden node.
     """
+
+    recurrent = False
+    """No state between calls (``RecurrentGraphNetwork``: True)."""
+
+    def reset(self) -> None:
+        """Nothing to forget (the same call as ``RecurrentGraphNetwork.reset``)."""
 
     def __init__(self, input_size: int, output_size: int, output_activation: str, hidden_activations: Sequence[str],
                  connections: Sequence[tuple[int, int]], weights: Sequence[float] | np.ndarray,
@@ -263,13 +280,21 @@ class RecurrentGraphNetwork:
     ``step(x)`` (``(in,)`` or ``(B, in)``): ``v_t[n] = act_n(bias_n + sum_{(s, n, w)} w * u[s])`` for every
     non-input node ``n``, where ``u`` is this step's inputs and the previous step's values of the other
     nodes (zero after ``reset``). An output depth ``d`` away from the inputs answers ``d - 1`` steps late.
+    ``forward`` is ``step``: whoever plays an episode calls ``reset`` at its start (``Model.reset``).
+
+    In the model file it is a graph architecture with ``graph.recurrent: true`` (cycles and self loops
+    allowed; docs/model-format.md, "Recurrent graphs").
     """
+
+    recurrent = True
 
     def __init__(self, input_size: int, output_size: int, output_activation: str, hidden_activations: Sequence[str],
                  connections: Sequence[tuple[int, int]], weights: Sequence[float] | np.ndarray,
                  biases: Sequence[float] | np.ndarray) -> None:
         self.input_size, self.output_size = int(input_size), int(output_size)
-        self.activations = [str(output_activation)] * self.output_size + [str(a) for a in hidden_activations]
+        self.output_activation = str(output_activation)
+        self.hidden_activations = [str(a) for a in hidden_activations]
+        self.activations = [self.output_activation] * self.output_size + self.hidden_activations
         n = self.n_nodes = self.input_size + len(self.activations)
         self.connections = [(int(s), int(d)) for s, d in connections]
         self.weights = np.asarray(weights, dtype=np.float32).reshape(-1)
@@ -308,4 +333,45 @@ class RecurrentGraphNetwork:
         out = z[:, :self.output_size].copy()
         return out[0] if one else out
 
-    __call__ = step
+    __call__ = forward = step
+
+    def task_policy(self) -> Any:
+        """``policy(rows, obs, tasks)``, as ``evolution.Evaluation`` calls a policy that ``keeps_state``: this
+        network with a state per task (episode), zero when a task is first seen; ``rows`` is ignored."""
+        n, n_in = self.n_nodes, self.input_size
+        state = [np.zeros((0, n), dtype=np.float32)]
+
+        def policy(rows: np.ndarray, obs: np.ndarray, tasks: np.ndarray) -> np.ndarray:
+            tasks = np.asarray(tasks, dtype=np.int64)
+            values = state[0]
+            top = int(tasks.max()) + 1 if len(tasks) else 0
+            if top > len(values):
+                grown = np.zeros((max(top, 2 * len(values)), n), dtype=np.float32)
+                grown[:len(values)] = values
+                values = state[0] = grown
+            self.values = values[tasks]
+            out = self.step(np.asarray(obs, dtype=np.float32).reshape(len(tasks), n_in))
+            values[tasks] = self.values
+            return out
+        policy.keeps_state = True  # type: ignore[attr-defined]
+        return policy
+
+    @property
+    def params(self) -> np.ndarray:
+        """Every weight then every bias (for counting, like ``GraphNetwork.params``)."""
+        return np.concatenate([self.weights, self.biases])
+
+    def architecture(self) -> dict[str, Any]:
+        """``GraphNetwork.architecture`` with ``graph.recurrent: true``."""
+        return {"input_size": self.input_size, "hidden": [], "output_size": self.output_size,
+                "output_activation": self.output_activation,
+                "graph": {"nodes": list(self.hidden_activations),
+                          "connections": [[s, d] for s, d in self.connections], "recurrent": True}}
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """The model file's ``params``, as ``GraphNetwork``'s."""
+        return {"graph.weight": self.weights.copy(), "graph.bias": self.biases.copy()}
+
+    def __repr__(self) -> str:
+        return (f"RecurrentGraphNetwork({self.input_size} -> {self.output_size}, {len(self.hidden_activations)} "
+                f"hidden nodes, {len(self.connections)} connections)")

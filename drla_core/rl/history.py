@@ -48,15 +48,21 @@ def evaluate(env: Env, policy: Callable[[Any], Any] | Any, episodes: int = 10, s
     """Run ``episodes`` episodes with ``policy`` (a callable obs -> action, or an object with ``predict``).
 
     The first reset uses ``seed`` and later ones continue the env's generator, so one seed fixes
-    the whole evaluation. The metric is the mean of ``info[env.task_metric]`` over the steps that report it.
+    the whole evaluation. A policy (or the object of a bound method, like ``model.act``) that is ``recurrent``
+    is ``reset()`` at each episode's start. The metric is the mean of ``info[env.task_metric]`` over the steps
+    that report it.
     """
     act: Callable[..., Any] = policy.predict if hasattr(policy, "predict") else policy
     masked = _takes_mask(act)
+    owner: Any = getattr(policy, "__self__", policy)  # (a bound ``model.act``: its model)
+    reset = owner.reset if getattr(owner, "recurrent", False) else None  # a recurrent model: new state per episode
     key = env.task_metric
     returns: list[float] = []
     metric_sum, metric_count = 0.0, 0
     for episode in range(episodes):
         obs, info = env.reset(seed=seed if episode == 0 else None)
+        if reset is not None:
+            reset()
         total = 0.0
         for _ in range(max_steps_per_episode):
             mask = info.get("action_mask") if masked and isinstance(info, dict) else None  # the env's action mask
