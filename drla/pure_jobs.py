@@ -57,6 +57,7 @@ EVOLUTION_DEFAULTS: dict[str, dict[str, Any]] = {
     "cartpole": {"generations": 50, "target_return": 475.0},
     "deceptive_maze": {"generations": 80, "target_return": 1.0, "solve_episodes": 1,
                        "ga": {"mutation_rate": 0.2, "mutation_sigma": 0.2}},
+    "hard_maze": {"generations": 100, "target_return": 295.0, "solve_episodes": 1},  # 300 - d: within 5 of the goal
     "pacman": {"generations": 40, "episodes": 2,
                "ga": {"population_size": 32, "hidden": [(8, "tanh")], "mutation_rate": 0.2, "mutation_sigma": 0.5}},
 }
