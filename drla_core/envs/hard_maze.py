@@ -119,36 +119,42 @@ def _maze(name: str) -> MazeMap:
 
 def wall_distance(walls: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """``(N, W)``: each point's distance to each wall segment (``Line::distance``: to the foot of the
-    perpendicular when it falls on the segment, else to the nearer end)."""
-    ax, ay, bx, by = (walls[:, i] for i in range(4))
-    ex, ey = bx - ax, by - ay
+    perpendicular when it falls on the segment, else to the nearer end, which is the end the foot passed)."""
+    return np.sqrt(_wall_distance2(walls, x, y))
+
+
+def _wall_distance2(walls: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    ax, ay, ex, ey = walls[:, 0], walls[:, 1], walls[:, 2] - walls[:, 0], walls[:, 3] - walls[:, 1]
     px, py = x[:, None] - ax, y[:, None] - ay
-    u = (px * ex + py * ey) / (ex * ex + ey * ey)
-    inside = (u >= 0) & (u <= 1)
-    foot = np.hypot(ax + u * ex - x[:, None], ay + u * ey - y[:, None])
-    ends = np.minimum(np.hypot(px, py), np.hypot(x[:, None] - bx, y[:, None] - by))
-    return np.where(inside, foot, ends)
+    u = np.clip((px * ex + py * ey) / (ex * ex + ey * ey), 0.0, 1.0)
+    fx, fy = px - u * ex, py - u * ey
+    return fx * fx + fy * fy
+
+
+_RAY_X = np.cos(np.array(RANGEFINDER_ANGLES) / 180.0 * PI) * RANGE  # each ray before the heading's rotation
+_RAY_Y = np.sin(np.array(RANGEFINDER_ANGLES) / 180.0 * PI) * RANGE
 
 
 def rangefinders(walls: np.ndarray, x: np.ndarray, y: np.ndarray, heading: np.ndarray) -> np.ndarray:
     """``(N, 6)``: each rangefinder's distance to the nearest wall it crosses, at most ``RANGE``
-    (``update_rangefinders`` with ``Line::intersection``: both segment parameters strictly inside (0, 1))."""
-    rad = np.array(RANGEFINDER_ANGLES) / 180.0 * PI
-    ox, oy = np.cos(rad) * RANGE, np.sin(rad) * RANGE  # the ray before the heading's rotation
+    (``update_rangefinders`` with ``Line::intersection``: both segment parameters strictly inside (0, 1); the
+    distance from the robot to the crossing is the ray's parameter times its length)."""
     h = heading / 180.0 * PI
     ch, sh = np.cos(h)[:, None], np.sin(h)[:, None]
-    dx, dy = (ch * ox - sh * oy)[:, :, None], (sh * ox + ch * oy)[:, :, None]  # (N, 6, 1): D - C
-    ax, ay, bx, by = (walls[:, i] for i in range(4))
-    acx, acy = (ax - x[:, None])[:, None, :], (ay - y[:, None])[:, None, :]  # (N, 1, W): A - C
-    ex, ey = bx - ax, by - ay
+    dx, dy = (ch * _RAY_X - sh * _RAY_Y)[:, :, None], (sh * _RAY_X + ch * _RAY_Y)[:, :, None]  # (N, 6, 1)
+    ax, ay, ex, ey = walls[:, 0], walls[:, 1], walls[:, 2] - walls[:, 0], walls[:, 3] - walls[:, 1]
+    acx, acy = ax - x[:, None], ay - y[:, None]  # (N, W): A - C
+    s_top = (acy * ex - acx * ey)[:, None, :]
     bot = ex * dy - ey * dx  # (N, 6, W)
-    r_top = acy * dx - acx * dy
-    s_top = acy * ex - acx * ey
-    with np.errstate(divide="ignore", invalid="ignore"):
+    r_top = acy[:, None, :] * dx - acx[:, None, :] * dy
+    with np.errstate(divide="ignore", invalid="ignore"):  # (a ray parallel to a wall: bot 0, no crossing)
         r, s = r_top / bot, s_top / bot
-        hit = (bot != 0) & (r > 0) & (r < 1) & (s > 0) & (s < 1)
-        dist = np.hypot(acx + r * ex, acy + r * ey)  # |A + r (B - A) - C|
-    return np.minimum(np.where(hit, dist, RANGE).min(axis=2), RANGE)
+    hit = (r > 0) & (r < 1) & (s > 0) & (s < 1)
+    return np.where(hit, s, 1.0).min(axis=2) * RANGE
+
+
+_SLICE_LO = np.array([lo for lo, _ in RADAR_SLICES])
+_SLICE_HI = np.array([hi for _, hi in RADAR_SLICES])
 
 
 def radar(goal: tuple[float, float], x: np.ndarray, y: np.ndarray, heading: np.ndarray) -> np.ndarray:
@@ -158,11 +164,10 @@ def radar(goal: tuple[float, float], x: np.ndarray, y: np.ndarray, heading: np.n
     tx, ty = np.cos(h) * gx - np.sin(h) * gy, np.sin(h) * gx + np.cos(h) * gy
     with np.errstate(divide="ignore", invalid="ignore"):
         ang = np.arctan(ty / tx) / PI * 180.0
-    ang = np.where(tx == 0, np.where(ty > 0, 90.0, 270.0), np.where(tx > 0, ang, ang + 180.0))
-    out = np.zeros((len(x), len(RADAR_SLICES)))
-    for i, (lo, hi) in enumerate(RADAR_SLICES):
-        out[:, i] = ((ang >= lo) & (ang < hi)) | ((ang + 360.0 >= lo) & (ang + 360.0 < hi))
-    return out
+    ang = np.where(tx == 0, np.where(ty > 0, 90.0, 270.0), np.where(tx > 0, ang, ang + 180.0))[:, None]
+    up = ang + 360.0
+    inside = ((ang >= _SLICE_LO) & (ang < _SLICE_HI)) | ((up >= _SLICE_LO) & (up < _SLICE_HI))
+    return inside.astype(np.float64)
 
 
 class HardMazeBatch:
@@ -223,7 +228,7 @@ class HardMazeBatch:
         heading = np.where(heading < 0, heading + 360, heading)
         s[:, 2] = np.where(move, heading, s[:, 2])
         nx, ny = s[:, 0] + vx, s[:, 1] + vy
-        free = move & ~(wall_distance(self.maze.walls, nx, ny) < RADIUS).any(axis=1)
+        free = move & ~(_wall_distance2(self.maze.walls, nx, ny) < RADIUS * RADIUS).any(axis=1)
         s[:, 0] = np.where(free, nx, s[:, 0])
         s[:, 1] = np.where(free, ny, s[:, 1])
         self.reached |= self.distance() < GOAL_RADIUS
