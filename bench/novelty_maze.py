@@ -131,9 +131,9 @@ def table(results: dict[tuple[str, str], list[dict[str, Any]]], budget: int) -> 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--full", action="store_true", help="the paper's protocol: 40 runs, 250,000 evaluations a run")
-    p.add_argument("--runs", type=int, default=3, help="runs per map and method (default 3; --full: 40)")
-    p.add_argument("--budget", type=int, default=25_000,
-                   help="evaluations a run (default 25,000; --full: the paper's 250,000)")
+    p.add_argument("--runs", type=int, default=2, help="runs per map and method (default 2; --full: 40)")
+    p.add_argument("--budget", type=int, default=12_500,
+                   help="evaluations a run (default 12,500: 50 generations; --full: the paper's 250,000)")
     p.add_argument("--maps", default="medium,hard", help="medium,hard (default both)")
     p.add_argument("--methods", default="novelty,fitness")
     p.add_argument("--archive", choices=("code", "drla"), default="code")

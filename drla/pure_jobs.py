@@ -57,7 +57,9 @@ EVOLUTION_DEFAULTS: dict[str, dict[str, Any]] = {
     "cartpole": {"generations": 50, "target_return": 475.0},
     "deceptive_maze": {"generations": 80, "target_return": 1.0, "solve_episodes": 1,
                        "ga": {"mutation_rate": 0.2, "mutation_sigma": 0.2}},
-    "hard_maze": {"generations": 100, "target_return": 295.0, "solve_episodes": 1},  # 300 - d: within 5 of the goal
+    "hard_maze": {"generations": 100, "target_return": 295.0, "solve_episodes": 1,  # 300 - d: within 5 of the goal
+                  "novelty": {"k": 15, "threshold": 6.0, "distance": "mean_abs", "admit": "nearest", "lower_after": 10,
+                              "threshold_floor": 0.25}},  # Lehman and Stanley's archive (bench/novelty_maze.py)
     "pacman": {"generations": 40, "episodes": 2,
                "ga": {"population_size": 32, "hidden": [(8, "tanh")], "mutation_rate": 0.2, "mutation_sigma": 0.5}},
 }
@@ -66,13 +68,14 @@ EVOLUTION_DEFAULTS: dict[str, dict[str, Any]] = {
 def _evolution_config(env_name: str, method: str, novelty: bool, args: argparse.Namespace) -> EvolutionConfig:
     defaults = dict(EVOLUTION_DEFAULTS.get(env_name, {"generations": 50}))
     ga = GAConfig(**defaults.pop("ga", {}))
+    novelty_settings = defaults.pop("novelty", {})
     neat = NEATConfig()
     if args.population is not None:
         ga.population_size = neat.population_size = args.population
     if args.steps is not None:
         defaults["generations"] = args.steps
-    return EvolutionConfig(method=method, ga=ga, neat=neat, novelty=NoveltyConfig() if novelty else None,
-                           **defaults)
+    return EvolutionConfig(method=method, ga=ga, neat=neat,
+                           novelty=NoveltyConfig(**novelty_settings) if novelty else None, **defaults)
 
 
 def _evolution(method: str, novelty: bool) -> Callable[[str, argparse.Namespace], PureJob]:

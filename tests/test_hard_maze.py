@@ -4,6 +4,7 @@ spreading further than fitness on the medium map."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from pathlib import Path
@@ -151,7 +152,11 @@ def test_drla_train_hard_maze_evolves_and_dqn_is_refused_in_one_line(agent, tmp_
                  "--out", str(out)]) == 0
     model = load_model(out)
     assert model.observation_space.shape == (11,) and model.action_space.shape == (2,)
-    assert (tmp_path / "maze_population.json").is_file()
+    config = json.loads((tmp_path / "maze_population.json").read_text())["config"]
+    assert config["target_return"] == 295.0  # stops once a robot ends within 5 of the goal
+    if agent == "novelty":  # the archive as Lehman's code keeps it
+        assert {k: config["novelty"][k] for k in ("k", "threshold", "distance", "admit", "lower_after")} == \
+            {"k": 15, "threshold": 6.0, "distance": "mean_abs", "admit": "nearest", "lower_after": 10}
     cwd = os.getcwd()
     os.chdir(tmp_path)
     try:
@@ -202,10 +207,10 @@ def test_the_threshold_falls_after_lower_after_quiet_generations_and_not_below_t
     assert (restored.threshold, restored.items, restored.quiet) == (arch.threshold, arch.items, arch.quiet)
 
 
-def _final_positions(method: str, generations: int, seed: int) -> np.ndarray:
-    """Every final position of a NEAT run (population 60) on the medium map, scored by fitness or by novelty."""
+def _final_positions(method: str, generations: int, seed: int, population: int) -> np.ndarray:
+    """Every final position of a NEAT run on the medium map, scored by fitness or by novelty."""
     rng = np.random.default_rng(seed)
-    neat = NEAT(11, 2, NEATConfig(population_size=60), rng, output_activation="tanh")
+    neat = NEAT(11, 2, NEATConfig(population_size=population), rng, output_activation="tanh")
     arch = NoveltyArchive(NoveltyConfig(k=15, threshold=6.0, distance="mean_abs", admit="nearest",
                                         lower_after=10, threshold_floor=0.25)) if method == "novelty" else None
     ends = []
