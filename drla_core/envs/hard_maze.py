@@ -141,16 +141,22 @@ def rangefinders(walls: np.ndarray, x: np.ndarray, y: np.ndarray, heading: np.nd
     distance from the robot to the crossing is the ray's parameter times its length)."""
     h = heading / 180.0 * PI
     ch, sh = np.cos(h)[:, None], np.sin(h)[:, None]
-    dx, dy = (ch * _RAY_X - sh * _RAY_Y)[:, :, None], (sh * _RAY_X + ch * _RAY_Y)[:, :, None]  # (N, 6, 1)
+    dx, dy = (ch * _RAY_X - sh * _RAY_Y)[:, :, None], (sh * _RAY_X + ch * _RAY_Y)[:, :, None]  # (N, 6, 1): D - C
     ax, ay, ex, ey = walls[:, 0], walls[:, 1], walls[:, 2] - walls[:, 0], walls[:, 3] - walls[:, 1]
-    acx, acy = ax - x[:, None], ay - y[:, None]  # (N, W): A - C
-    s_top = (acy * ex - acx * ey)[:, None, :]
-    bot = ex * dy - ey * dx  # (N, 6, W)
-    r_top = acy[:, None, :] * dx - acx[:, None, :] * dy
+    acx, acy = (ax - x[:, None])[:, None, :], (ay - y[:, None])[:, None, :]  # (N, 1, W): A - C
+    s_top = acy * ex - acx * ey
+    bot = ex * dy  # (N, 6, W); in place from here (this is most of a step's time)
+    bot -= ey * dx
+    r = acy * dx
+    r -= acx * dy
     with np.errstate(divide="ignore", invalid="ignore"):  # (a ray parallel to a wall: bot 0, no crossing)
-        r, s = r_top / bot, s_top / bot
-    hit = (r > 0) & (r < 1) & (s > 0) & (s < 1)
-    return np.where(hit, s, 1.0).min(axis=2) * RANGE
+        np.divide(r, bot, out=r)
+        s = np.divide(s_top, bot, out=bot)
+    hit = r > 0
+    hit &= r < 1
+    hit &= s > 0  # (s >= 1 is past the ray's end: the minimum with 1 below drops it)
+    np.copyto(s, 1.0, where=~hit)
+    return np.minimum(s.min(axis=2), 1.0) * RANGE
 
 
 _SLICE_LO = np.array([lo for lo, _ in RADAR_SLICES])
