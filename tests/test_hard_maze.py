@@ -230,6 +230,6 @@ def test_novelty_search_spreads_over_more_of_the_medium_maze_than_fitness():
     over its last 5 generations (where the population is by then: novelty keeps it spread, fitness gathers it)."""
     spread = {}
     for method in ("novelty", "fitness"):
-        ends = _final_positions(method, generations=30, seed=1)
+        ends = _final_positions(method, generations=30, seed=1, population=60)
         spread[method] = [len({(int(x // 20), int(y // 20)) for x, y in part}) for part in (ends, ends[-5 * 60:])]
     assert spread["novelty"][0] > spread["fitness"][0] and spread["novelty"][1] > spread["fitness"][1], spread
