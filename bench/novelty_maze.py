@@ -33,6 +33,8 @@ Alone", Evolutionary Computation 19(2):189-223, 2011; Section 6 "Maze Results", 
 Differences from the paper's runs that this bench cannot remove: the paper's NEAT is rtNEAT (steady state: one
 offspring evaluated at a time, the worst removed; a start genome with one hidden node; recurrent links allowed;
 sigmoid units) and DRLA's NEAT is generational and feed-forward, starting fully connected (22 connections).
+The paper's compatibility threshold is variable (Table 1: the C++ moves it 0.1 every 12 offspring toward
+population / 15 species); DRLA's NEAT keeps 3.0 unless ``--species-target`` moves it (0.1 a generation).
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ def novelty_config(archive: str) -> NoveltyConfig:
 
 
 def run(maze: str, method: str, seed: int, budget: int, population: int = 250, archive: str = "code",
-        inputs: str = "paper") -> dict[str, Any]:
+        inputs: str = "paper", species_target: int = 0) -> dict[str, Any]:
     """One run; returns solved, evaluations (to the solution, else the budget), generations, the closest
     final distance to the goal, the solution's enabled connections, seconds."""
     t0 = time.perf_counter()
@@ -102,6 +104,10 @@ def run(maze: str, method: str, seed: int, budget: int, population: int = 250, a
         fitness = robots.fitness()
         scores = fitness if arch is None else arch.score(robots.position, fitness, rng)[0]
         neat.tell(scores)
+        if species_target:  # the paper's variable C_t: 0.1 toward the target species count (at least 0.3)
+            c, count = neat.config, len(neat.species)
+            step = 0.1 if count > species_target else -0.1 if count < species_target else 0.0
+            c.compatibility_threshold = max(0.3, c.compatibility_threshold + step)
     return {"solved": False, "evals": evals, "generations": generations, "closest": closest, "connections": None,
             "seconds": time.perf_counter() - t0}
 
@@ -141,14 +147,17 @@ def main(argv: list[str] | None = None) -> int:
                    help="the sensors as the paper describes them, or as the C++ network saw them")
     p.add_argument("--population", type=int, default=250)
     p.add_argument("--seed", type=int, default=0, help="run r uses seed + r (the same seeds for both methods)")
+    p.add_argument("--species-target", type=int, default=0,
+                   help="move NEAT's compatibility threshold 0.1 a generation toward this many species (the C++ "
+                        "code: population / 15, adjusting 0.1 every 12 offspring); 0 (default): DRLA's fixed 3.0")
     p.add_argument("--jobs", type=int, default=1, help="worker processes (runs are independent)")
     args = p.parse_args(argv)
     runs, budget = (40, 250_000) if args.full else (args.runs, args.budget)
-    tasks = [(maze, method, args.seed + r, budget, args.population, args.archive, args.inputs)
+    tasks = [(maze, method, args.seed + r, budget, args.population, args.archive, args.inputs, args.species_target)
              for maze in args.maps.split(",") for method in args.methods.split(",") for r in range(runs)]
     print(f"NEAT (population {args.population}) with novelty vs with fitness on Lehman and Stanley's mazes: "
-          f"{runs} runs, {budget:,} evaluations each, archive rule {args.archive}, inputs {args.inputs}, "
-          f"{args.jobs} process(es)", flush=True)
+          f"{runs} runs, {budget:,} evaluations each, archive rule {args.archive}, inputs {args.inputs}, species "
+          f"target {args.species_target or 'none'}, {args.jobs} process(es)", flush=True)
     results: dict[tuple[str, str], list[dict[str, Any]]] = {(t[0], t[1]): [] for t in tasks}
     t0 = time.perf_counter()
     pool = multiprocessing.Pool(args.jobs) if args.jobs > 1 else None
