@@ -13,10 +13,12 @@ Table 1). A generation is what ``EvolutionJob`` does with it (``archive.score(be
 ``neat.tell(scores)``), written out here so that 250 robots step as one numpy batch (``HardMazeBatch``).
 
 The archive follows the C++ code (``noveltyset.h``) with ``--archive code`` (default): distance ``mean_abs``
-(``hist_diff``), admission by the distance to the nearest archived behaviour, threshold +20 % after a
-generation that archives more than 4, -5 % after 10 generations that archive none, never below 0.25.
-``--archive drla`` keeps DRLA's own rule (novelty score against the threshold, -5 % after any generation that
-archives none, Euclidean distance), with the paper's k and initial threshold.
+(``hist_diff`` on the final (x, y); the paper's text, Section 5, calls the metric the squared Euclidean distance,
+but the code that ran it computes this, and its threshold 6.0 is in these units), admission by the distance to
+the nearest archived behaviour, threshold +20 % after a generation that archives more than 4, -5 % after 10
+generations that archive none, never below 0.25. ``--archive drla`` keeps DRLA's own rule (novelty score
+against the threshold, -5 % after any generation that archives none, Euclidean distance), with the paper's k and
+initial threshold.
 
 A run stops at its first robot within 5 units of the goal (its evaluations: the generations before, times the
 population, plus its place in its generation) or at the evaluation budget.

@@ -18,19 +18,21 @@ Evolutionary Computation 19(2):189-223, 2011):
   radians with the code's constant 3.1415926.
 * ``maze.h``, ``update_rangefinders``: the ray of length 100 rotated by the heading, cut at the nearest wall it
   crosses strictly inside both segments (``Line::intersection``); ``update_radar``: the goal rotated by minus
-  the heading around the robot, its angle from ``Point::angle`` (atan(y / x) in degrees, +180 when x <= 0).
+  the heading around the robot, its angle from ``Point::angle`` (atan(y / x) in degrees, +180 when x < 0; 90
+  or 270 when x = 0).
 * ``maze.h``, ``distance_to_target``: reached when closer than 5 to the goal (the paper, Section 6: "within five
   units of the goal counts as a solution").
 * ``maze.h``, ``generate_neural_inputs``: input 0 is the bias (1.0), then each rangefinder / 100, then the radar.
 * ``noveltyexp.cpp``, ``mazesim``: 400 time steps; fitness ``300 - distance to the goal`` at the end (at least
   0.1), the paper's ``f = b_f - d_g`` (Section 5); the behaviour is the final (x, y) position (Section 5).
 
-Two departures, both optional:
+Two departures:
 
 * ``generate_neural_inputs`` writes the radar from index ``i + j`` with ``i`` left at 6 by the rangefinder loop,
   so the C++ network sees radar 0 in place of the sixth (rear) rangefinder and an input 10 never written. The
   default (``inputs="paper"``) gives the sensors the paper describes (Figure 1: bias, six rangefinders, four
-  radar); ``inputs="code"`` gives what the C++ network saw (input 10 as 0).
+  radar); ``inputs="code"`` gives what the C++ network saw (input 10 as 0). (``mazesimIni`` also activates the
+  network 10 times on the first inputs before the first step: nothing for a feed-forward network.)
 * The C++ holds the state in single precision; here it is float64 (the step order and constants are the code's).
 
 The actions are the two outputs rescaled to the symmetric box Gymnasium asks for: ``a = 2 o - 1`` in [-1, 1], so
