@@ -15,7 +15,7 @@ import pytest
 from drla.cli import main
 from drla_core.base.env import check_env
 from drla_core.envs import make
-from drla_core.envs.hard_maze import MAPS, HardMaze, HardMazeBatch, rangefinders, wall_distance
+from drla_core.envs.hard_maze import MAPS, HardMaze, HardMazeBatch, MazeMap, rangefinders, wall_distance
 from drla_core.evolve.neat import NEAT, NEATConfig
 from drla_core.evolve.novelty import NoveltyArchive, NoveltyConfig, novelty_scores
 from drla_core.io.model_io import load_model
@@ -38,6 +38,8 @@ def test_the_maps_are_the_c_files():
         HardMaze(map="easy")
     with pytest.raises(ValueError, match="unknown inputs 'both'; choose paper or code"):
         HardMaze(inputs="both")
+    with pytest.raises(ValueError, match="a maze file with 1 walls has 3 numbers after its header, not 4"):
+        MazeMap("1  0 0  0  5 5  1 2 3")
 
 
 def test_rangefinders_read_the_distance_to_the_wall_hand_computed():

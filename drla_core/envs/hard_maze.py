@@ -71,9 +71,9 @@ class MazeMap:
         self.start = (v[1], v[2])
         self.heading = v[3]
         self.goal = (v[4], v[5])
-        self.walls = np.array(v[6:6 + 4 * n], dtype=np.float64).reshape(n, 4)
         if len(v) != 6 + 4 * n:
             raise ValueError(f"a maze file with {n} walls has {len(v) - 6} numbers after its header, not {4 * n}")
+        self.walls = np.array(v[6:], dtype=np.float64).reshape(n, 4)
 
 
 #: novelty-search-cpp's medium_maze.txt and hard_maze.txt, as the files have them.
