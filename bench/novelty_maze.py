@@ -36,7 +36,8 @@ Differences from the paper's runs that this bench cannot remove: the paper's NEA
 offspring evaluated at a time, the worst removed; a start genome with one hidden node; recurrent links allowed;
 sigmoid units) and DRLA's NEAT is generational and feed-forward, starting fully connected (22 connections).
 The paper's compatibility threshold is variable (Table 1: the C++ moves it 0.1 every 12 offspring toward
-population / 15 species); DRLA's NEAT keeps 3.0 unless ``--species-target`` moves it (0.1 a generation).
+population / 15 species); here it moves 0.1 a generation toward that target (``--species-target``; 0 keeps
+DRLA's fixed 3.0, under which a whole population often forms one species).
 """
 
 from __future__ import annotations
@@ -149,12 +150,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="the sensors as the paper describes them, or as the C++ network saw them")
     p.add_argument("--population", type=int, default=250)
     p.add_argument("--seed", type=int, default=0, help="run r uses seed + r (the same seeds for both methods)")
-    p.add_argument("--species-target", type=int, default=0,
-                   help="move NEAT's compatibility threshold 0.1 a generation toward this many species (the C++ "
-                        "code: population / 15, adjusting 0.1 every 12 offspring); 0 (default): DRLA's fixed 3.0")
+    p.add_argument("--species-target", type=int, default=None,
+                   help="move NEAT's compatibility threshold 0.1 a generation toward this many species (default: "
+                        "population / 15, as the C++ code, which moves it 0.1 every 12 offspring); 0: DRLA's fixed 3.0")
     p.add_argument("--jobs", type=int, default=1, help="worker processes (runs are independent)")
     args = p.parse_args(argv)
     runs, budget = (40, 250_000) if args.full else (args.runs, args.budget)
+    if args.species_target is None:
+        args.species_target = args.population // 15  # noveltyexp.cpp: num_species_target = pop_size / 15
     tasks = [(maze, method, args.seed + r, budget, args.population, args.archive, args.inputs, args.species_target)
              for maze in args.maps.split(",") for method in args.methods.split(",") for r in range(runs)]
     print(f"NEAT (population {args.population}) with novelty vs with fitness on Lehman and Stanley's mazes: "
