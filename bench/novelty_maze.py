@@ -16,7 +16,8 @@ The archive follows the C++ code (``noveltyset.h``) with ``--archive code`` (def
 (``hist_diff`` on the final (x, y); the paper's text, Section 5, calls the metric the squared Euclidean distance,
 but the code that ran it computes this, and its threshold 6.0 is in these units), admission by the distance to
 the nearest archived behaviour, threshold +20 % after a generation that archives more than 4, -5 % after 10
-generations that archive none, never below 0.25. ``--archive drla`` keeps DRLA's own rule (novelty score
+generations that archive none, never below 0.25 (the C++ applies each change at the next generation's
+start, one generation later than here). ``--archive drla`` keeps DRLA's own rule (novelty score
 against the threshold, -5 % after any generation that archives none, Euclidean distance), with the paper's k and
 initial threshold.
 
