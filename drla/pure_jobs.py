@@ -64,6 +64,9 @@ EVOLUTION_DEFAULTS: dict[str, dict[str, Any]] = {
     # 1000-step damping episode scoring 0.1 (0.0001 a step balanced, then the damping part; the paper's
     # 100,000-step and generalisation tests are evolve.neat_tasks.run_task's)
     "double_pole_nv": {"generations": 100, "target_return": 0.1, "solve_episodes": 1, "neat": {"recurrent": True}},
+    "hard_maze": {"generations": 100, "target_return": 295.0, "solve_episodes": 1,  # 300 - d: within 5 of the goal
+                  "novelty": {"k": 15, "threshold": 6.0, "distance": "mean_abs", "admit": "nearest", "lower_after": 10,
+                              "threshold_floor": 0.25}},  # Lehman and Stanley's archive (bench/novelty_maze.py)
     "pacman": {"generations": 40, "episodes": 2,
                "ga": {"population_size": 32, "hidden": [(8, "tanh")], "mutation_rate": 0.2, "mutation_sigma": 0.5}},
 }
@@ -72,6 +75,7 @@ EVOLUTION_DEFAULTS: dict[str, dict[str, Any]] = {
 def _evolution_config(env_name: str, method: str, novelty: bool, args: argparse.Namespace) -> EvolutionConfig:
     defaults = dict(EVOLUTION_DEFAULTS.get(env_name, {"generations": 50}))
     ga = GAConfig(**defaults.pop("ga", {}))
+    novelty_settings = defaults.pop("novelty", {})
     neat = NEATConfig(**defaults.pop("neat", {}))
     es, cmaes = (ESConfig(), None) if method == "es" else (None, CMAESConfig()) if method == "cmaes" else (None, None)
     if args.population is not None:
@@ -82,7 +86,7 @@ def _evolution_config(env_name: str, method: str, novelty: bool, args: argparse.
     if args.steps is not None:
         defaults["generations"] = args.steps
     return EvolutionConfig(method=method, ga=ga, neat=neat, es=es, cmaes=cmaes,
-                           novelty=NoveltyConfig() if novelty else None, **defaults)
+                           novelty=NoveltyConfig(**novelty_settings) if novelty else None, **defaults)
 
 
 #: Each evolution method's name in a report's title.

@@ -34,8 +34,8 @@ def test_check_env_on_tank_variants(kwargs: dict) -> None:
 
 
 def test_registry() -> None:
-    assert set(ENV_NAMES) == {"cartpole", "deceptive_maze", "evacuation", "tank_grid", "identity", "pendulum",
-                              "xor", "double_pole", "double_pole_nv", "trap_corridor"}
+    assert set(ENV_NAMES) == {"cartpole", "deceptive_maze", "hard_maze", "evacuation", "tank_grid", "identity",
+                              "pendulum", "xor", "double_pole", "double_pole_nv", "trap_corridor"}
     assert isinstance(make("tank_grid", width=4), TankGrid) and make("tank_grid", width=4).width == 4
     assert set(PARALLEL_ENV_NAMES) == {"pacman"}
     with pytest.raises(KeyError, match="unknown environment 'pong'; known: cartpole.*pacman"):

@@ -5,13 +5,14 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["ENV_NAMES", "PARALLEL_ENV_NAMES", "make", "DeceptiveMaze", "EvacuationGrid", "TankGrid", "IdentityEnv",
-           "Pendulum", "XOR", "DoublePole", "DoublePoleNoVelocity", "TrapCorridor"]
+__all__ = ["ENV_NAMES", "PARALLEL_ENV_NAMES", "make", "DeceptiveMaze", "HardMaze", "EvacuationGrid", "TankGrid",
+           "IdentityEnv", "Pendulum", "XOR", "DoublePole", "DoublePoleNoVelocity", "TrapCorridor"]
 
 #: name -> (module, class). Modules are imported on first use, so a missing one only breaks its own name.
 _REGISTRY: dict[str, tuple[str, str]] = {
     "cartpole": (".cartpole", "CartPole"),
     "deceptive_maze": (".deceptive_maze", "DeceptiveMaze"),
+    "hard_maze": (".hard_maze", "HardMaze"),  # Lehman & Stanley's maze: make("hard_maze", map="medium"|"hard")
     "evacuation": (".evacuation", "EvacuationGrid"),
     "tank_grid": (".tank_grid", "TankGrid"),
     "identity": (".identity", "IdentityEnv"),

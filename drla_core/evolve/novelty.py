@@ -14,12 +14,19 @@ import numpy as np
 # ---- novelty search --------------------------------------------------------------------------------------
 
 
-def novelty_scores(behaviors: np.ndarray, archive: np.ndarray | None, k: int) -> np.ndarray:
-    """Each behaviour's mean Euclidean distance to its ``k`` nearest neighbours among the population
-    (itself excluded) and the archive."""
+def _distances(b: np.ndarray, others: np.ndarray, distance: str) -> np.ndarray:
+    if distance == "mean_abs":
+        return np.abs(b[:, None, :] - others[None, :, :]).mean(-1)
+    return np.sqrt(np.maximum(((b[:, None, :] - others[None, :, :]) ** 2).sum(-1), 0.0))
+
+
+def novelty_scores(behaviors: np.ndarray, archive: np.ndarray | None, k: int,
+                   distance: str = "euclidean") -> np.ndarray:
+    """Each behaviour's mean distance (Euclidean, or ``mean_abs``: the mean absolute difference per dimension)
+    to its ``k`` nearest neighbours among the population (itself excluded) and the archive."""
     b = np.asarray(behaviors, dtype=np.float64).reshape(len(behaviors), -1)
     others = b if archive is None or len(archive) == 0 else np.concatenate([b, np.asarray(archive, np.float64)])
-    d = np.sqrt(np.maximum(((b[:, None, :] - others[None, :, :]) ** 2).sum(-1), 0.0))
+    d = _distances(b, others, distance)
     d[np.arange(len(b)), np.arange(len(b))] = np.inf  # not its own neighbour
     kk = min(max(1, int(k)), others.shape[0] - 1)
     if kk <= 0:
@@ -41,6 +48,16 @@ class NoveltyConfig:
     fitness_weight: float = 0.0
     """Score = (1 - w) * novelty + w * fitness, both scaled to [0, 1] in the population; 0: novelty alone."""
     max_archive: int = 2000
+    # Lehman and Stanley's settings (Novelty Search C++, noveltyset.h), as options; the defaults keep DRLA's own:
+    distance: str = "euclidean"
+    """euclidean, or mean_abs: the mean absolute difference per dimension (the C++ ``hist_diff``)."""
+    admit: str = "novelty"
+    """What the threshold is compared with: novelty (the k-nearest score) or nearest (the distance to the nearest
+    archived behaviour, the behaviours tried one by one; an empty archive takes the first: the C++ code's rule)."""
+    lower_after: int = 1
+    """Generations in a row that add nothing before the threshold falls 5 % (the C++ code: 10)."""
+    threshold_floor: float = 0.0
+    """The threshold never falls below this (the C++ code: 0.25)."""
 
     def check(self) -> None:
         if self.k < 1:
@@ -49,6 +66,12 @@ class NoveltyConfig:
             raise ValueError(f"unknown archive insertion {self.archive!r}; choose threshold or probability")
         if not 0.0 <= self.fitness_weight <= 1.0 or not 0.0 <= self.add_probability <= 1.0:
             raise ValueError("fitness_weight and add_probability must be in [0, 1]")
+        if self.distance not in ("euclidean", "mean_abs"):
+            raise ValueError(f"unknown novelty distance {self.distance!r}; choose euclidean or mean_abs")
+        if self.admit not in ("novelty", "nearest"):
+            raise ValueError(f"unknown archive admission {self.admit!r}; choose novelty or nearest")
+        if self.lower_after < 1:
+            raise ValueError("novelty lower_after must be at least 1")
 
 
 class NoveltyArchive:
@@ -59,6 +82,7 @@ class NoveltyArchive:
         self.config = config
         self.threshold = float(config.threshold)
         self.items: list[list[float]] = []
+        self.quiet = 0  # generations in a row that added nothing (``lower_after``)
 
     def array(self) -> np.ndarray | None:
         return np.asarray(self.items, dtype=np.float64) if self.items else None
@@ -67,13 +91,16 @@ class NoveltyArchive:
                                                                                                   np.ndarray]:
         """(scores for selection, novelty) of this generation; adds behaviours to the archive."""
         c = self.config
-        novelty = novelty_scores(behaviors, self.array(), c.k)
+        novelty = novelty_scores(behaviors, self.array(), c.k, c.distance)
         if c.archive == "threshold":
-            added = np.flatnonzero(novelty > self.threshold)
+            added = self._nearest_admitted(behaviors) if c.admit == "nearest" else \
+                np.flatnonzero(novelty > self.threshold)
+            self.quiet = 0 if len(added) else self.quiet + 1
             if len(added) > 4:
                 self.threshold *= 1.2
-            elif len(added) == 0:
-                self.threshold *= 0.95
+            elif self.quiet >= c.lower_after:
+                self.threshold = max(self.threshold * 0.95, c.threshold_floor)
+                self.quiet = 0
         else:
             added = np.flatnonzero(rng.random(len(novelty)) < c.add_probability)
         for i in added:
@@ -89,11 +116,34 @@ class NoveltyArchive:
         w = c.fitness_weight
         return (1 - w) * unit(novelty) + w * unit(np.asarray(fitness, np.float64)), novelty
 
+    def _nearest_admitted(self, behaviors: np.ndarray) -> np.ndarray:
+        """The behaviours (tried in order, each against the archive as it would stand then) farther than the
+        threshold from every archived one; the first goes straight in when the archive is empty (added here,
+        not returned)."""
+        b = np.asarray(behaviors, dtype=np.float64).reshape(len(behaviors), -1)
+        archive = self.array()
+        rows = [] if archive is None else list(archive)
+        added = []
+        for i in range(len(b)):
+            if not rows:
+                rows.append(b[i])
+                self.items.append([float(v) for v in b[i]])
+                continue  # (the C++ seeds the archive with it and scores it 0: not counted as an addition)
+            nearest = float(_distances(b[i:i + 1], np.asarray(rows), self.config.distance).min())
+            if nearest > self.threshold:
+                rows.append(b[i])
+                added.append(i)
+        return np.asarray(added, dtype=np.int64)  # (``score`` archives them)
+
     def state(self) -> dict[str, Any]:
-        return {"threshold": self.threshold, "items": self.items}
+        out: dict[str, Any] = {"threshold": self.threshold, "items": self.items}
+        if self.quiet:
+            out["quiet"] = self.quiet
+        return out
 
     def load_state(self, state: Mapping[str, Any]) -> None:
         self.threshold = float(state["threshold"])
         self.items = [[float(v) for v in item] for item in state["items"]]
+        self.quiet = int(state.get("quiet", 0))
 
 
