@@ -184,6 +184,8 @@ NO_MODEL = {
     "envs": "lists the built-in environments (tests/test_cli.py)",
     "demo": "trains the tank example, no model or tree of the user's (tests/blender/test_cli_scene.py)",
     "import-sb3": "reads a Stable-Baselines3 zip, not a DRLA model (tests/test_sb3_io.py)",
+    "record-keyframes": "reads a .blend's keyframes into a demonstration file, no model "
+                        "(tests/blender/test_demos_keyframes.py)",
 }
 #: Commands run as a separate process (they serve until stopped): the line that says they are up.
 SERVES = {"web": "serving "}
