@@ -41,7 +41,7 @@ from drla_core.rl.train import TrainingRun, evaluate, metric_text
 from drla_core.rl.vector_train import VectorTrainingRun
 from drla_core.base.vector_env import SyncVectorEnv
 
-from . import netcli, pure_jobs, scene, train_flags
+from . import netcli, pure_jobs, sac_cli, scene, train_flags
 from .common import (
     DEFAULT_OUT_DIR,
     MAX_STEPS,
@@ -243,12 +243,19 @@ def cmd_train(args: argparse.Namespace) -> int:
     _check_target_flags(args, blend=False)
     if args.agent in pure_jobs.AGENTS or (args.resume or "").lower().endswith(".json"):
         # evolution; a .json --resume is a population file
+        sac_cli.refuse_sac_flags(args)
         return pure_jobs.train(args, tuple(f.name for f in dataclasses.fields(DQNConfig) if f.name not in _SKIP_FIELDS))
+    ckpt = read_resume(args.resume) if args.resume else None
+    kind = ckpt.meta.get("kind", "dqn") if ckpt is not None else None
+    if args.agent == "sac" or (args.agent is None and kind == "sac"):
+        return sac_cli.train(args, ckpt)  # Soft Actor-Critic, continuous actions (drla/sac_cli.py)
+    if kind not in (None, "dqn"):
+        raise CLIError(f"--resume: {ckpt.path} is a {kind} run: resume it with --agent {kind}")
+    sac_cli.refuse_sac_flags(args)
     if args.population is not None:
         raise CLIError("--population: the population of an evolution run (--agent "
                        f"{'|'.join(pure_jobs.AGENTS)}); DQN has none")
     args.agent = "dqn"
-    ckpt = read_resume(args.resume) if args.resume else None
     saved = ckpt.settings if ckpt is not None else {}
     if ckpt is not None and saved.get("target") != args.target:
         raise CLIError(f"--resume: {ckpt.path} is a run on {saved.get('target')!r}, not on {args.target!r}")
@@ -262,7 +269,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     env, eval_env = make(args.target), make(args.target)
     check_replay_memory(args.buffer_size, int(np.prod(env.observation_space.shape)))
     if not isinstance(env.action_space, Discrete):
-        agents = " or --agent ".join(a for a in pure_jobs.AGENTS if a != "coevolution")
+        agents = " or --agent ".join(a for a in ("sac", *pure_jobs.AGENTS) if a != "coevolution")
         raise CLIError(f"{args.target} has continuous actions ({env.action_space}) and DQN needs discrete ones: "
                        f"train it with --agent {agents}")
     train_flags.check_resume_hidden(args, ckpt)
@@ -451,14 +458,16 @@ def build_parser() -> argparse.ArgumentParser:
                         "(needs the ray package: pip install 'drla[ray]'; see docs/cluster.md)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     train_flags.add_train_flags(p)  # --metrics, --tensorboard, --grow (issue 15)
-    p.add_argument("--agent", choices=("dqn", *pure_jobs.AGENTS), default=None,
-                   help="built-in environments: dqn (default), or evolve networks: ga (genetic algorithm), neat, "
+    p.add_argument("--agent", choices=("dqn", "sac", *pure_jobs.AGENTS), default=None,
+                   help="built-in environments: dqn (default), sac (Soft Actor-Critic, continuous actions: "
+                        "pendulum), or evolve networks: ga (genetic algorithm), neat, "
                         "novelty (GA scored by novelty search); a two-agent game (pacman): coevolution (two GA "
                         "populations, each scored against the other's champion); for these --steps counts generations "
                         "(a .blend: its tree's agent node)")
     p.add_argument("--population", type=int_range(3, 10_000), metavar="N",
                    help="population size for ga, neat, novelty, coevolution")
     _add_config_flags(p)
+    sac_cli.add_flags(p)
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("eval", help="evaluate a model file on a built-in environment (greedy policy)",

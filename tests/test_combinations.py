@@ -35,10 +35,12 @@ TANK = ROOT / "scenes" / "tank" / "tank.blend"
 AGENTS = tuple(next(a for a in build_parser()._subparsers._group_actions[0].choices["train"]._actions
                     if a.dest == "agent").choices)
 #: The built-in environment each agent trains on here (a two-agent game for co-evolution).
-ENV = {"coevolution": "pacman"}
+ENV = {"coevolution": "pacman", "sac": "pendulum"}
 #: The smallest run of each: a few hundred DQN steps, one generation of a tiny population.
 TINY = {"dqn": ["--steps", "300", "--learning-starts", "100", "--eval-interval", "0", "--hidden", "8",
-                "--checkpoint-interval", "200"]}
+                "--checkpoint-interval", "200"],
+        "sac": ["--steps", "300", "--learning-starts", "100", "--eval-interval", "0", "--hidden", "8",
+                "--batch-size", "32", "--checkpoint-interval", "200"]}
 TINY_EVOLUTION = ["--steps", "1", "--population", "4"]
 
 
@@ -222,7 +224,7 @@ def trained(tmp_path_factory) -> dict[str, Trained]:
         env = ENV.get(agent, "cartpole")
         base = ["train", env, "--agent", agent, "--quiet", *TINY.get(agent, TINY_EVOLUTION)]
         runs[agent] = train_once(agent, base, tmp_path_factory.mktemp(f"combo_{agent}"),
-                                 more_steps="400" if agent == "dqn" else "2")
+                                 more_steps="400" if agent in ("dqn", "sac") else "2")
     return runs
 
 
@@ -244,5 +246,7 @@ def test_every_agent_with_every_command(trained, capsys):
             assert rows[(agent, command)][0] == "works", (agent, command, rows[(agent, command)])
     assert rows[("dqn", "train --resume")][0] == "works" and rows[("ga", "train --resume")][0] == "works"
     assert rows[("dqn", "train --copies")][0] == "works"
+    assert rows[("sac", "train --resume")][0] == "works" and rows[("sac", "train --copies")][0] == "works"
+    assert rows[("sac", "eval")][0] == "works"
     verdict, why = rows[("dqn", "train --workers")]
     assert verdict == "refused" and "applies to a .blend scene's tree" in why

@@ -171,16 +171,8 @@ def _lineage(agent: Any) -> dict[str, Any]:
     return out
 
 
-def checkpoint_state(run: Any, *, replay_buffer: bool = True, max_buffer_bytes: int = MAX_BUFFER_BYTES,
-                     settings: dict[str, Any] | None = None,
-                     copy: bool = True) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """``run``'s full state as ``(JSON-able meta, arrays)``; the arrays are copies unless ``copy=False`` (views
-    into the live run, for writing at once: a full replay buffer is tens of megabytes)."""
-    agent = run.agent
-
-    def own(a: np.ndarray) -> np.ndarray:
-        return a.copy() if copy else a
-
+def _dqn_state(agent: Any, own: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """A DQN agent's part of a checkpoint: its networks, Adam, generator and counters."""
     for name in ("q_network", "target_network", "optimizer", "replay_buffer", "rng", "config"):
         if not hasattr(agent, name):
             raise CheckpointError(f"checkpoints hold DQN runs; {type(agent).__name__} has no {name}")
@@ -203,6 +195,25 @@ def checkpoint_state(run: Any, *, replay_buffer: bool = True, max_buffer_bytes: 
         "best_mean_return": _finite_or_none(float(agent.best_mean_return)),
         "adam": {"t": int(opt.t), "lr": opt.lr, "eps": opt.eps, "betas": [opt.beta1, opt.beta2]},
     }
+    return agent_meta, arrays
+
+
+def checkpoint_state(run: Any, *, replay_buffer: bool = True, max_buffer_bytes: int = MAX_BUFFER_BYTES,
+                     settings: dict[str, Any] | None = None,
+                     copy: bool = True) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """``run``'s full state as ``(JSON-able meta, arrays)``; the arrays are copies unless ``copy=False`` (views
+    into the live run, for writing at once: a full replay buffer is tens of megabytes)."""
+    agent = run.agent
+
+    def own(a: np.ndarray) -> np.ndarray:
+        return a.copy() if copy else a
+
+    own_state = getattr(agent, "checkpoint_state", None)
+    if callable(own_state):  # an agent that lists its own state (SAC): networks, optimisers, generator, counters
+        agent_meta, arrays = own_state(own)
+        _rng_state(agent.rng)  # refused here, as for DQN, when the generator cannot be saved
+    else:
+        agent_meta, arrays = _dqn_state(agent, own)
     agent_meta.update(_lineage(agent))
 
     buf = agent.replay_buffer
@@ -258,7 +269,8 @@ def checkpoint_state(run: Any, *, replay_buffer: bool = True, max_buffer_bytes: 
     }
     meta = {"format": FORMAT, "version": VERSION, "drla_version": __version__,
             "created": datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
-            "kind": "dqn", "run": run_meta, "agent": agent_meta, "buffer": buffer_meta, "env": env_meta,
+            "kind": getattr(agent, "kind", "dqn"), "run": run_meta, "agent": agent_meta, "buffer": buffer_meta,
+            "env": env_meta,
             "history": run.history.to_dict(), "settings": dict(settings or {}),
             "callbacks": callback_states(run)}
     meta["arrays"] = {name: {"shape": list(a.shape), "dtype": a.dtype.str} for name, a in arrays.items()}

@@ -39,6 +39,8 @@ def _history(history_cls: type, data: dict[str, Any]) -> Any:
 
 
 def _describe(arch: dict[str, Any]) -> str:
+    if "input_size" not in arch:  # several networks (SAC: actor and critic)
+        return "; ".join(f"{name} {_describe(each)}" for name, each in arch.items())
     return " -> ".join([str(arch["input_size"])] + [f"{h['size']} {h['activation']}" for h in arch["hidden"]]
                        + [f"{arch['output_size']} {arch['output_activation']}"])
 
@@ -47,7 +49,11 @@ def _check_fits(ckpt: Checkpoint, run: Any) -> None:
     """Refuse a run the checkpoint cannot continue, saying what differs."""
     meta, agent = ckpt.meta, run.agent
     saved = meta["agent"]
-    arch = agent.q_network.architecture()
+    kind, saved_kind = getattr(agent, "kind", "dqn"), meta.get("kind", "dqn")
+    if kind != saved_kind:
+        raise CheckpointError(f"the checkpoint is of a {saved_kind} run, this run trains {kind}; resume it with "
+                              f"--agent {saved_kind}")
+    arch = agent.architecture() if hasattr(agent, "checkpoint_state") else agent.q_network.architecture()
     if saved["architecture"] != arch:
         raise CheckpointError(f"the network differs: the checkpoint has {_describe(saved['architecture'])}, this "
                               f"run {_describe(arch)}; a resumed run keeps its network (drop the change to the "
@@ -65,7 +71,7 @@ def _check_fits(ckpt: Checkpoint, run: Any) -> None:
     if buf["stored"] != "none" and int(buf["capacity"]) != agent.replay_buffer.capacity:
         raise CheckpointError(f"the replay buffer size differs: the checkpoint's holds {buf['capacity']} "
                               f"transitions, this run's {agent.replay_buffer.capacity}; keep --buffer-size")
-    if len(ckpt.arrays["agent.q_params"]) != agent.q_network.params.size:
+    if "agent.q_params" in ckpt.arrays and len(ckpt.arrays["agent.q_params"]) != agent.q_network.params.size:
         raise CheckpointError("the checkpoint's parameters do not fit the network")
 
 
@@ -99,6 +105,9 @@ def _next(saved: float | None, old_interval: int, new_interval: int, steps: int)
 def _restore_agent(agent: Any, ckpt: Checkpoint, changed: set[str], total_steps: int) -> None:
     """Networks, optimiser, generator, counters and keep-best; lr and eps come from the agent's (new) config."""
     arrays, saved_agent = ckpt.arrays, ckpt.meta["agent"]
+    if hasattr(agent, "restore_checkpoint_state"):  # an agent that lists its own state (SAC)
+        agent.restore_checkpoint_state(saved_agent, arrays, total_steps)
+        return
     np.copyto(agent.q_network.params, arrays["agent.q_params"])
     np.copyto(agent.target_network.params, arrays["agent.target_params"])
     opt = agent.optimizer

@@ -144,8 +144,9 @@ class TrainingRun:
         """Episodes, exploration and the mean return of the last 20 episodes, as the sidebar shows them."""
         returns = self.history.episode_returns[-20:]
         mean = sum(returns) / len(returns) if returns else 0.0
-        return {"Episodes": str(self.episodes), "Epsilon": f"{float(getattr(self.agent, 'epsilon', 0.0)):.2f}",
-                "Return": f"{mean:.2f}"}
+        own = getattr(self.agent, "status_figures", None)  # an agent's own figures (SAC: its temperature)
+        figures = own() if callable(own) else {"Epsilon": f"{float(getattr(self.agent, 'epsilon', 0.0)):.2f}"}
+        return {"Episodes": str(self.episodes), **figures, "Return": f"{mean:.2f}"}
 
     @property
     def interrupted(self) -> bool:
