@@ -237,7 +237,8 @@ def cli(*args, cwd=ROOT, timeout=300):
     (["pendulum", "--agent", "sac", "--population", "5"], "--population: not a SAC setting"),
     (["pendulum", "--init-temperature", "0.5"], "--init-temperature: a SAC setting; --agent dqn does not use it"),
     (["pendulum", "--agent", "ga", "--target-entropy", "-1"], "--target-entropy: a SAC setting; --agent ga"),
-    (["pendulum", "--agent", "sac", "--init-temperature", "0"], "argument --init-temperature: needs a number in (0, 1_000_000], got 0"),
+    (["pendulum", "--agent", "sac", "--init-temperature", "0"],
+     "argument --init-temperature: needs a number in (0, 1_000_000], got 0"),
     (["pendulum"], "pendulum has continuous actions (Box(shape=(1,), dtype=float32)) and DQN needs discrete ones: "
                    "train it with --agent sac"),
 ])
