@@ -447,10 +447,15 @@ def sac_config_of(spec: AgentSpec, steps: int | None = None) -> SACConfig:
 
 
 def build_sac_job(compiled: CompiledTree, env, *, seed: int, total_steps: int, checkpoint_dir: str = "",
-                  overrides: dict[str, Any] | None = None, **run_kw) -> train.TrainingRun:
+                  config: SACConfig | None = None, overrides: dict[str, Any] | None = None,
+                  **run_kw) -> train.TrainingRun:
     """SAC: the agent and its ``TrainingRun`` on ``env`` (a scene with Motor or Bone Rotation actions), as DQN's
-    (evaluations, checkpoints); ``overrides`` replace ``SACConfig`` fields of the node's (the CLI's flags)."""
-    config = sac_config_of(compiled.agent, total_steps)
+    (evaluations, checkpoints); ``config`` (a resumed run's) replaces the node's, ``overrides`` replace its fields
+    (the CLI's flags)."""
+    if config is None:
+        config = sac_config_of(compiled.agent, total_steps)
+    else:
+        config = SACConfig(**{**dataclasses.asdict(config), "total_timesteps": int(total_steps)})
     if overrides:
         try:
             config = SACConfig(**{**dataclasses.asdict(config), **overrides})
