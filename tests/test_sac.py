@@ -20,6 +20,8 @@ from drla_core.io.model_io import load_model, save_model
 from drla_core.rl.checkpoint import CheckpointError, read_checkpoint, read_latest
 from drla_core.rl.sac import LOG_STD_MAX, SACAgent, SACConfig
 from drla_core.rl.train import TrainingRun, evaluate
+from drla_core.rl.vector_train import VectorTrainingRun
+from drla_core.base.vector_env import SyncVectorEnv
 
 ROOT = Path(__file__).resolve().parents[1]
 OBS = Box(-np.ones(3, dtype=np.float32), np.ones(3, dtype=np.float32))
@@ -124,11 +126,15 @@ def test_polyak_update():
 # ---- checkpoints: a resumed run ends bit for bit where the uninterrupted one does -----------------------------
 
 
-def _run(steps=1200, **kw):
+def _run(steps=1200, copies=0, **kw):
     env = make("pendulum")
     config = SACConfig(learning_starts=200, batch_size=32, buffer_size=1000, train_freq=4, gradient_steps=2,
                        hidden=[(16, "relu"), (16, "relu")], **kw)
     agent = SACAgent(env.observation_space, env.action_space, config, seed=4)
+    if copies:  # N copies stepped together: one actor call for all
+        venv = SyncVectorEnv([lambda: make("pendulum")] * copies)
+        return VectorTrainingRun(venv, agent, steps, seed=4, eval_env=make("pendulum"), eval_interval=500,
+                                 eval_episodes=2)
     return TrainingRun(env, agent, steps, seed=4, eval_env=make("pendulum"), eval_interval=500, eval_episodes=2)
 
 
@@ -139,15 +145,17 @@ def _state(run):
             a.replay_buffer.obs, a.replay_buffer.actions]
 
 
-def test_resume_mid_episode_is_bit_exact(tmp_path):
-    """Saved at an odd step (mid-episode, the buffer wrapped, keep-best holding a policy): the same end, bit for bit."""
-    whole = _run().run()
-    first = _run()
+@pytest.mark.parametrize("copies", [0, 3])
+def test_resume_mid_episode_is_bit_exact(tmp_path, copies):
+    """Saved at an odd step (mid-episode, the buffer wrapped, keep-best holding a policy): the same end, bit for bit;
+    on one environment and on three copies."""
+    whole = _run(copies=copies).run()
+    first = _run(copies=copies)
     first.advance(max_steps=1117)
     assert first.agent.replay_buffer.full and first.agent.best_params is not None
     path = first.save_checkpoint(tmp_path / "c.npz")
     assert read_checkpoint(path).meta["kind"] == "sac"
-    second = _run()
+    second = _run(copies=copies)
     assert second.load_checkpoint(path) == []
     second.run()
     for a, b in zip(_state(whole), _state(second)):
