@@ -18,7 +18,7 @@ evaluation step whose mean reaches it (None: never).
   (100 000) only; numpy with one BLAS thread; keep-best on (the final policy is the best evaluated one, as DRLA's
   CLI gives it), named in "choices".
 
-    .venv/bin/python bench/sac_pendulum.py [--seeds 3] [--steps 20000] [--only drla|sb3]
+    .venv/bin/python bench/sac_pendulum.py [--seeds 3] [--first-seed 0] [--steps 20000] [--only drla|sb3]
 """
 
 from __future__ import annotations
@@ -133,6 +133,7 @@ def first_reaching(evals: list, threshold: float) -> int | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + seeds - 1")
     parser.add_argument("--steps", type=int, default=20_000)
     parser.add_argument("--only", choices=("drla", "sb3"))
     parser.add_argument("--torch-threads", type=int, default=1, help="SB3's torch threads (0: torch's default)")
@@ -146,7 +147,8 @@ def main() -> None:
         print(json.dumps(result))               # machine a steadier figure than the wall time
         return
     impls = [args.only] if args.only else ["sb3", "drla"]
-    runs = {impl: [run_one(impl, seed, args.steps, args.torch_threads) for seed in range(args.seeds)]
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    runs = {impl: [run_one(impl, seed, args.steps, args.torch_threads) for seed in seeds]
             for impl in impls}
     threshold = statistics.mean(r["return"] for r in runs["sb3"]) if "sb3" in runs else -200.0
     figures: dict = {"bench": "sac_pendulum", "steps": args.steps, "seeds": args.seeds, "threshold": threshold,
