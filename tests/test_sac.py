@@ -164,6 +164,8 @@ def test_resume_mid_episode_is_bit_exact(tmp_path, copies):
     assert whole.history.episode_returns == second.history.episode_returns
     assert whole.history.losses == second.history.losses
     assert whole.agent.temperature == second.agent.temperature != 1.0
+    # the curve where DQN's epsilon goes holds the temperature at each episode's end (the report's Exploration)
+    assert whole.history.epsilons == second.history.epsilons and len(set(whole.history.epsilons)) > 1
 
 
 def test_checkpoint_refuses_another_agent_or_network(tmp_path):

@@ -173,6 +173,10 @@ class SACAgent:
         """The entropy temperature alpha."""
         return float(np.exp(self.log_temperature[0]))
 
+    #: The training loop records ``exploration`` per episode where DQN's epsilon goes; the report names it so.
+    exploration_label = "temperature"
+    exploration = temperature
+
     # ---- the policy -----------------------------------------------------------------------------------------
 
     def _flat(self, obs: Any) -> np.ndarray:
