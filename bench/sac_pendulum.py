@@ -15,8 +15,8 @@ evaluation step whose mean reaches it (None: never).
   target entropy -1; on the CPU with ``--torch-threads`` threads (default 1: on a shared machine more threads
   only wait on each other; 0 keeps torch's default).
 * DRLA: ``drla_core.rl.sac.SACConfig()`` defaults, which differ from those in the network (2x64 relu) and buffer
-  (100 000) only; numpy with one BLAS thread; keep-best on (the final policy is the best evaluated one, as DRLA's
-  CLI gives it), named in "choices".
+  (100 000) only; numpy with one BLAS thread; keep-best on (the final policy is the best of the evaluations above,
+  as DRLA's CLI gives it), named in "choices". Its evaluations play the same episodes as SB3's.
 
     .venv/bin/python bench/sac_pendulum.py [--seeds 3] [--first-seed 0] [--steps 20000] [--only drla|sb3]
 """
@@ -41,26 +41,44 @@ def worker_drla(seed: int, steps: int) -> dict:
     sys.path.insert(0, str(ROOT))
     from drla_core.envs import make
     from drla_core.rl.sac import SACAgent, SACConfig
-    from drla_core.rl.train import TrainingRun
+    from drla_core.rl.train import Callback, TrainingRun
+
+    def greedy(agent: SACAgent) -> float:
+        """The same episodes as SB3's evaluations (the pendulum is Pendulum-v1 step for step)."""
+        env, returns = make("pendulum"), []
+        for k in range(EVAL_EPISODES):
+            obs, _ = env.reset(seed=EVAL_SEED + seed + k)
+            total, done = 0.0, False
+            while not done:
+                obs, reward, terminated, truncated, _ = env.step(agent.predict(obs))
+                total += float(reward)
+                done = terminated or truncated
+            returns.append(total)
+        return sum(returns) / len(returns)
+
+    class Evals(Callback):
+        """Every EVAL_EVERY steps: the greedy mean, fed to keep-best as the run's own evaluations would be."""
+
+        def __init__(self) -> None:
+            self.evals: list[tuple[int, float]] = []
+            self.seconds = 0.0
+
+        def on_step(self, run: TrainingRun) -> None:
+            if run.steps % EVAL_EVERY == 0:
+                t0 = time.perf_counter()
+                self.evals.append((run.steps, greedy(run.agent)))
+                run.agent.on_evaluation(run.steps, self.evals[-1][1])
+                self.seconds += time.perf_counter() - t0
 
     env = make("pendulum")
     agent = SACAgent(env.observation_space, env.action_space, SACConfig(), seed=seed)
-    run = TrainingRun(env, agent, steps, seed=seed, eval_env=make("pendulum"), eval_interval=EVAL_EVERY,
-                      eval_episodes=EVAL_EPISODES)
-    run.run()
+    evals = Evals()
+    run = TrainingRun(env, agent, steps, seed=seed, callbacks=[evals])
+    run.run()  # at the end keep-best puts the best evaluated policy back
     t0 = time.perf_counter()
-    env, returns = make("pendulum"), []
-    for k in range(EVAL_EPISODES):  # the same episodes as SB3's (the pendulum is Pendulum-v1 step for step)
-        obs, _ = env.reset(seed=EVAL_SEED + seed + k)
-        total, done = 0.0, False
-        while not done:
-            obs, reward, terminated, truncated, _ = env.step(agent.predict(obs))
-            total += float(reward)
-            done = terminated or truncated
-        returns.append(total)
-    eval_s = run.eval_seconds + time.perf_counter() - t0
-    return {"evals": [(s, float(r)) for s, r, _ in run.history.evals], "return": sum(returns) / len(returns),
-            "eval_s": eval_s, "train_s": run.train_seconds}
+    final = greedy(agent)
+    return {"evals": evals.evals, "return": final, "eval_s": evals.seconds + time.perf_counter() - t0,
+            "train_s": run.train_seconds}
 
 
 def worker_sb3(seed: int, steps: int, threads: int) -> dict:
@@ -136,6 +154,8 @@ def main() -> None:
     parser.add_argument("--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + seeds - 1")
     parser.add_argument("--steps", type=int, default=20_000)
     parser.add_argument("--only", choices=("drla", "sb3"))
+    parser.add_argument("--threshold", type=float, help="the return to reach (default: SB3's mean final return, "
+                        "or -200 with --only drla)")
     parser.add_argument("--torch-threads", type=int, default=1, help="SB3's torch threads (0: torch's default)")
     parser.add_argument("--worker", choices=("drla", "sb3"), help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
@@ -150,10 +170,12 @@ def main() -> None:
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     runs = {impl: [run_one(impl, seed, args.steps, args.torch_threads) for seed in seeds]
             for impl in impls}
-    threshold = statistics.mean(r["return"] for r in runs["sb3"]) if "sb3" in runs else -200.0
+    threshold = args.threshold if args.threshold is not None else \
+        statistics.mean(r["return"] for r in runs["sb3"]) if "sb3" in runs else -200.0
     figures: dict = {"bench": "sac_pendulum", "steps": args.steps, "seeds": args.seeds, "threshold": threshold,
                      "torch_threads": args.torch_threads,
-                     "threshold_from": "SB3's mean final return" if "sb3" in runs else "fixed -200",
+                     "threshold_from": "--threshold" if args.threshold is not None else "SB3's mean final return"
+                     if "sb3" in runs else "fixed -200",
                      "choices": {"drla": "SACConfig() defaults: 2x64 relu, buffer 100000, keep-best on",
                                  "sb3": "rl-zoo Pendulum-v1: learning_rate 1e-3, SB3 defaults (2x256)"}}
     for impl, rs in runs.items():
