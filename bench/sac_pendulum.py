@@ -1,6 +1,6 @@
 """SAC on the pendulum: DRLA's numpy SAC against Stable-Baselines3's SAC with the rl-zoo Pendulum-v1 settings.
 
-Prints ONE JSON line of figures (per-run lines go to stderr). Every run is its own process (``--worker``), so the
+Prints ONE JSON line of figures (per-run lines, with their evaluations, go to stderr). Every run is its own process (``--worker``), so the
 wall time is the whole process's: Python and library start-up, building, training, evaluations and the last one;
 its CPU time (``cpu_s``, the same span) is printed beside it, steadier than wall time on a shared machine.
 
@@ -140,7 +140,7 @@ def run_one(impl: str, seed: int, steps: int, threads: int) -> dict:
         raise SystemExit(f"{impl} seed {seed} failed:\n{out.stderr}")
     result = json.loads(out.stdout.strip().splitlines()[-1])
     result.update(impl=impl, seed=seed, wall_s=wall)
-    print(json.dumps({k: v for k, v in result.items() if k != "evals"}), file=sys.stderr, flush=True)
+    print(json.dumps(result), file=sys.stderr, flush=True)
     return result
 
 
