@@ -1,8 +1,9 @@
 """SAC on the pendulum: DRLA's numpy SAC against Stable-Baselines3's SAC with the rl-zoo Pendulum-v1 settings.
 
-Prints ONE JSON line of figures (per-run lines, with their evaluations, go to stderr). Every run is its own process (``--worker``), so the
-wall time is the whole process's: Python and library start-up, building, training, evaluations and the last one;
-its CPU time (``cpu_s``, the same span) is printed beside it, steadier than wall time on a shared machine.
+Prints ONE JSON line of figures (per-run lines, with their evaluations, go to stderr). Every run is its own
+process (``--worker``), so the wall time is the whole process's: Python and library start-up, building, training,
+evaluations and the last one; its CPU time (``cpu_s``, the same span) is printed beside it, steadier than wall time
+on a shared machine.
 
 Protocol, both sides: 20 000 environment steps (rl-zoo's n_timesteps); a greedy evaluation of 10 episodes every
 1000 steps (seeded 10 000 + seed, time measured and reported apart); at the end the final policy's greedy mean of
