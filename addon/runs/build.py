@@ -19,6 +19,7 @@ import numpy as np
 from ...drla_core.rl import train, vector_train
 from ...drla_core.rl import dqn
 from ...drla_core.rl.ik_job import IKTrainingJob
+from ...drla_core.rl.sac import SACAgent, SACConfig
 from ...drla_core.evolve.coevolution import CoevolutionJob
 from ...drla_core.evolve.evolution import EvolutionConfig, EvolutionJob, GAConfig, NoveltyConfig
 from ...drla_core.nets.growth import GrowthRule
@@ -59,7 +60,7 @@ def build_env(compiled: CompiledTree, scene, copies: int | None = None):
     if n > 1:
         # a spare copy for a DQN run's evaluations (an evolution evaluates on the copies themselves)
         evaluates = compiled.trainer is not None and compiled.trainer.eval_interval > 0 and \
-            compiled.agent is not None and compiled.agent.kind == "dqn"
+            compiled.agent is not None and compiled.agent.kind in ("dqn", "sac")
         # physics copies restart together, which an evolution's rounds of episodes allow and DQN does not
         evolves = compiled.agent is not None and compiled.agent.kind == "evolution"
         return SceneVectorEnv(compiled.env, scene, n, eval_copy=evaluates, physics_ok=evolves)
@@ -446,9 +447,49 @@ def build_coevolution_job(compiled: CompiledTree, env, *, seed: int, total_steps
         raise BuildError(str(exc)) from exc
 
 
+# --------------------------------------------------------------------------- SAC (continuous actions)
+def sac_config_of(spec: AgentSpec, steps: int | None = None) -> SACConfig:
+    """The ``SACConfig`` one SAC Agent node describes (its properties carry ``SACConfig``'s names)."""
+    names = {f.name for f in dataclasses.fields(SACConfig)}
+    values: dict[str, Any] = {k: v for k, v in spec.config.items() if k in names}
+    values["hidden"] = [tuple(h) for h in spec.hidden]
+    if steps:
+        values["total_timesteps"] = int(steps)
+    return SACConfig(**values)
+
+
+def build_sac_job(compiled: CompiledTree, env, *, seed: int, total_steps: int, checkpoint_dir: str = "",
+                  config: SACConfig | None = None, overrides: dict[str, Any] | None = None,
+                  **run_kw) -> train.TrainingRun:
+    """SAC: the agent and its ``TrainingRun`` on ``env`` (a scene with Motor or Bone Rotation actions), as DQN's
+    (evaluations, checkpoints); ``config`` (a resumed run's) replaces the node's, ``overrides`` replace its fields
+    (the CLI's flags)."""
+    if config is None:
+        config = sac_config_of(compiled.agent, total_steps)
+    else:
+        config = SACConfig(**{**dataclasses.asdict(config), "total_timesteps": int(total_steps)})
+    if overrides:
+        try:
+            config = SACConfig(**{**dataclasses.asdict(config), **overrides})
+        except (TypeError, ValueError) as exc:
+            raise BuildError(str(exc)) from exc
+    trainer = compiled.trainer
+    if trainer is not None and trainer.checkpoint_interval and not trainer.output_path and checkpoint_dir:
+        run_kw.setdefault("checkpoint_interval", trainer.checkpoint_interval)
+        run_kw.setdefault("checkpoint_path", outputs.checkpoint_path(checkpoint_dir, compiled.tree))
+    vector = isinstance(env, VectorEnv)
+    obs_space = env.single_observation_space if vector else env.observation_space
+    act_space = env.single_action_space if vector else env.action_space
+    try:
+        agent = SACAgent(obs_space, act_space, config, seed)
+    except (TypeError, ValueError) as exc:
+        raise BuildError(f"SAC Agent: {exc}") from exc
+    return build_run(compiled, env, agent, total_steps, seed=seed, **run_kw)
+
+
 #: How each agent kind (``AgentSpec.kind``) is built into a training job.
-JOBS = {"dqn": build_dqn_job, "ik": build_ik_job, "team": build_team_job, "evolution": build_evolution_job,
-        "coevolution": build_coevolution_job}
+JOBS = {"dqn": build_dqn_job, "sac": build_sac_job, "ik": build_ik_job, "team": build_team_job,
+        "evolution": build_evolution_job, "coevolution": build_coevolution_job}
 
 
 def build_job(compiled: CompiledTree, env=None, *, seed: int = 0, total_steps: int = 0, **kw):
