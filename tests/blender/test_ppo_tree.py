@@ -142,6 +142,34 @@ def test_a_set_of_actions_trains_under_its_conditions(empty_scene):
     assert job.to_model().meta["action_mask"] is True
 
 
+def test_scene_copies_train_one_rollout_for_all(empty_scene):
+    """Two copies of the masked scene: one network call per step for both (a ``VectorTrainingRun``), each copy's
+    mask in the rollout, and the spare copy evaluates."""
+    from test_scene_action_masks import masked_tree
+
+    from drla_ext.addon.runs import build
+    from drla_ext.addon.scene.snapshot import restored_scene
+    from drla_ext.addon.tree import compiler
+    from drla_ext.drla_core.rl.vector_train import VectorTrainingRun
+
+    t, _agent, _goal = masked_tree(empty_scene)
+    t.env_node.copies = 2
+    ppo = t.b.node("DRLA_PPOAgentNode", n_steps=20, batch_size=20, n_epochs=1)
+    trainer = t.b.node("DRLA_TrainerNode", total_steps=200, eval_interval=100, eval_episodes=1)
+    t.b.link(t.env_node, trainer, "Environment")
+    t.b.link(ppo, trainer, "Agent")
+    compiled = compiler.compile_tree(t.b.tree, empty_scene)
+    with restored_scene(empty_scene):
+        env = build.build_env(compiled, empty_scene)
+        try:
+            job = build.build_job(compiled, env, seed=0, total_steps=200)
+            job.run()
+        finally:
+            env.close()
+    assert isinstance(job, VectorTrainingRun) and job.agent.num_envs == 2 and job.agent.n_updates == 5 * 2
+    assert job.agent.buf_masks.shape == (20, 2, 5) and len(job.history.evals) == 2
+
+
 def test_the_trainers_demonstration_is_cloned_first(ppo_cartpole, tmp_path):
     """A demonstration pushing the cart at +0.8 every step (640 steps): the PPO job's policy starts pushing (a fresh
     one's mean is near 0)."""
