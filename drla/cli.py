@@ -43,7 +43,7 @@ from drla_core.rl.train import TrainingRun, evaluate, metric_text
 from drla_core.rl.vector_train import VectorTrainingRun
 from drla_core.base.vector_env import SyncVectorEnv
 
-from . import demo_flags, netcli, pure_jobs, scene, train_flags
+from . import demo_flags, netcli, pure_jobs, sac_cli, scene, train_flags
 from .gym_adapter import GYM_PREFIX, GymIdError, make_target
 from .common import (
     DEFAULT_OUT_DIR,
@@ -256,6 +256,12 @@ def _gym_target(args: argparse.Namespace) -> None:
             raise CLIError(str(exc)) from None
 
 
+def _refuse_population(args: argparse.Namespace) -> None:
+    if args.population is not None:
+        raise CLIError("--population: the population of an evolution run (--agent "
+                       f"{'|'.join(pure_jobs.AGENTS)}); {(args.agent or 'dqn').upper()} has none")
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     _gym_target(args)
     if args.target.lower().endswith(".blend"):
@@ -268,12 +274,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     demo_flags.check_agent(args, pure_jobs.AGENTS)
     if args.agent in pure_jobs.AGENTS or (args.resume or "").lower().endswith(".json"):
         # evolution; a .json --resume is a population file
+        sac_cli.refuse_sac_flags(args)
         return pure_jobs.train(args, tuple(f.name for f in dataclasses.fields(DQNConfig) if f.name not in _SKIP_FIELDS),
                                train_flags.PPO_ONLY)
-    if args.population is not None:
-        raise CLIError("--population: the population of an evolution run (--agent "
-                       f"{'|'.join(pure_jobs.AGENTS)}); {(args.agent or 'dqn').upper()} has none")
     ckpt = read_resume(args.resume) if args.resume else None
+    if sac_cli.wanted(args, ckpt):
+        return sac_cli.train(args, ckpt)  # Soft Actor-Critic, continuous actions (drla/sac_cli.py)
+    _refuse_population(args)
     saved = ckpt.settings if ckpt is not None else {}
     if ckpt is not None and saved.get("target") != args.target:
         raise CLIError(f"--resume: {ckpt.path} is a run on {saved.get('target')!r}, not on {args.target!r}")
@@ -299,7 +306,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     else:
         check_replay_memory(args.buffer_size, int(np.prod(env.observation_space.shape)))
         if not isinstance(env.action_space, Discrete):
-            agents = " or --agent ".join(a for a in ("ppo", *pure_jobs.AGENTS) if a != "coevolution")
+            agents = " or --agent ".join(a for a in ("ppo", "sac", *pure_jobs.AGENTS) if a != "coevolution")
             raise CLIError(f"{args.target} has continuous actions ({env.action_space}) and DQN needs discrete ones: "
                            f"train it with --agent {agents}")
         train_flags.check_resume_hidden(args, ckpt)
@@ -506,11 +513,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     demo_flags.add_demo_flags(p)
     train_flags.add_train_flags(p)  # --metrics, --tensorboard, --grow (issue 15)
-    p.add_argument("--agent", choices=("dqn", "ppo", *pure_jobs.AGENTS), default=None,
-                   help="built-in environments: dqn (default), ppo (policy gradients; continuous actions too), or "
-                        "evolve networks: ga (genetic algorithm), neat, es (OpenAI-ES), cmaes (CMA-ES; sep-CMA above "
-                        "1000 weights), novelty (GA scored by novelty search); a two-agent game (pacman): "
-                        "coevolution (two GA "
+    p.add_argument("--agent", choices=("dqn", "ppo", "sac", *pure_jobs.AGENTS), default=None,
+                   help="built-in environments: dqn (default), ppo (policy gradients; continuous actions too), sac "
+                        "(Soft Actor-Critic, continuous actions: pendulum), or evolve networks: ga (genetic "
+                        "algorithm), neat, es (OpenAI-ES), cmaes (CMA-ES; sep-CMA above 1000 weights), novelty (GA "
+                        "scored by novelty search); a two-agent game (pacman): coevolution (two GA "
                         "populations, each scored against the other's champion); for these --steps counts generations "
                         "(a .blend: its tree's agent node)")
     p.add_argument("--population", type=int_range(3, 10_000), metavar="N",
@@ -518,6 +525,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "coevolution")
     _add_config_flags(p)
     train_flags.add_ppo_flags(p)
+    sac_cli.add_flags(p)
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("eval", help="evaluate a model file on a built-in environment (greedy policy)",

@@ -178,3 +178,11 @@ def ppo_agent(args: argparse.Namespace, env: Any, ckpt: Any, steps: int) -> PPOA
     except (TypeError, ValueError) as exc:
         what = f"--resume: {ckpt.path} holds a PPO configuration this DRLA cannot use: " if ckpt is not None else ""
         raise CLIError(f"{what}{exc}") from exc
+
+
+def ppo_resume_config(ckpt: Any) -> PPOConfig:
+    """The ``PPOConfig`` a PPO checkpoint's run trained with (a .blend's PPO tree, resumed)."""
+    try:
+        return PPOConfig(**ckpt.config)
+    except (TypeError, ValueError) as exc:
+        raise CLIError(f"--resume: {ckpt.path} holds a PPO configuration this DRLA cannot use: {exc}") from exc

@@ -427,8 +427,8 @@ def tiny_model(tmp_path_factory):
 
 @pytest.mark.parametrize("argv, message", [
     (["train", "deceptive_maze", "--steps", "10"], "deceptive_maze has continuous actions (Box(shape=(2,), "
-     "dtype=float32)) and DQN needs discrete ones: train it with --agent ppo or --agent ga or --agent neat or "
-     "--agent es or --agent cmaes or --agent novelty"),
+     "dtype=float32)) and DQN needs discrete ones: train it with --agent ppo or --agent sac or --agent ga or "
+     "--agent neat or --agent es or --agent cmaes or --agent novelty"),
     (["train", "cartpole", "--workers", "2"], "--workers: applies to a .blend scene's tree, not to the built-in "
      "environment 'cartpole' (use --copies N to step N copies here)"),
     (["train", "cartpole", "--tree", "T"], "--tree: applies to a .blend scene's tree"),

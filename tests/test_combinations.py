@@ -35,14 +35,16 @@ TANK = ROOT / "scenes" / "tank" / "tank.blend"
 AGENTS = tuple(next(a for a in build_parser()._subparsers._group_actions[0].choices["train"]._actions
                     if a.dest == "agent").choices)
 #: The built-in environment each agent trains on here (a two-agent game for co-evolution).
-ENV = {"coevolution": "pacman"}
+ENV = {"coevolution": "pacman", "sac": "pendulum"}
 #: The smallest run of each: a few hundred DQN steps, one generation of a tiny population.
 TINY = {"dqn": ["--steps", "300", "--learning-starts", "100", "--eval-interval", "0", "--hidden", "8",
                 "--checkpoint-interval", "200"],
         "ppo": ["--steps", "300", "--copies", "2", "--n-steps", "50", "--batch-size", "50", "--n-epochs", "1",
-                "--eval-interval", "0", "--hidden", "8", "--checkpoint-interval", "200"]}
+                "--eval-interval", "0", "--hidden", "8", "--checkpoint-interval", "200"],
+        "sac": ["--steps", "300", "--learning-starts", "100", "--eval-interval", "0", "--hidden", "8",
+                "--batch-size", "32", "--checkpoint-interval", "200"]}
 #: ``--steps`` of the resumed run (an evolution run's: generations)
-MORE_STEPS = {"dqn": "400", "ppo": "400"}
+MORE_STEPS = {"dqn": "400", "ppo": "400", "sac": "400"}
 TINY_EVOLUTION = ["--steps", "1", "--population", "4"]
 
 
@@ -161,7 +163,8 @@ COMMANDS: dict[str, Callable[[Trained], list[list[str]]]] = {
                                   str(t.folder / "resumed.json"), "--quiet", "--steps", t.more_steps]],
     "train --copies": lambda t: [t.argv(t.folder / "copies.json", "--copies", "2")],
     "train --workers": lambda t: [t.argv(t.folder / "workers.json", "--workers", "1")],
-    # the same agent on Gymnasium's CartPole-v1 (drla/gym_adapter.py): every agent but co-evolution trains it
+    # the same agent on Gymnasium's CartPole-v1 (drla/gym_adapter.py): every agent but co-evolution and SAC (continuous
+    # actions only) trains it
     "train --gym-id": lambda t: [["train", "--gym-id", "CartPole-v1", *t.base[2:], "--out",
                                   str(t.folder / "gym.json")]],
     "eval": lambda t: [["eval", *_model(t), "--episodes", "2"]],
@@ -184,7 +187,7 @@ NO_MODEL = {
     "envs": "lists the built-in environments (tests/test_cli.py)",
     "demo": "trains the tank example, no model or tree of the user's (tests/blender/test_cli_scene.py)",
     "import-sb3": "reads a Stable-Baselines3 zip, not a DRLA model (tests/test_sb3_io.py)",
-    "record-keyframes": "reads a .blend's keyframes into a demonstration file, no model "
+    "record-keyframes": "writes a demonstration from a .blend's keyframes, no model and no agent "
                         "(tests/blender/test_demos_keyframes.py)",
 }
 #: Commands run as a separate process (they serve until stopped): the line that says they are up.
@@ -254,8 +257,12 @@ def test_every_agent_with_every_command(trained, capsys):
             assert rows[(agent, command)][0] == "works", (agent, command, rows[(agent, command)])
     assert rows[("dqn", "train --resume")][0] == "works" and rows[("ga", "train --resume")][0] == "works"
     assert rows[("dqn", "train --copies")][0] == "works"
-    assert all(rows[(a, "train --gym-id")][0] == "works" for a in AGENTS if a != "coevolution")
+    assert all(rows[(a, "train --gym-id")][0] == "works" for a in AGENTS if a not in ("coevolution", "sac"))
     verdict, why = rows[("coevolution", "train --gym-id")]
     assert verdict == "refused" and "two-agent game" in why
+    verdict, why = rows[("sac", "train --gym-id")]  # CartPole-v1's actions are a set (--gym-id: discrete only)
+    assert verdict == "refused" and "--agent sac needs continuous actions" in why
+    assert rows[("sac", "train --resume")][0] == "works" and rows[("sac", "train --copies")][0] == "works"
+    assert rows[("sac", "eval")][0] == "works"
     verdict, why = rows[("dqn", "train --workers")]
     assert verdict == "refused" and "applies to a .blend scene's tree" in why

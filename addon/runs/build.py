@@ -19,6 +19,8 @@ import numpy as np
 from ...drla_core.rl import train, vector_train
 from ...drla_core.rl import dqn
 from ...drla_core.rl.ik_job import IKTrainingJob
+from ...drla_core.rl.ppo import PPOAgent, PPOConfig
+from ...drla_core.rl.sac import SACAgent, SACConfig
 from ...drla_core.evolve.coevolution import CoevolutionJob
 from ...drla_core.evolve.evolution import EvolutionConfig, EvolutionJob, GAConfig, NoveltyConfig
 from ...drla_core.nets.growth import GrowthRule
@@ -59,7 +61,7 @@ def build_env(compiled: CompiledTree, scene, copies: int | None = None):
     if n > 1:
         # a spare copy for a DQN run's evaluations (an evolution evaluates on the copies themselves)
         evaluates = compiled.trainer is not None and compiled.trainer.eval_interval > 0 and \
-            compiled.agent is not None and compiled.agent.kind == "dqn"
+            compiled.agent is not None and compiled.agent.kind in ("dqn", "ppo", "sac")
         # physics copies restart together, which an evolution's rounds of episodes allow and DQN does not
         evolves = compiled.agent is not None and compiled.agent.kind == "evolution"
         return SceneVectorEnv(compiled.env, scene, n, eval_copy=evaluates, physics_ok=evolves)
@@ -446,9 +448,101 @@ def build_coevolution_job(compiled: CompiledTree, env, *, seed: int, total_steps
         raise BuildError(str(exc)) from exc
 
 
+# --------------------------------------------------------------------------- SAC (continuous actions)
+def sac_config_of(spec: AgentSpec, steps: int | None = None) -> SACConfig:
+    """The ``SACConfig`` one SAC Agent node describes (its properties carry ``SACConfig``'s names)."""
+    names = {f.name for f in dataclasses.fields(SACConfig)}
+    values: dict[str, Any] = {k: v for k, v in spec.config.items() if k in names}
+    values["hidden"] = [tuple(h) for h in spec.hidden]
+    if steps:
+        values["total_timesteps"] = int(steps)
+    return SACConfig(**values)
+
+
+def build_sac_job(compiled: CompiledTree, env, *, seed: int, total_steps: int, checkpoint_dir: str = "",
+                  config: SACConfig | None = None, overrides: dict[str, Any] | None = None,
+                  **run_kw) -> train.TrainingRun:
+    """SAC: the agent and its ``TrainingRun`` on ``env`` (a scene with Motor or Bone Rotation actions), as DQN's
+    (evaluations, checkpoints); ``config`` (a resumed run's) replaces the node's, ``overrides`` replace its fields
+    (the CLI's flags)."""
+    if config is None:
+        config = sac_config_of(compiled.agent, total_steps)
+    else:
+        config = SACConfig(**{**dataclasses.asdict(config), "total_timesteps": int(total_steps)})
+    if overrides:
+        try:
+            config = SACConfig(**{**dataclasses.asdict(config), **overrides})
+        except (TypeError, ValueError) as exc:
+            raise BuildError(str(exc)) from exc
+    trainer = compiled.trainer
+    if trainer is not None and trainer.checkpoint_interval and not trainer.output_path and checkpoint_dir:
+        run_kw.setdefault("checkpoint_interval", trainer.checkpoint_interval)
+        run_kw.setdefault("checkpoint_path", outputs.checkpoint_path(checkpoint_dir, compiled.tree))
+    vector = isinstance(env, VectorEnv)
+    obs_space = env.single_observation_space if vector else env.observation_space
+    act_space = env.single_action_space if vector else env.action_space
+    try:
+        agent = SACAgent(obs_space, act_space, config, seed)
+    except (TypeError, ValueError) as exc:
+        raise BuildError(f"SAC Agent: {exc}") from exc
+    return build_run(compiled, env, agent, total_steps, seed=seed, **run_kw)
+
+
+# --------------------------------------------------------------------------- PPO (a set of actions or continuous)
+def ppo_config_of(spec: AgentSpec, steps: int | None = None) -> PPOConfig:
+    """The ``PPOConfig`` one PPO Agent node describes (its properties carry ``PPOConfig``'s names)."""
+    names = {f.name for f in dataclasses.fields(PPOConfig)}
+    values: dict[str, Any] = {k: v for k, v in spec.config.items() if k in names}
+    values["hidden"] = [tuple(h) for h in spec.hidden]
+    if steps:
+        values["total_timesteps"] = int(steps)
+    return PPOConfig(**values)
+
+
+def build_ppo_job(compiled: CompiledTree, env, *, seed: int, total_steps: int, checkpoint_dir: str = "",
+                  config: PPOConfig | None = None, overrides: dict[str, Any] | None = None,
+                  **run_kw) -> train.TrainingRun:
+    """PPO: the agent and its ``TrainingRun`` on ``env`` (a set of actions, masked by their Conditions through
+    the loop's ``info``, or continuous ones), as DQN's (evaluations, checkpoints, the Trainer's Demonstration
+    cloned first); ``config`` (a resumed run's) replaces the node's, ``overrides`` replace its fields (the CLI's
+    flags that PPO shares with DQN; another is refused)."""
+    if config is None:
+        config = ppo_config_of(compiled.agent, total_steps)
+    else:
+        config = PPOConfig(**{**dataclasses.asdict(config), "total_timesteps": int(total_steps)})
+    if overrides:
+        names = {f.name for f in dataclasses.fields(PPOConfig)}
+        other = sorted(set(overrides) - names)
+        if other:
+            flag = "--" + other[0].replace("_", "-")
+            raise BuildError(f"{flag}: a DQN setting; tree {compiled.tree!r} trains PPO, which does not use it "
+                             f"(drop {flag})")
+        try:
+            config = PPOConfig(**{**dataclasses.asdict(config), **overrides})
+        except (TypeError, ValueError) as exc:
+            raise BuildError(str(exc)) from exc
+    trainer = compiled.trainer
+    if trainer is not None and trainer.checkpoint_interval and not trainer.output_path and checkpoint_dir:
+        run_kw.setdefault("checkpoint_interval", trainer.checkpoint_interval)
+        run_kw.setdefault("checkpoint_path", outputs.checkpoint_path(checkpoint_dir, compiled.tree))
+    vector = isinstance(env, VectorEnv)
+    obs_space = env.single_observation_space if vector else env.observation_space
+    act_space = env.single_action_space if vector else env.action_space
+    try:
+        agent = PPOAgent(obs_space, act_space, config, seed)
+    except (TypeError, ValueError) as exc:
+        raise BuildError(f"PPO Agent: {exc}") from exc
+    if trainer is not None and trainer.demonstration:  # the Trainer's Demonstration: cloned first
+        try:
+            demos_use.learn_from(agent, trainer.demonstration, seed)
+        except ValueError as exc:
+            raise BuildError(str(exc)) from None
+    return build_run(compiled, env, agent, total_steps, seed=seed, **run_kw)
+
+
 #: How each agent kind (``AgentSpec.kind``) is built into a training job.
-JOBS = {"dqn": build_dqn_job, "ik": build_ik_job, "team": build_team_job, "evolution": build_evolution_job,
-        "coevolution": build_coevolution_job}
+JOBS = {"dqn": build_dqn_job, "ppo": build_ppo_job, "sac": build_sac_job, "ik": build_ik_job,
+        "team": build_team_job, "evolution": build_evolution_job, "coevolution": build_coevolution_job}
 
 
 def build_job(compiled: CompiledTree, env=None, *, seed: int = 0, total_steps: int = 0, **kw):

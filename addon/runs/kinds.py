@@ -51,9 +51,13 @@ class AgentKind:
     unit: str = "step"
     #: Several named agents, each with its own model (one team file holds them all: ``drla_core.io.team_model``)
     team: bool = False
+    #: The ``meta["agent"]`` its model files carry, when its ``model_kind`` is shared (PPO's, SAC's policies are "mlp")
+    model_agent: str = ""
 
     def makes(self, model) -> bool:
         """Whether ``model`` (a loaded model file) is of the kind this agent kind trains."""
+        if self.model_agent and (getattr(model, "meta", None) or {}).get("agent") != self.model_agent:
+            return False
         return getattr(model, "kind", None) == (self.model_kind or self.name)
 
 
@@ -77,6 +81,24 @@ DQN = AgentKind(
     curve="", trained_text=_dqn_trained_text, after_training=lambda session: "", workers=True,
     evaluate=play.evaluate_episodes,
     bake=_dqn_bake, bake_hint=lambda scene: "", grows=True)
+
+
+# --------------------------------------------------------------------------- SAC (continuous actions)
+SAC = AgentKind(
+    name="sac", label="SAC", can_play=True, can_follow=False, no_play_reason="",
+    bake_label="Bake to Keyframes", bake_settings=_EPISODE_BAKE,
+    curve="", trained_text=_dqn_trained_text, after_training=lambda session: "", workers=False,
+    evaluate=play.evaluate_episodes, bake=_dqn_bake, bake_hint=lambda scene: "", model_kind="mlp",
+    model_agent="sac")
+
+
+# --------------------------------------------------------------------------- PPO (a set of actions or continuous)
+PPO = AgentKind(
+    name="ppo", label="PPO", can_play=True, can_follow=False, no_play_reason="",
+    bake_label="Bake to Keyframes", bake_settings=_EPISODE_BAKE,
+    curve="", trained_text=_dqn_trained_text, after_training=lambda session: "", workers=False,
+    evaluate=play.evaluate_episodes, bake=_dqn_bake, bake_hint=lambda scene: "", model_kind="mlp",
+    model_agent="ppo")
 
 
 # --------------------------------------------------------------------------- Learned IK
@@ -170,7 +192,7 @@ COEVOLUTION = AgentKind(
 
 
 #: Every agent kind by ``AgentSpec.kind`` (the agent node's ``agent_kind``).
-KINDS: dict[str, AgentKind] = {kind.name: kind for kind in (DQN, IK, TEAM, EVOLUTION, COEVOLUTION)}
+KINDS: dict[str, AgentKind] = {kind.name: kind for kind in (DQN, PPO, SAC, IK, TEAM, EVOLUTION, COEVOLUTION)}
 
 
 def of(compiled) -> AgentKind:

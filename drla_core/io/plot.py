@@ -196,7 +196,8 @@ def line_panels(history: Mapping[str, Any]) -> tuple[list[Panel], list[str]]:
 
     eps = _pairs(history, "epsilons")
     if len(eps) and np.nanmax(eps[:, 1]) > 0:  # none without exploration (PPO explores by sampling)
-        panels.append(Panel("Exploration (epsilon)", [Series(eps[:, 0], eps[:, 1], GREEN, "epsilon", "line", 2)],
+        what = history.get("exploration_label") or "epsilon"  # (SAC: its entropy temperature)
+        panels.append(Panel(f"Exploration ({what})", [Series(eps[:, 0], eps[:, 1], GREEN, what, "line", 2)],
                             y_range=(0.0, 1.05) if np.nanmax(eps[:, 1]) <= 1 else None))
 
     name = history.get("task_metric_name")

@@ -1,8 +1,9 @@
 """Full training checkpoints (format ``drla-checkpoint``, version 1): everything a DQN ``TrainingRun`` needs to go on.
 
 An agent with ``checkpoint_state() -> (meta, arrays)``, ``load_checkpoint_state(meta, arrays, total_steps)``,
-``checkpoint_mismatch(meta)``, ``checkpoint_kind`` and ``rng`` (PPO) says its own state; the file's ``kind`` is
-its ``checkpoint_kind`` and the rest (env, run, history, settings) is the same.
+``checkpoint_mismatch(meta)``, ``checkpoint_kind`` and ``rng`` (PPO, SAC) says its own state (its arrays are
+stored as ``agent.<name>``); the file's ``kind`` is its ``checkpoint_kind``, a ``replay_buffer`` it has is saved
+as DQN's is, and the rest (env, run, history, settings) is the same.
 
 A model file (``model_io``) holds a network to *use*; a checkpoint holds a run to *continue*: the
 online and target networks, Adam's moments and step count, the replay buffer (optional, capped,
@@ -175,9 +176,8 @@ def _lineage(agent: Any) -> dict[str, Any]:
     return out
 
 
-def _dqn_state(agent: Any, own: Any, replay_buffer: bool,
-               max_buffer_bytes: int) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, Any]]:
-    """A DQN agent's networks, optimiser, counters and replay memory: ``(agent meta, arrays, buffer meta)``."""
+def _dqn_state(agent: Any, own: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """A DQN agent's networks, optimiser, generator and counters: ``(agent meta, arrays)``."""
     for name in ("q_network", "target_network", "optimizer", "replay_buffer", "rng", "config"):
         if not hasattr(agent, name):
             raise CheckpointError(f"checkpoints hold DQN runs; {type(agent).__name__} has no {name}")
@@ -201,8 +201,12 @@ def _dqn_state(agent: Any, own: Any, replay_buffer: bool,
         "adam": {"t": int(opt.t), "lr": opt.lr, "eps": opt.eps, "betas": [opt.beta1, opt.beta2]},
     }
     agent_meta.update(_lineage(agent))
+    return agent_meta, arrays
 
-    buf = agent.replay_buffer
+
+def _buffer_state(buf: Any, own: Any, replay_buffer: bool, max_buffer_bytes: int,
+                  arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+    """The replay memory (DQN's, SAC's) into ``arrays``: all of it, its newest part or none; its meta."""
     size = len(buf)
     per_transition = sum(a[0].nbytes for a in (buf.obs, buf.next_obs, buf.actions, buf.rewards, buf.terminated,
                                                buf.truncated))
@@ -224,7 +228,7 @@ def _dqn_state(agent: Any, own: Any, replay_buffer: bool,
     else:
         buffer_meta["stored"] = "none"
     buffer_meta["stored_transitions"] = keep
-    return agent_meta, arrays, buffer_meta
+    return buffer_meta
 
 
 def checkpoint_state(run: Any, *, replay_buffer: bool = True, max_buffer_bytes: int = MAX_BUFFER_BYTES,
@@ -238,15 +242,17 @@ def checkpoint_state(run: Any, *, replay_buffer: bool = True, max_buffer_bytes: 
         return a.copy() if copy else a
 
     own_state = getattr(agent, "checkpoint_state", None)
-    if callable(own_state):  # an agent that says its own state (PPO): its rollout is part of it
+    if callable(own_state):  # an agent that says its own state (PPO: its rollout; SAC: its networks)
         agent_meta, agent_arrays = own_state()
         agent_meta = {**agent_meta, "rng": _rng_state(agent.rng)}
         arrays = {f"agent.{name}": own(a) for name, a in agent_arrays.items()}
-        buffer_meta: dict[str, Any] = {"stored": "none", "stored_transitions": 0, "limit_bytes": 0}
         kind = str(agent.checkpoint_kind)
     else:
-        agent_meta, arrays, buffer_meta = _dqn_state(agent, own, replay_buffer, max_buffer_bytes)
+        agent_meta, arrays = _dqn_state(agent, own)
         kind = "dqn"
+    buf = getattr(agent, "replay_buffer", None)  # the replay memory, for an agent that has one (DQN, SAC)
+    buffer_meta: dict[str, Any] = ({"stored": "none", "stored_transitions": 0, "limit_bytes": 0} if buf is None
+                                   else _buffer_state(buf, own, replay_buffer, max_buffer_bytes, arrays))
 
     envs = _copies(run.env)
     restorable = _restorable(run.env)

@@ -23,7 +23,7 @@ from .checkpoint import (
     _set_rng,
 )
 
-__all__ = ["restore_run"]
+__all__ = ["restore_run", "describe_network"]
 
 
 def _history(history_cls: type, data: dict[str, Any]) -> Any:
@@ -38,7 +38,11 @@ def _history(history_cls: type, data: dict[str, Any]) -> Any:
     return history_cls(**values)
 
 
-def _describe(arch: dict[str, Any]) -> str:
+def describe_network(arch: dict[str, Any]) -> str:
+    """An ``MLP.architecture()`` as ``4 -> 64 relu -> 2 linear``; several networks' (SAC: ``{"actor": ..,
+    "critic": ..}``) one after the other."""
+    if "input_size" not in arch:
+        return "; ".join(f"{name} {describe_network(each)}" for name, each in arch.items())
     return " -> ".join([str(arch["input_size"])] + [f"{h['size']} {h['activation']}" for h in arch["hidden"]]
                        + [f"{arch['output_size']} {arch['output_activation']}"])
 
@@ -47,20 +51,19 @@ def _check_fits(ckpt: Checkpoint, run: Any) -> None:
     """Refuse a run the checkpoint cannot continue, saying what differs."""
     meta, agent = ckpt.meta, run.agent
     saved = meta["agent"]
-    own = callable(getattr(agent, "load_checkpoint_state", None))  # an agent that restores itself (PPO)
-    kind = str(getattr(agent, "checkpoint_kind", "dqn"))
-    if meta.get("kind", "dqn") != kind:
-        raise CheckpointError(f"the checkpoint is of a {str(meta.get('kind', 'dqn')).upper()} run, this run trains "
-                              f"{kind.upper()}; resume it with the agent it was trained with")
+    own = callable(getattr(agent, "load_checkpoint_state", None))  # an agent that restores itself (PPO, SAC)
+    kind, saved_kind = str(getattr(agent, "checkpoint_kind", "dqn")), str(meta.get("kind", "dqn"))
+    if saved_kind != kind:
+        raise CheckpointError(f"the checkpoint is of a {saved_kind.upper()} run, this run trains {kind.upper()}; "
+                              f"resume it with the agent it was trained with (--agent {saved_kind})")
     if own:
         why = agent.checkpoint_mismatch(saved)
         if why:
             raise CheckpointError(why)
-    arch = agent.actor.architecture() if own else agent.q_network.architecture()
-    if not own and saved["architecture"] != arch:
-        raise CheckpointError(f"the network differs: the checkpoint has {_describe(saved['architecture'])}, this "
-                              f"run {_describe(arch)}; a resumed run keeps its network (drop the change to the "
-                              "hidden layers, or start a new run)")
+    elif saved["architecture"] != agent.q_network.architecture():
+        raise CheckpointError(f"the network differs: the checkpoint has {describe_network(saved['architecture'])}, "
+                              f"this run {describe_network(agent.q_network.architecture())}; a resumed run keeps its "
+                              "network (drop the change to the hidden layers, or start a new run)")
     for what, space in (("observation", agent.observation_space), ("action", agent.action_space)):
         if saved[f"{what}_space"] != space.to_dict():
             raise CheckpointError(f"the {what} space differs: the checkpoint has {saved[f'{what}_space']}, this run "
@@ -70,13 +73,11 @@ def _check_fits(ckpt: Checkpoint, run: Any) -> None:
     if bool(meta["run"]["vector"]) != vector or int(meta["run"]["num_envs"]) != copies:
         raise CheckpointError(f"the checkpoint is of a run with {meta['run']['num_envs']} environment copies, this "
                               f"run has {copies}; resume with the same number of copies")
-    if own:
-        return
     buf = meta["buffer"]
     if buf["stored"] != "none" and int(buf["capacity"]) != agent.replay_buffer.capacity:
         raise CheckpointError(f"the replay buffer size differs: the checkpoint's holds {buf['capacity']} "
                               f"transitions, this run's {agent.replay_buffer.capacity}; keep --buffer-size")
-    if len(ckpt.arrays["agent.q_params"]) != agent.q_network.params.size:
+    if not own and len(ckpt.arrays["agent.q_params"]) != agent.q_network.params.size:
         raise CheckpointError("the checkpoint's parameters do not fit the network")
 
 
@@ -218,6 +219,7 @@ def _restore(run: Any, ckpt: Checkpoint) -> list[tuple[str, Any, Any]]:
                                                              if k.startswith(prefix)}, run.total_steps)
     else:
         _restore_agent(run.agent, ckpt, {name for name, _, _ in changes}, run.total_steps)
+    if getattr(run.agent, "replay_buffer", None) is not None:  # DQN's, SAC's
         _restore_buffer(run.agent.replay_buffer, ckpt)
     # the run: counters, clocks, curves
     run.steps, run.episodes = int(saved_run["steps"]), int(saved_run["episodes"])

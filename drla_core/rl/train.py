@@ -152,7 +152,7 @@ class TrainingRun:
         figures = {"Episodes": str(self.episodes)}
         if hasattr(self.agent, "epsilon"):
             figures["Epsilon"] = f"{float(self.agent.epsilon):.2f}"
-        figures.update(getattr(self.agent, "status", dict)())  # an agent's own figures (PPO: its entropy)
+        figures.update(getattr(self.agent, "status", dict)())  # its own figures (PPO: entropy; SAC: temperature)
         return {**figures, "Return": f"{mean:.2f}"}
 
     @property
@@ -194,7 +194,9 @@ class TrainingRun:
         rollout = getattr(self.agent, "buf_obs", None)  # PPO: its last rollout (normalised as the actor reads it)
         if states is None and rollout is not None:
             states = rollout.reshape(-1, rollout.shape[-1])[-1000:]
-        return save_report(path, self.history, title, network=network, states=states)
+        label = getattr(self.agent, "exploration_label", None)  # what its epsilon curve holds, when not epsilon
+        history = {**self.history.to_dict(), "exploration_label": label} if label else self.history
+        return save_report(path, history, title, network=network, states=states)
 
     def to_model(self, meta: dict[str, Any] | None = None) -> Any:
         """The agent's model, its meta with the episodes and the action names of the environment."""
@@ -352,7 +354,8 @@ class TrainingRun:
         h.episode_returns.append(self._episode_return)
         h.episode_lengths.append(self._episode_length)
         h.episode_end_steps.append(self.steps)
-        h.epsilons.append(float(getattr(self.agent, "epsilon", 0.0)))
+        # the exploration figure per episode: epsilon, or an agent's own (``exploration``: SAC's temperature)
+        h.epsilons.append(float(getattr(self.agent, "exploration", getattr(self.agent, "epsilon", 0.0))))
         if h.task_metric is not None:
             h.episode_metrics.append(self._metric_sum / self._metric_count if self._metric_count else None)
             h.episode_metric_sums.append(self._metric_sum)

@@ -24,6 +24,11 @@ Action Set = one Motor Action on ``CartMotor`` (+-3 m/s); reward +1 per step (a 
 episode ends when the pole's centre drops below z = 1.1 (about 23 degrees) or the cart leaves x in
 [-2.4, 2.4], after 200 steps at most; an Evolution Agent (GA) trains it.
 
+``cartpole_rb_sac.blend`` (``--sac``, and ``build_sac``) is the same scene whose one tree, "CartPole SAC", trains
+the same problem by a SAC Agent (the continuous motor as Soft Actor-Critic's action): the Evolution Agent swapped
+for one in place (``build_sac_tree``). ``cartpole_rb_ppo.blend`` (``--ppo``) is the same with a PPO Agent, tree
+"CartPole PPO" (``build_ppo_tree``).
+
 ``dump(scene)`` (the tank scene's canonical dump, plus the rigid-body settings) is what the tests compare
 between a fresh build and the committed file.
 """
@@ -45,6 +50,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 TREE_NAME = "CartPole"
+SAC_TREE_NAME = "CartPole SAC"
+PPO_TREE_NAME = "CartPole PPO"
 START_TILT = 0.15
 PIVOT = (0.0, 0.0, 0.65)
 POLE_LENGTH = 1.0
@@ -128,22 +135,60 @@ def build_tree(scene: Any) -> Any:
     return build_cartpole_rb_tree(scene, TREE_NAME)
 
 
-def add_node_tree(scene: Any) -> bool:
-    """Add the RL node tree (the add-on registered first); False if it is not available."""
+def _swap_agent(scene: Any, name: str, idname: str) -> tuple[Any, Any]:
+    """The cart-pole tree named ``name`` with its Evolution Agent replaced in place by a new ``idname`` node (the
+    Network linked to it): ``(tree, trainer)``."""
+    from drla_ext.addon.ui.examples_evolution import build_cartpole_rb_tree
+
+    tree = build_cartpole_rb_tree(scene, name)
+    evolution = next(n for n in tree.nodes if n.bl_idname == "DRLA_EvolutionAgentNode")
+    trainer = next(n for n in tree.nodes if n.bl_idname == "DRLA_TrainerNode")
+    agent = tree.nodes.new(idname)
+    agent.location, agent.width = evolution.location.copy(), evolution.width
+    tree.links.new(tree.nodes["Network"].outputs[0], agent.inputs["Network"])
+    tree.nodes.remove(evolution)
+    tree.links.new(agent.outputs[0], trainer.inputs["Agent"])
+    return tree, trainer
+
+
+def build_sac_tree(scene: Any) -> Any:
+    """The same tree trained by a SAC Agent: the Evolution Agent replaced in place (its Network linked), and a
+    Trainer of 10 000 steps evaluating 3 episodes every 1000."""
+    tree, trainer = _swap_agent(scene, SAC_TREE_NAME, "DRLA_SACAgentNode")
+    trainer.total_steps, trainer.eval_interval, trainer.eval_episodes = 10_000, 1000, 3
+    return tree
+
+
+def build_ppo_tree(scene: Any) -> Any:
+    """The same tree trained by a PPO Agent (its defaults; the continuous motor as a Gaussian policy's action):
+    a Trainer of PPO_STEPS steps evaluating 3 episodes every 2000."""
+    tree, trainer = _swap_agent(scene, PPO_TREE_NAME, "DRLA_PPOAgentNode")
+    trainer.total_steps, trainer.eval_interval, trainer.eval_episodes = PPO_STEPS, 2000, 3
+    return tree
+
+
+#: The PPO tree's Trainer: steps of its run.
+PPO_STEPS = 20_000
+
+
+def add_node_tree(scene: Any, sac: bool = False, ppo: bool = False) -> bool:
+    """Add the RL node tree (the add-on registered first; ``sac`` / ``ppo``: the SAC / PPO tree); False if it is
+    not available."""
     from drla.extension import register_extension
 
     register_extension()
-    tree = build_tree(scene)
+    tree = build_sac_tree(scene) if sac else build_ppo_tree(scene) if ppo else build_tree(scene)
     scene.drla.tree = tree  # the file opens with its tree chosen in the DRLA sidebar
     return True
 
 
-def build(out: str | Path) -> Path:
-    """Build the scene with its node tree and save it uncompressed to ``out``."""
+def build(out: str | Path, sac: bool = False, ppo: bool = False) -> Path:
+    """Build the scene with its node tree (``sac`` / ``ppo``: the SAC / PPO tree) and save it uncompressed to
+    ``out``."""
     out = Path(out).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     scene = build_scene()
-    add_node_tree(scene)
+    add_node_tree(scene, sac, ppo)
     bpy.ops.wm.save_as_mainfile(filepath=str(out), compress=False, relative_remap=False, check_existing=False)
     return out
 
@@ -170,8 +215,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(Path(__file__).with_name("cartpole_rb.blend")),
                         help="where to save the .blend")
     parser.add_argument("--dump", action="store_true", help="print the canonical dump of the built scene as JSON")
+    parser.add_argument("--sac", action="store_true", help="build cartpole_rb_sac.blend (its tree trains SAC)")
+    parser.add_argument("--ppo", action="store_true", help="build cartpole_rb_ppo.blend (its tree trains PPO)")
     args = parser.parse_args(argv)
-    out = build(args.out)
+    if args.sac and args.ppo:
+        parser.error("--sac or --ppo, not both")
+    if (args.sac or args.ppo) and args.out == parser.get_default("out"):
+        args.out = str(Path(__file__).with_name("cartpole_rb_sac.blend" if args.sac else "cartpole_rb_ppo.blend"))
+    out = build(args.out, args.sac, args.ppo)
     print(f"build_cartpole_rb: saved {out}")
     if args.dump:
         print(json.dumps(dump(), indent=1, sort_keys=True))

@@ -135,7 +135,8 @@ BUTTONS = {
     "import_model": lambda tmp: {"filepath": str(tmp / "exported.json")},
     "clear_error": lambda tmp: {},
 }
-#: Buttons that act on one node (the node they are drawn on names itself), or on no tree: where they are tested.
+#: Buttons that act on one node (the node they are drawn on names itself), on no tree, or that record a
+#: demonstration (from the keyboard or keyframes: not a run of the kind): where they are tested.
 NOT_A_TREE_BUTTON = {
     "add_example": "adds an example tree and its objects (tests/blender/test_operators.py)",
     "expert_add": "the Expert Library node's button (tests/blender/test_switcher_merge.py)",
@@ -145,6 +146,8 @@ NOT_A_TREE_BUTTON = {
     "switcher_check": "the Expert Switcher node's button (tests/blender/test_switcher_merge.py)",
     "switcher_slots": "the Expert Switcher node's button (tests/blender/test_switcher_merge.py)",
     "switcher_train_selector": "the Expert Switcher node's button (tests/blender/test_switcher_merge.py)",
+    "record_demonstration": "drives the agent from the keyboard (modal; tests/blender/test_demos_record.py)",
+    "record_keyframes": "infers a demonstration from keyframes (tests/blender/test_demos_keyframes.py)",
 }
 
 
