@@ -43,7 +43,7 @@ from drla_core.rl.train import TrainingRun, evaluate, metric_text
 from drla_core.rl.vector_train import VectorTrainingRun
 from drla_core.base.vector_env import SyncVectorEnv
 
-from . import demo_flags, netcli, pure_jobs, sac_cli, scene, train_flags
+from . import demo_flags, netcli, pure_jobs, record_cli, sac_cli, scene, train_flags
 from .gym_adapter import GYM_PREFIX, GymIdError, make_target
 from .common import (
     DEFAULT_OUT_DIR,
@@ -555,7 +555,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seed of the first episode (or of the IK targets) (default 1000)")
     p.add_argument("--frames", metavar="DIR", help="also write the camera's rendered frames of the first episode")
     p.set_defaults(func=cmd_play)
-    demo_flags.add_record_parser(sub)
+    record_cli.add_record_parser(sub)
 
     p = sub.add_parser("inspect", help="validate a model file and show its architecture")
     p.add_argument("model", help="model .json file to check")

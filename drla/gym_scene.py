@@ -44,7 +44,7 @@ from gymnasium import spaces as gym_spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from .gym import DrlaParallelEnv, _to_drla_action, to_gym_space
+from .gym_convert import DrlaParallelEnv, _to_drla_action, to_gym_space
 
 __all__ = ["BlendEnv", "BlendVectorEnv", "BlendParallelEnv", "parallel_env", "open_blend"]
 

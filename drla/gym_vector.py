@@ -34,7 +34,7 @@ from gymnasium.vector.utils import batch_space
 
 from drla_core.envs import cartpole as cp
 
-from .gym import to_gym_space
+from .gym_convert import to_gym_space
 
 __all__ = ["CartPoleVectorEnv", "PYTHON_KERNEL_MAX"]
 

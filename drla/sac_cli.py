@@ -103,12 +103,7 @@ def _config(base: dict[str, Any] | None, args: argparse.Namespace, steps: int) -
         raise CLIError(f"--resume: a SAC configuration this DRLA cannot use: {exc}" if base else str(exc)) from exc
 
 
-def resume_config(ckpt: Any) -> SACConfig:
-    """The ``SACConfig`` a SAC checkpoint's run trained with."""
-    try:
-        return SACConfig(**ckpt.config)
-    except (TypeError, ValueError) as exc:
-        raise CLIError(f"--resume: {ckpt.path} holds a SAC configuration this DRLA cannot use: {exc}") from exc
+resume_config = train_flags.sac_resume_config
 
 
 def _given(value: Any, saved: Any, default: Any) -> Any:

@@ -19,7 +19,7 @@ from typing import Any
 
 from drla_core.nets.growth import GrowthRule
 
-from . import demo_flags, extension, sac_cli, train_flags
+from . import demo_flags, extension, train_flags
 from .common import (
     CLIError,
     CtrlC,
@@ -165,8 +165,8 @@ def _run_options(args: argparse.Namespace, model_path: Path, ckpt: Any) -> dict[
     options: dict[str, Any] = {"overrides": config_overrides(args), "callbacks": [], "checkpoint_interval": interval,
                                "checkpoint_path": str(model_path.with_name(model_path.stem + "_step{step}.json"))}
     if ckpt is not None and ckpt.config is not None:  # a DQN run's (an evolution run's settings are its tree's)
-        # (a SAC run's config is a SACConfig: drla/sac_cli.py; a PPO run's a PPOConfig)
-        options["config"] = {"sac": sac_cli.resume_config, "ppo": train_flags.ppo_resume_config}.get(
+        # (a SAC run's config is a SACConfig, a PPO run's a PPOConfig: drla/train_flags.py)
+        options["config"] = {"sac": train_flags.sac_resume_config, "ppo": train_flags.ppo_resume_config}.get(
             str(ckpt.meta.get("kind")), resume_config)(ckpt)
         for name in ("eval_interval", "eval_episodes"):
             options[name] = saved_run[name]

@@ -12,6 +12,7 @@ from typing import Any
 from drla_core.nets.growth import GrowthRule
 from drla_core.rl.dqn import DQNConfig
 from drla_core.rl.ppo import SCHEDULES, PPOAgent, PPOConfig
+from drla_core.rl.sac import SACConfig
 
 from .common import CLIError, float_range, int_range, parse_hidden
 from .dashboards import MetricsWriter, open_tensorboard
@@ -186,3 +187,11 @@ def ppo_resume_config(ckpt: Any) -> PPOConfig:
         return PPOConfig(**ckpt.config)
     except (TypeError, ValueError) as exc:
         raise CLIError(f"--resume: {ckpt.path} holds a PPO configuration this DRLA cannot use: {exc}") from exc
+
+
+def sac_resume_config(ckpt: Any) -> SACConfig:
+    """The ``SACConfig`` a SAC checkpoint's run trained with (a .blend's SAC tree resumes with it too)."""
+    try:
+        return SACConfig(**ckpt.config)
+    except (TypeError, ValueError) as exc:
+        raise CLIError(f"--resume: {ckpt.path} holds a SAC configuration this DRLA cannot use: {exc}") from exc

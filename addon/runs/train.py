@@ -21,7 +21,7 @@ from ...drla_core.rl.train import TrainingRun
 from ..preferences import checkpoint_dir
 from ..properties import settings
 from ..words import format_duration
-from . import build, kinds, model_store, outputs, workers
+from . import build, evolution_workers, kinds, model_store, outputs, workers
 from .sessions import DONE, RUNNING, STOPPED, TICK_BUDGET_S, Session, SessionError
 
 
@@ -73,8 +73,10 @@ class TrainSession(Session):
         self._open_scene()
         folder = checkpoint_dir(override=self.output_dir, create=False)
         if n_workers:
-            self.job = workers.build_job(compiled, self.env, blend, workers=n_workers, copies=copies,
-                                         seed=self.seed, total_steps=self.total_steps, checkpoint_dir=folder)
+            evolving = compiled.agent is not None and compiled.agent.kind == "evolution"
+            on_workers = evolution_workers if evolving else workers
+            self.job = on_workers.build_job(compiled, self.env, blend, workers=n_workers, copies=copies,
+                                            seed=self.seed, total_steps=self.total_steps, checkpoint_dir=folder)
         else:
             self.job = build.build_job(compiled, self.env, seed=self.seed, total_steps=self.total_steps,
                                        checkpoint_dir=folder)

@@ -479,13 +479,8 @@ def build_job(compiled: Any, env: Any, blend: str, *, workers: int, copies: int,
               total_steps: int, checkpoint_dir: str = "") -> Any:
     """A DQN ``WorkersRun``: the learner here (its agent from the tree, sized by ``env``), ``workers`` processes
     on ``blend`` with ``copies`` each; the Trainer's Checkpoint Every saves the model so far as a run in this
-    process does (into its Output folder, else ``checkpoint_dir``). An Evolution tree's job evaluates its
-    populations on the workers (``evolution_workers``)."""
-    if compiled.agent is not None and compiled.agent.kind == "evolution":
-        from .evolution_workers import build_job as evolution_job
-
-        return evolution_job(compiled, env, blend, workers=workers, copies=copies, seed=seed, total_steps=total_steps,
-                             checkpoint_dir=checkpoint_dir)
+    process does (into its Output folder, else ``checkpoint_dir``). An Evolution tree's job is
+    ``evolution_workers.build_job``'s (its populations evaluated on the workers)."""
     agent = build.build_agent(compiled, env, seed=seed, total_steps=total_steps)
     pool = ProcessPool(blend, compiled.tree, copies)
     saving: dict[str, Any] = {}

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..nn.graph_net import GraphNetwork, RecurrentGraphNetwork, graph_levels
 from ..nn.mlp import ACTIVATIONS, _activate
-from .neat_genome import Genome, InnovationTracker, compatibility_distance, crossover, reaches
+from .neat_genome import Genome, InnovationTracker, compatibility_distance, crossover, paper_distance, reaches
 from .neat_species import speciate
 
 __all__ = ["NEATConfig", "Genome", "InnovationTracker", "NEAT", "compatibility_distance", "crossover"]
@@ -66,7 +66,7 @@ class NEATConfig:
     recurrent: bool = False
     """Let new connections close cycles (recurrent networks, one activation per step; off: a DAG)."""
     compatibility: str = "neat-python"
-    """neat-python's distance, or paper (``neat_tasks.paper_distance``)."""
+    """neat-python's distance, or paper (``neat_genome.paper_distance``)."""
 
     @classmethod
     def paper(cls, **changes: Any) -> NEATConfig:
@@ -184,9 +184,7 @@ class NEAT:
 
     def _speciate(self) -> None:
         """Species for this generation (``neat_species.speciate``: distances in numpy, decided as the loops)."""
-        dist = compatibility_distance
-        if self.config.compatibility == "paper":
-            from .neat_tasks import paper_distance as dist
+        dist = paper_distance if self.config.compatibility == "paper" else compatibility_distance
         self.species, self.next_species_id = speciate(self.genomes, self.species, self.config, self.next_species_id,
                                                       self.generation, dist)
 

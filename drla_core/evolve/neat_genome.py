@@ -4,12 +4,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from .neat import NEATConfig
 
 __all__ = ["Genome", "InnovationTracker", "compatibility_distance", "crossover", "reaches"]
 
@@ -78,7 +76,7 @@ class InnovationTracker:
         self.splits = {int(k): (int(a), int(b), int(c)) for k, a, b, c in d["splits"]}
 
 
-def compatibility_distance(a: Genome, b: Genome, c: NEATConfig) -> float:
+def compatibility_distance(a: Genome, b: Genome, c: Any) -> float:
     """neat-python's distance: per gene kind, (c_d * disjoint + c_w * sum of matching differences) / size.
 
     (Plain loops, no per-gene function call: speciation calls this population x species times a generation.)
@@ -137,3 +135,22 @@ def reaches(genome: Genome, start: int, goal: int) -> bool:
                 seen.add(t)
                 stack.append(t)
     return False
+
+
+def paper_distance(a: Genome, b: Genome, c: Any) -> float:
+    """The NEAT paper's distance (NEAT C++'s: disjoint and excess alike, normalised only from 20 genes, mean weight
+    difference over matching genes and nodes); ``c`` a ``NEATConfig``. (Plain loops, like
+    ``compatibility_distance``: speciation calls it population x species times.)"""
+    ca, cb = a.conns, b.conns
+    matching = ca.keys() & cb.keys()
+    w = 0.0
+    for k in matching:
+        w += abs(ca[k][2] - cb[k][2])
+    na, nb = a.nodes, b.nodes
+    nodes = na.keys() & nb.keys()
+    for k in nodes:
+        w += abs(na[k][0] - nb[k][0])
+    n = max(len(ca), len(cb))
+    unmatched = len(ca) + len(cb) - 2 * len(matching)
+    return c.disjoint_coefficient * unmatched / (n if n >= 20 else 1) + \
+        c.weight_coefficient * w / max(1, len(matching) + len(nodes))

@@ -4,7 +4,7 @@
 the new generation; every other genome joins the closest species under the threshold, the first of equals, or
 founds one). The distances of one representative to every genome are one numpy row over the genes packed by
 innovation number (``GenePack``). Numpy sums the weight differences in another order than the Python distance
-functions (``neat_genome.compatibility_distance``, ``neat_tasks.paper_distance``), so a distance can differ
+functions (``neat_genome.compatibility_distance``, ``neat_genome.paper_distance``), so a distance can differ
 from theirs in its last bits: wherever that could change a decision (a distance within ``TOLERANCE`` of the
 threshold, or of the smallest one), the Python function decides it. The species are therefore the same as
 the loops', genome for genome.

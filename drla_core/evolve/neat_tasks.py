@@ -25,7 +25,8 @@ from ..envs.double_pole import (FAILURE_ANGLE, START_STATE, TRACK_EDGE, generali
                                 step_states)
 from ..envs.xor import XOR_INPUTS, xor_fitness, xor_solved
 from ..nn.mlp import _activate
-from .neat import NEAT, Genome, NEATConfig
+from .neat import NEAT, NEATConfig
+from .neat_genome import paper_distance
 
 __all__ = ["paper_distance", "RecurrentPopulation", "xor_generation", "balance", "run_task", "TASKS"]
 
@@ -33,23 +34,6 @@ _BOUNDED, _LIMITS = [0, 2, 4], np.array([TRACK_EDGE, FAILURE_ANGLE, FAILURE_ANGL
 
 #: task -> (inputs, recurrent networks by default)
 TASKS = {"xor": (2, False), "double_pole": (6, False), "double_pole_nv": (3, True)}
-
-
-def paper_distance(a: Genome, b: Genome, c: NEATConfig) -> float:
-    """(Plain loops, like ``neat.compatibility_distance``: speciation calls it population x species times.)"""
-    ca, cb = a.conns, b.conns
-    matching = ca.keys() & cb.keys()
-    w = 0.0
-    for k in matching:
-        w += abs(ca[k][2] - cb[k][2])
-    na, nb = a.nodes, b.nodes
-    nodes = na.keys() & nb.keys()
-    for k in nodes:
-        w += abs(na[k][0] - nb[k][0])
-    n = max(len(ca), len(cb))
-    unmatched = len(ca) + len(cb) - 2 * len(matching)
-    return c.disjoint_coefficient * unmatched / (n if n >= 20 else 1) + \
-        c.weight_coefficient * w / max(1, len(matching) + len(nodes))
 
 
 class RecurrentPopulation:
