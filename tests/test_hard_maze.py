@@ -167,7 +167,8 @@ def test_drla_train_hard_maze_evolves_and_dqn_is_refused_in_one_line(agent, tmp_
         os.chdir(cwd)
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == ("error: hard_maze has continuous actions (Box(shape=(2,), dtype=float32)) and DQN needs "
-                       "discrete ones: train it with --agent ppo or --agent sac or --agent ga or --agent neat or --agent es or --agent cmaes or --agent novelty")
+                       "discrete ones: train it with --agent ppo or --agent sac or --agent ga or --agent neat or "
+                       "--agent es or --agent cmaes or --agent novelty")
     assert not list(Path(tmp_path).glob("hard_maze*"))  # nothing written
 
 

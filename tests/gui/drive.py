@@ -1247,6 +1247,68 @@ def finish():
     bpy.ops.wm.quit_blender()
 
 
+def stage_train_to_end():
+    """A PPO or SAC tree (the file's own): Train from the sidebar runs to the end, the model is kept for Play, the
+    learning curve has episodes, and the scene is exactly as before."""
+    try:
+        Ctx.before = scene_fingerprint()
+        agent = next((n.bl_idname for n in Ctx.tree.nodes if n.bl_idname.endswith("AgentNode")), "?")
+        log("agent node", agent)
+        drla().total_steps = int(os.environ.get("DRLA_GUI_RL_STEPS", "3000"))
+        result = sidebar_call(bpy.ops.drla.train)
+        check(f"Train ({agent}) starts a modal run", result == {'RUNNING_MODAL'}, result)
+    except Exception:
+        failed_stage("train to end")
+    yield from wait_until(lambda: drla().steps_done > 0, 30)
+    check("the step counter moves", Ctx.waited, drla().steps_done)
+    shot("20_training", area=Ctx.v3d)
+    shot("20_training_panel", area=Ctx.v3d, region_type='UI')
+    yield from wait_until(lambda: ui_state() != "TRAINING", 300, poll=1.0)
+    state_line("trained")
+    check("training runs to the end with a model for Play", ui_state() == "TRAINED" and not drla().error,
+          f"ui_state={ui_state()} message={drla().message!r} error={drla().error!r}")
+    check("the learning curve has episodes", curve_count() >= 1, curve_count())
+    check("the scene is exactly as before after training", scene_fingerprint() == Ctx.before,
+          diff(Ctx.before, scene_fingerprint()))
+    shot("21_trained_panel", area=Ctx.v3d, region_type='UI', ocr="trained_panel")
+    yield 1.0
+
+
+def stage_evolution_workers():
+    """An Evolution tree with Workers = 2 in the sidebar: two background Blenders evaluate each generation's
+    population while the window stays responsive; generations advance, Esc ends the processes, the scene is as
+    before."""
+    try:
+        Ctx.before = scene_fingerprint()
+        drla().workers = 2
+        drla().total_steps = 30
+        result = sidebar_call(bpy.ops.drla.train)
+        check("Train (evolution, 2 workers) starts a modal run", result == {'RUNNING_MODAL'}, result)
+    except Exception:
+        failed_stage("evolution workers train")
+    yield from wait_until(lambda: drla().steps_done >= 2, 180, poll=1.0)
+    state_line("evolution workers")
+    check("generations evaluated on the workers advance", Ctx.waited and "Workers\t2" in drla().status,
+          f"generations {drla().steps_done}, status {drla().status!r}")
+    sess = mod("runs.sessions").get(bpy.context.scene)
+    farm = getattr(getattr(sess, "job", None), "farm", None)
+    check("the run is the workers' evolution job", type(getattr(sess, "job", None)).__name__ == "WorkersEvolutionJob",
+          type(getattr(sess, "job", None)).__name__)
+    shot("22_evolution_workers_panel", area=Ctx.v3d, region_type='UI')
+    try:
+        yield from press(Ctx.v3d, "Escape", 0.4, 0.5)
+    except Exception:
+        failed_stage("evolution workers esc")
+    yield from wait_until(lambda: ui_state() != "TRAINING", 60)
+    processes = [w.handle[0] for w in getattr(farm, "workers", [])]
+    check("Esc ends the worker processes", processes and all(p.poll() is not None for p in processes),
+          [p.poll() for p in processes])
+    check("the scene is exactly as before after evolving with workers", scene_fingerprint() == Ctx.before,
+          diff(Ctx.before, scene_fingerprint()))
+    drla().workers = 0
+    yield 1.0
+
+
 def stage_record_demo():
     """Record Demonstration (issue 26): the sidebar button starts the modal recording; real key presses over the
     3D viewport step the tank (1: right, 8: fire, as the panel lists them); Esc saves the file beside the .blend
@@ -1296,6 +1358,9 @@ SCENARIOS = {
     "examples": (stage_open_default, stage_layout, stage_examples, stage_example_here),
     "walker_copies": (stage_open, stage_layout, stage_physics_copies),
     "tank_demo": (stage_open, stage_layout, stage_record_demo),
+    "cartpole_rb_ppo": (stage_open, stage_layout, stage_train_to_end, stage_play),
+    "cartpole_rb_sac": (stage_open, stage_layout, stage_train_to_end, stage_play),
+    "cartpole_rb": (stage_open, stage_layout, stage_evolution_workers),
 }
 
 
