@@ -1288,7 +1288,7 @@ def stage_evolution_workers():
         failed_stage("evolution workers train")
     yield from wait_until(lambda: drla().steps_done >= 2, 180, poll=1.0)
     state_line("evolution workers")
-    check("generations evaluated on the workers advance", Ctx.waited and "Workers\t2" in drla().status,
+    check("generations evaluated on the workers advance", Ctx.waited and "workers\t2" in drla().status.lower(),
           f"generations {drla().steps_done}, status {drla().status!r}")
     sess = mod("runs.sessions").get(bpy.context.scene)
     farm = getattr(getattr(sess, "job", None), "farm", None)

@@ -30,7 +30,7 @@ VERSION=$(chroot "$ROOT" blender --version 2>/dev/null | head -n1)
 echo "test-gui: $VERSION (Debian, chroot $ROOT), extension $(basename "$ZIP")"
 mkdir -p "$OUT"
 status=0
-for scenario in ${DRLA_GUI_SCENARIOS:-tank robot_arm tank_duel tank_copies tank_nets pacman walker_copies examples tank_demo}; do
+for scenario in ${DRLA_GUI_SCENARIOS:-tank robot_arm tank_duel tank_copies tank_nets pacman walker_copies examples tank_demo cartpole_rb_ppo cartpole_rb_sac cartpole_rb}; do
     echo "test-gui: scenario $scenario ..."
     start=$(date +%s)
     chroot "$ROOT" env -i PATH=/usr/bin:/bin DRLA_SCENARIO="$scenario" bash /drla-test/in_chroot.sh
