@@ -164,3 +164,14 @@ def test_installed_wheel_with_blender_extra_trains_the_shipped_tank(wheel, tmp_p
                   timeout=600)
     assert "workers keep dying" not in workers.stderr
     assert json.loads((work / "out" / "w.json").read_text())["meta"]["training_steps"] == 300
+
+
+def test_a_checkout_in_a_folder_that_is_no_identifier_still_collects():
+    """pytest imports the root ``__init__.py`` as a plain module when the checkout's folder is ``ci-clone``."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("__init__", ROOT / "__init__.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # raised "attempted relative import with no known parent package" before
+    assert not hasattr(module, "register")
