@@ -4,6 +4,7 @@ or space is refused (``CheckpointError``)."""
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import fields
 from typing import Any
@@ -28,7 +29,7 @@ __all__ = ["restore_run", "describe_network"]
 
 def _history(history_cls: type, data: dict[str, Any]) -> Any:
     names = {f.name for f in fields(history_cls)}
-    values = {k: v for k, v in data.items() if k in names}
+    values = {k: copy.deepcopy(v) for k, v in data.items() if k in names}  # the run's own lists, not the file's
     for key in ("evals", "eval_metric_totals", "setting_changes"):
         if key in values:
             values[key] = [tuple(x) for x in values[key]]
