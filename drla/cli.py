@@ -278,44 +278,23 @@ def cmd_train(args: argparse.Namespace) -> int:
         return pure_jobs.train(args, tuple(f.name for f in dataclasses.fields(DQNConfig) if f.name not in _SKIP_FIELDS),
                                train_flags.PPO_ONLY)
     ckpt = read_resume(args.resume) if args.resume else None
-    if sac_cli.wanted(args, ckpt):
-        return sac_cli.train(args, ckpt)  # Soft Actor-Critic, continuous actions (drla/sac_cli.py)
-    _refuse_population(args)
+    _settle_agent(args, ckpt)
+    sac = args.agent == "sac"
     saved = ckpt.settings if ckpt is not None else {}
-    if ckpt is not None and saved.get("target") != args.target:
-        raise CLIError(f"--resume: {ckpt.path} is a run on {saved.get('target')!r}, not on {args.target!r}")
-    if ckpt is not None:  # a checkpoint continues with the agent it was trained with
-        kind = str(ckpt.meta.get("kind", "dqn"))
-        if args.agent not in (None, kind):
-            raise CLIError(f"--resume: {ckpt.path} is a run of --agent {kind}, not {args.agent}")
-    args.agent = args.agent or (str(ckpt.meta.get("kind", "dqn")) if ckpt is not None else "dqn")
-    train_flags.check_agent_flags(args)
     if args.target in PARALLEL_ENV_NAMES:
         raise CLIError(f"{args.target} is a two-agent game: train it with --agent coevolution")
     ppo = args.agent == "ppo"
-    defaults = train_flags.ppo_defaults(args.target) if ppo else {"steps": 50_000, "copies": 1}
+    defaults = train_flags.ppo_defaults(args.target) if ppo else {
+        "steps": sac_cli.DEFAULT_STEPS.get(args.target, 20_000) if sac else 50_000, "copies": 1}
     saved_run = ckpt.meta["run"] if ckpt is not None else {}
     steps = args.steps or saved_run.get("total_steps") or defaults["steps"]
     if ckpt is not None and args.seed is not None and args.seed != saved_run["seed"]:
         raise CLIError(f"--seed: a resumed run keeps its seed ({saved_run['seed']}); drop --seed")
     args.seed = saved_run.get("seed", 0) if args.seed is None else args.seed
     env, eval_env = make_target(args.target), make_target(args.target)
-    agent: Any
-    if ppo:
-        agent = train_flags.ppo_agent(args, env, ckpt, steps)
-    else:
-        check_replay_memory(args.buffer_size, int(np.prod(env.observation_space.shape)))
-        if not isinstance(env.action_space, Discrete):
-            agents = " or --agent ".join(a for a in ("ppo", "sac", *pure_jobs.AGENTS) if a != "coevolution")
-            raise CLIError(f"{args.target} has continuous actions ({env.action_space}) and DQN needs discrete ones: "
-                           f"train it with --agent {agents}")
-        train_flags.check_resume_hidden(args, ckpt)
-        base = resume_config(ckpt) if ckpt is not None else None
-        config = make_config(base, {**(ENV_DEFAULTS.get(args.target, {}) if base is None else {}),
-                                    **config_overrides(args)}, steps)
-        agent = DQNAgent(env.observation_space, env.action_space, config, seed=args.seed)
+    agent = _agent(args, env, ckpt, steps)
     demo_flags.apply_demo(args, agent, resumed=ckpt is not None)
-    model_path, report_path = out_paths(args.out or saved.get("out"), args.target)
+    model_path, report_path = out_paths(args.out or saved.get("out"), f"{args.target}_sac" if sac else args.target)
     meta = {"env": args.target, "seed": args.seed}
     callbacks: list[Any] = ([] if args.quiet else [ProgressBar(steps)]) + train_flags.train_callbacks(args, ckpt)
     interval = args.checkpoint_interval if args.checkpoint_interval is not None else saved_run.get(
@@ -325,7 +304,8 @@ def cmd_train(args: argparse.Namespace) -> int:
                    eval_episodes=_given(args.eval_episodes, saved_run.get("eval_episodes"), 10),
                    callbacks=callbacks, checkpoint_interval=interval,
                    checkpoint_path=str(model_path.with_name(model_path.stem + "_step{step}.json")),
-                   save_fn=checkpoint_saver(model_path, {"target": args.target, "out": str(model_path)}))
+                   save_fn=checkpoint_saver(model_path, {"target": args.target, **({"agent": "sac"} if sac else {}),
+                                                         "out": str(model_path)}))
     copies = getattr(args, "copies", None) or saved_run.get("num_envs") or defaults["copies"]
     if copies > 1:  # N copies stepped together, one network call for all; steps count env steps of every copy
         meta["copies"] = copies
@@ -346,6 +326,45 @@ def cmd_train(args: argparse.Namespace) -> int:
         return finish_training(run, agent.to_model(meta), model_path, report_path,
                                report_title(f"{args.agent.upper()} on {args.target}", run, args.seed), wall,
                                ctrl_c)
+
+
+def _settle_agent(args: argparse.Namespace, ckpt: Any) -> None:
+    """``args.agent``: the one given, else the checkpoint's, else DQN; the other agents' flags refused, and a
+    checkpoint of another target or agent."""
+    sac = sac_cli.wanted(args, ckpt)  # Soft Actor-Critic, continuous actions (drla/sac_cli.py)
+    if sac:
+        sac_cli.check(args, ckpt)
+    else:
+        _refuse_population(args)
+    saved = ckpt.settings if ckpt is not None else {}
+    if ckpt is not None and saved.get("target") != args.target:
+        raise CLIError(f"--resume: {ckpt.path} is a run on {saved.get('target')!r}, not on {args.target!r}")
+    if ckpt is not None and not sac:  # a checkpoint continues with the agent it was trained with
+        kind = str(ckpt.meta.get("kind", "dqn"))
+        if args.agent not in (None, kind):
+            raise CLIError(f"--resume: {ckpt.path} is a run of --agent {kind}, not {args.agent}")
+    args.agent = args.agent or (str(ckpt.meta.get("kind", "dqn")) if ckpt is not None else "dqn")
+    if not sac:
+        train_flags.check_agent_flags(args)
+
+
+def _agent(args: argparse.Namespace, env: Any, ckpt: Any, steps: int) -> Any:
+    """The agent ``drla train`` trains on ``env``: the resumed run's config (or the target's defaults), then the
+    flags given now."""
+    if args.agent == "ppo":
+        return train_flags.ppo_agent(args, env, ckpt, steps)
+    if args.agent == "sac":
+        return sac_cli.sac_agent(args, env, ckpt, steps)
+    check_replay_memory(args.buffer_size, int(np.prod(env.observation_space.shape)))
+    if not isinstance(env.action_space, Discrete):
+        agents = " or --agent ".join(a for a in ("ppo", "sac", *pure_jobs.AGENTS) if a != "coevolution")
+        raise CLIError(f"{args.target} has continuous actions ({env.action_space}) and DQN needs discrete ones: "
+                       f"train it with --agent {agents}")
+    train_flags.check_resume_hidden(args, ckpt)
+    base = resume_config(ckpt) if ckpt is not None else None
+    config = make_config(base, {**(ENV_DEFAULTS.get(args.target, {}) if base is None else {}),
+                                **config_overrides(args)}, steps)
+    return DQNAgent(env.observation_space, env.action_space, config, seed=args.seed)
 
 
 def _given(value: Any, saved: Any, default: Any) -> Any:

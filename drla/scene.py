@@ -238,7 +238,7 @@ def train_scene(args: argparse.Namespace) -> int:
                                                             "out": str(model_path),
                                                             "checkpoint_interval": options["checkpoint_interval"]},
                                                suffix=getattr(job, "checkpoint_suffix", ".npz"))
-            if ckpt is not None:  # a scene cannot be restored mid-episode: the job starts a fresh one
+            if ckpt is not None:  # one scene plays its cut episode again (copies start a fresh one)
                 resume(job, ckpt)
             ctrl_c.run = job
             wall = _run_to_end(job, bar)

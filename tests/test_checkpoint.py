@@ -193,6 +193,65 @@ def test_an_env_without_episode_state_restarts_the_episode_and_continues_the_cur
     assert second.agent.num_timesteps == 300
 
 
+class Replayable(Unrestorable):
+    """As a Blender scene: not restorable, but it logs how its episode began and its actions, and plays them again
+    (``drift``: a replay that does not end on the observation the episode had)."""
+
+    drift = 0.0
+
+    def reset(self, *, seed=None, options=None):
+        Env.reset(self, seed=seed)
+        self.log = (self.np_random.bit_generator.state, [])
+        return self._begin(), {}
+
+    def _begin(self):
+        self.t = 0
+        return self.np_random.random(2).astype(np.float32)
+
+    def step(self, action):
+        self.log[1].append(action)
+        return super().step(action)
+
+    def episode_log(self):
+        return self.log
+
+    def replay_episode(self, state, actions):
+        self.np_random.bit_generator.state = state
+        self.log = (state, [])
+        obs = self._begin()
+        for action in actions:
+            obs = self.step(action)[0]
+        return obs + np.float32(self.drift)
+
+
+def test_an_env_that_replays_its_episode_resumes_mid_episode_bit_exact(tmp_path):
+    def run(drift=0.0):
+        env = Replayable()
+        env.drift = drift
+        return TrainingRun(env, DQNAgent(env.observation_space, env.action_space, _config(300), seed=1), 300, seed=1)
+
+    whole = run().run()
+    first = run()
+    first.advance(max_steps=53)  # 7 episodes and 4 steps of the 8th
+    ckpt = read_checkpoint(first.save_checkpoint(tmp_path / "c.npz"))
+    replay = ckpt.meta["env"]["copies"][0]["replay"]
+    assert ckpt.meta["env"]["restorable"] is False and replay["actions"] == "env.0.replay_actions"
+    assert ckpt.arrays["env.0.replay_actions"].tolist() == first.env.log[1] and len(first.env.log[1]) == 4
+    second = run()
+    second.load_checkpoint(ckpt)
+    assert second._episode_length == 4 and np.array_equal(second._obs, first._obs)
+    second.run()
+    assert second.history.episode_end_steps == whole.history.episode_end_steps
+    assert second.history.episode_returns == whole.history.episode_returns
+    assert np.array_equal(second.agent.q_network.params, whole.agent.q_network.params)
+
+    drifted = run(drift=1.0)  # the replay ends elsewhere: the generator put back, a fresh episode at step 53
+    drifted.load_checkpoint(ckpt)
+    assert drifted._obs is None and drifted.env.np_random.bit_generator.state == ckpt.meta["env"]["copies"][0]["rng"]
+    drifted.run()
+    assert drifted.history.episode_end_steps[7:9] == [60, 67]
+
+
 # ---- the replay buffer: optional, capped, and the file says so -----------------------------------------------
 
 

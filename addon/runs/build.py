@@ -168,6 +168,15 @@ def config_with(compiled: CompiledTree, total_steps: int, overrides: dict[str, A
         raise BuildError(str(exc)) from exc
 
 
+def checkpoint_into(compiled: CompiledTree, checkpoint_dir: str, run_kw: dict[str, Any]) -> None:
+    """A Trainer with Checkpoint Every but no Output folder checkpoints into ``checkpoint_dir`` (when given): its
+    interval and path set in ``run_kw`` (unless given there)."""
+    trainer = compiled.trainer
+    if trainer is not None and trainer.checkpoint_interval and not trainer.output_path and checkpoint_dir:
+        run_kw.setdefault("checkpoint_interval", trainer.checkpoint_interval)
+        run_kw.setdefault("checkpoint_path", outputs.checkpoint_path(checkpoint_dir, compiled.tree))
+
+
 def build_dqn_job(compiled: CompiledTree, env, *, seed: int, total_steps: int, checkpoint_dir: str = "",
                   config: dqn.DQNConfig | None = None, overrides: dict[str, Any] | None = None,
                   grow: int | None = None, **run_kw) -> train.TrainingRun:
@@ -178,9 +187,7 @@ def build_dqn_job(compiled: CompiledTree, env, *, seed: int, total_steps: int, c
     if overrides:
         config = config_with(compiled, total_steps, overrides, config)
     trainer = compiled.trainer
-    if trainer is not None and trainer.checkpoint_interval and not trainer.output_path and checkpoint_dir:
-        run_kw.setdefault("checkpoint_interval", trainer.checkpoint_interval)
-        run_kw.setdefault("checkpoint_path", outputs.checkpoint_path(checkpoint_dir, compiled.tree))
+    checkpoint_into(compiled, checkpoint_dir, run_kw)
     rule = growth_rule(compiled, grow, run_kw.get("eval_interval", trainer.eval_interval if trainer else 0))
     if rule is not None:
         run_kw["callbacks"] = [*run_kw.get("callbacks", ()), rule]
@@ -465,27 +472,32 @@ def build_sac_job(compiled: CompiledTree, env, *, seed: int, total_steps: int, c
     """SAC: the agent and its ``TrainingRun`` on ``env`` (a scene with Motor or Bone Rotation actions), as DQN's
     (evaluations, checkpoints); ``config`` (a resumed run's) replaces the node's, ``overrides`` replace its fields
     (the CLI's flags)."""
-    if config is None:
-        config = sac_config_of(compiled.agent, total_steps)
-    else:
-        config = SACConfig(**{**dataclasses.asdict(config), "total_timesteps": int(total_steps)})
-    if overrides:
-        try:
-            config = SACConfig(**{**dataclasses.asdict(config), **overrides})
-        except (TypeError, ValueError) as exc:
-            raise BuildError(str(exc)) from exc
-    trainer = compiled.trainer
-    if trainer is not None and trainer.checkpoint_interval and not trainer.output_path and checkpoint_dir:
-        run_kw.setdefault("checkpoint_interval", trainer.checkpoint_interval)
-        run_kw.setdefault("checkpoint_path", outputs.checkpoint_path(checkpoint_dir, compiled.tree))
+    config = _config(SACConfig, config or sac_config_of(compiled.agent, total_steps), total_steps, overrides)
+    agent = _policy_agent(SACAgent, "SAC Agent", compiled, env, config, seed, checkpoint_dir, run_kw)
+    return build_run(compiled, env, agent, total_steps, seed=seed, **run_kw)
+
+
+def _config(cls, config, total_steps: int, overrides: dict[str, Any] | None):
+    """``config`` (a ``cls``: the node's, or a resumed run's) for a run of ``total_steps``, ``overrides`` (the CLI's
+    flags) replacing its fields; a value the config refuses as ``BuildError``."""
+    try:
+        return cls(**{**dataclasses.asdict(config), "total_timesteps": int(total_steps), **(overrides or {})})
+    except (TypeError, ValueError) as exc:
+        raise BuildError(str(exc)) from exc
+
+
+def _policy_agent(cls, label: str, compiled: CompiledTree, env, config, seed: int, checkpoint_dir: str,
+                  run_kw: dict[str, Any]):
+    """SAC's or PPO's agent (``cls``) for ``env``'s spaces (one scene's, or each copy's), its checkpoints in
+    ``run_kw`` (``checkpoint_into``); the agent's refusal as ``BuildError`` (``label: why``)."""
+    checkpoint_into(compiled, checkpoint_dir, run_kw)
     vector = isinstance(env, VectorEnv)
     obs_space = env.single_observation_space if vector else env.observation_space
     act_space = env.single_action_space if vector else env.action_space
     try:
-        agent = SACAgent(obs_space, act_space, config, seed)
+        return cls(obs_space, act_space, config, seed)
     except (TypeError, ValueError) as exc:
-        raise BuildError(f"SAC Agent: {exc}") from exc
-    return build_run(compiled, env, agent, total_steps, seed=seed, **run_kw)
+        raise BuildError(f"{label}: {exc}") from exc
 
 
 # --------------------------------------------------------------------------- PPO (a set of actions or continuous)
@@ -506,32 +518,14 @@ def build_ppo_job(compiled: CompiledTree, env, *, seed: int, total_steps: int, c
     the loop's ``info``, or continuous ones), as DQN's (evaluations, checkpoints, the Trainer's Demonstration
     cloned first); ``config`` (a resumed run's) replaces the node's, ``overrides`` replace its fields (the CLI's
     flags that PPO shares with DQN; another is refused)."""
-    if config is None:
-        config = ppo_config_of(compiled.agent, total_steps)
-    else:
-        config = PPOConfig(**{**dataclasses.asdict(config), "total_timesteps": int(total_steps)})
-    if overrides:
-        names = {f.name for f in dataclasses.fields(PPOConfig)}
-        other = sorted(set(overrides) - names)
-        if other:
-            flag = "--" + other[0].replace("_", "-")
-            raise BuildError(f"{flag}: a DQN setting; tree {compiled.tree!r} trains PPO, which does not use it "
-                             f"(drop {flag})")
-        try:
-            config = PPOConfig(**{**dataclasses.asdict(config), **overrides})
-        except (TypeError, ValueError) as exc:
-            raise BuildError(str(exc)) from exc
+    other = sorted(set(overrides or ()) - {f.name for f in dataclasses.fields(PPOConfig)})
+    if other:
+        flag = "--" + other[0].replace("_", "-")
+        raise BuildError(f"{flag}: a DQN setting; tree {compiled.tree!r} trains PPO, which does not use it "
+                         f"(drop {flag})")
+    config = _config(PPOConfig, config or ppo_config_of(compiled.agent, total_steps), total_steps, overrides)
+    agent = _policy_agent(PPOAgent, "PPO Agent", compiled, env, config, seed, checkpoint_dir, run_kw)
     trainer = compiled.trainer
-    if trainer is not None and trainer.checkpoint_interval and not trainer.output_path and checkpoint_dir:
-        run_kw.setdefault("checkpoint_interval", trainer.checkpoint_interval)
-        run_kw.setdefault("checkpoint_path", outputs.checkpoint_path(checkpoint_dir, compiled.tree))
-    vector = isinstance(env, VectorEnv)
-    obs_space = env.single_observation_space if vector else env.observation_space
-    act_space = env.single_action_space if vector else env.action_space
-    try:
-        agent = PPOAgent(obs_space, act_space, config, seed)
-    except (TypeError, ValueError) as exc:
-        raise BuildError(f"PPO Agent: {exc}") from exc
     if trainer is not None and trainer.demonstration:  # the Trainer's Demonstration: cloned first
         try:
             demos_use.learn_from(agent, trainer.demonstration, seed)

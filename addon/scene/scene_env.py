@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 
 from ...drla_core.base.env import Env
 from ...drla_core.base.spaces import Box, Discrete
@@ -77,6 +78,7 @@ class SceneEnv(Env):
         self._frame = self.frame_start
         self._steps = 0
         self._needs_reset = True
+        self._log: tuple[dict, list] | None = None  # this episode's start and actions (``episode_log``)
 
     def _touched_objects(self) -> list[str]:
         names: list[str] = list(self.spec.random_objects)
@@ -105,10 +107,31 @@ class SceneEnv(Env):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
+        return self._restart(), self.mask_info({})
+
+    def _restart(self):
+        self._log = (self.np_random.bit_generator.state, [])
         self.restart_objects()
         self._frame = self.frame_start
         self.scene.frame_set(self._frame)
-        return self.begin_episode(), self.mask_info({})
+        return self.begin_episode()
+
+    # A scene cannot be saved mid-episode, but a reset restarts it bit for bit (the objects as built, the
+    # simulation from the start frame): a checkpoint keeps how the episode began and its actions, and a resumed
+    # run plays them again (``drla_core.rl.checkpoint``).
+    def episode_log(self) -> tuple[dict, list] | None:
+        """The generator's state when the current episode began (after ``reset``'s seeding) and the actions taken
+        since (None before the first reset)."""
+        return self._log
+
+    def replay_episode(self, rng_state: dict, actions: Any):
+        """Begin an episode from ``rng_state`` and take ``actions``: the episode ``episode_log`` logged, played
+        again; returns its last observation."""
+        self.np_random.bit_generator.state = rng_state
+        obs = self._restart()
+        for action in actions:
+            obs = self.step(action)[0]
+        return obs
 
     def mask_info(self, info: dict) -> dict:
         """``info`` with ``"action_mask"`` (the enabled actions now) when an action has a condition."""
@@ -155,6 +178,8 @@ class SceneEnv(Env):
         """Apply ``action`` to the scene (nothing is evaluated yet); returns what it did (shots, hits)."""
         if self._needs_reset:
             raise RuntimeError("SceneEnv.step() called before reset() or after the episode ended")
+        if self._log is not None:
+            self._log[1].append(np.array(action, copy=True))
         return self.actuator.apply(action, self.np_random)
 
     def observe(self, events: dict):

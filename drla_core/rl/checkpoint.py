@@ -23,9 +23,13 @@ Format: docs/model-format.md, "Checkpoints".
 
 Environments: a pure env declares ``Env.episode_attrs`` (the attributes holding its current
 episode); those and its ``np_random`` are saved, and a resumed run continues the very episode the
-checkpoint cut. Other envs (a Blender scene) cannot be restored mid-episode: their ``np_random``
-is restored where they have one, and the resumed run starts a fresh episode at the checkpoint's
-step count, its curve continuing.
+checkpoint cut. A Blender scene cannot be saved mid-episode, but its reset restarts it bit for bit: one
+scene (no copies) says how its episode began and its actions (``episode_log() -> (generator state,
+actions)``); the checkpoint keeps them (``env.0.replay_actions``), and the resumed run plays them again
+(``replay_episode(state, actions)``) and continues that episode, bit for bit, when it ends on the saved
+observation and generator. Other envs (scene copies, Gymnasium's) have their ``np_random`` restored
+where they have one, and the resumed run starts a fresh episode at the checkpoint's step count, its
+curve continuing.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import math
 import os
 import tempfile
 import zipfile
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -103,14 +108,17 @@ def _finite_or_none(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
 
 
-def _rng_state(rng: np.random.Generator | None) -> dict[str, Any] | None:
-    if rng is None:
-        return None
-    state = rng.bit_generator.state
+def _rng_state_dict(state: Mapping[str, Any]) -> dict[str, Any]:
     if state.get("bit_generator") not in _BIT_GENERATORS:
         raise CheckpointError(f"cannot checkpoint a {state.get('bit_generator')} generator; "
                               f"use one of {', '.join(_BIT_GENERATORS)} (np.random.default_rng is PCG64)")
     return dict(state)
+
+
+def _rng_state(rng: np.random.Generator | None) -> dict[str, Any] | None:
+    if rng is None:
+        return None
+    return _rng_state_dict(rng.bit_generator.state)
 
 
 def _set_rng(rng: np.random.Generator, state: Any, what: str) -> None:
@@ -231,6 +239,17 @@ def _buffer_state(buf: Any, own: Any, replay_buffer: bool, max_buffer_bytes: int
     return buffer_meta
 
 
+def _replay_log(env: Any, arrays: dict[str, np.ndarray]) -> dict[str, Any] | None:
+    """How a replayable env's current episode began and its actions (a scene's ``episode_log``), for the
+    resumed run to play again; None for another env."""
+    log = env.episode_log() if callable(getattr(env, "episode_log", None)) else None
+    if log is None:
+        return None
+    rng, actions = log
+    arrays["env.0.replay_actions"] = np.stack(actions) if actions else np.zeros((0,), np.float32)
+    return {"rng": _rng_state_dict(rng), "actions": "env.0.replay_actions"}
+
+
 def checkpoint_state(run: Any, *, replay_buffer: bool = True, max_buffer_bytes: int = MAX_BUFFER_BYTES,
                      settings: dict[str, Any] | None = None,
                      copy: bool = True) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -262,6 +281,8 @@ def checkpoint_state(run: Any, *, replay_buffer: bool = True, max_buffer_bytes: 
         if restorable:
             episode = {name: _encode(getattr(env, name), f"env.{i}.{name}", arrays) for name in env.episode_attrs}
         copies.append({"rng": _rng_state(getattr(env, "_np_random", None)), "episode": episode})
+    if not restorable and run._obs is not None and envs[0] is run.env:
+        copies[0]["replay"] = _replay_log(run.env, arrays)
     env_meta = {"restorable": restorable, "copies": copies,
                 "eval_rng": _rng_state(getattr(run.eval_env, "_np_random", None)) if run.eval_env is not None
                 else None}

@@ -4,6 +4,7 @@ or space is refused (``CheckpointError``)."""
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import fields
 from typing import Any
@@ -28,7 +29,7 @@ __all__ = ["restore_run", "describe_network"]
 
 def _history(history_cls: type, data: dict[str, Any]) -> Any:
     names = {f.name for f in fields(history_cls)}
-    values = {k: v for k, v in data.items() if k in names}
+    values = {k: copy.deepcopy(v) for k, v in data.items() if k in names}  # the run's own lists, not the file's
     for key in ("evals", "eval_metric_totals", "setting_changes"):
         if key in values:
             values[key] = [tuple(x) for x in values[key]]
@@ -177,6 +178,7 @@ def _restore_env(run: Any, ckpt: Checkpoint) -> None:
                 setattr(env, name, _decode(value, arrays))
         if hasattr(run.env, "_started"):  # a SyncVectorEnv: its copies are mid-episode, no reset needed
             run.env._started = True
+    if continue_episode or _replayed(run, ckpt):
         run._obs = arrays["run.obs"].copy() if saved_run["has_obs"] else None
         run._mask = arrays["run.mask"].copy() if "run.mask" in arrays else None
         run._episode_return, run._episode_length = float(saved_run["episode_return"]), int(saved_run["episode_length"])
@@ -186,6 +188,28 @@ def _restore_env(run: Any, ckpt: Checkpoint) -> None:
                 np.copyto(getattr(run, f"_{name}"), arrays[f"run.{name}"])
     else:
         run._obs = None  # the first slice starts a fresh episode (``TrainingRun._continue``)
+
+
+def _replayed(run: Any, ckpt: Checkpoint) -> bool:
+    """A scene saved mid-episode (``checkpoint._replay_log``): its episode played again from its start with the
+    saved actions. True when it ends on the saved observation and generator state, bit for bit (the run then
+    continues that episode); else the generator is put back and the run starts a fresh episode."""
+    saved_env = ckpt.meta["env"]["copies"][0]
+    replay = saved_env.get("replay")
+    envs = _copies(run.env)
+    if not replay or envs[0] is not run.env or not callable(getattr(run.env, "replay_episode", None)) or \
+            "run.obs" not in ckpt.arrays:
+        return False
+    env = run.env
+    try:
+        obs = env.replay_episode(replay["rng"], list(ckpt.arrays[replay["actions"]]))
+    except RuntimeError:  # the episode ended before its last action: not the episode saved
+        obs = None
+    same = obs is not None and np.array_equal(np.asarray(obs), ckpt.arrays["run.obs"]) and (
+        saved_env["rng"] is None or env.np_random.bit_generator.state == saved_env["rng"])
+    if saved_env["rng"] is not None:
+        _set_rng(env.np_random, saved_env["rng"], "environment's")
+    return bool(same)
 
 
 def restore_run(run: Any, ckpt: Checkpoint) -> list[tuple[str, Any, Any]]:

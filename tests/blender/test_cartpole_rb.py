@@ -3,7 +3,6 @@ Blender's rigid-body physics and resets replay it bit for bit; an Evolution tree
 clearly better than generation 0 in Blender headless; the user's scene is bit-exact afterwards, and
 after an error; broken trees get their message on the node."""
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -14,18 +13,15 @@ from test_snapshot import full_dump
 
 bpy = pytest.importorskip("bpy")
 
+import tree_cases  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[2]
-BLEND = ROOT / "scenes" / "cartpole_rb" / "cartpole_rb.blend"
-REBUILD = "make setup-bpy45 && .venv-bpy45/bin/python scenes/cartpole_rb/build_cartpole_rb.py"
+BLEND = tree_cases.CARTPOLE_RB / "cartpole_rb.blend"
 
 
 @pytest.fixture(scope="module")
 def builder(ext):
-    spec = importlib.util.spec_from_file_location("build_cartpole_rb",
-                                                  ROOT / "scenes" / "cartpole_rb" / "build_cartpole_rb.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return tree_cases.cartpole_builder()
 
 
 @pytest.fixture
@@ -37,24 +33,9 @@ def cartpole(builder):
     bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
 
 
-def _diff(a, b, path=""):
-    if isinstance(a, dict) and isinstance(b, dict):
-        out = []
-        for k in sorted(set(a) | set(b)):
-            out += _diff(a.get(k), b.get(k), f"{path}/{k}")
-        return out
-    return [] if a == b else [f"{path}: {json.dumps(a)[:200]} != {json.dumps(b)[:200]}"]
-
-
 @pytest.mark.skipif(not BLEND.exists(), reason="scenes/cartpole_rb/cartpole_rb.blend not built yet")
 def test_rebuild_matches_committed_blend(builder, tmp_path):
-    builder.build(tmp_path / "cartpole_rb.blend")
-    rebuilt = json.loads(json.dumps(builder.dump()))
-    bpy.ops.wm.open_mainfile(filepath=str(BLEND))
-    committed = json.loads(json.dumps(builder.dump()))
-    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
-    diffs = _diff(rebuilt, committed)
-    assert not diffs, f"cartpole_rb.blend is stale; rebuild it with `{REBUILD}`:\n" + "\n".join(diffs[:20])
+    tree_cases.assert_rebuild_matches(builder, tmp_path, BLEND)
 
 
 def _env(scene, tree):

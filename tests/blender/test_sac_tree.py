@@ -3,12 +3,6 @@ its settings, trains in Blender headless through the panel's TrainSession (the u
 its stored model is the deterministic policy and plays; on a set of actions it says why on the node. The shipped
 scenes/cartpole_rb/cartpole_rb_sac.blend is what its build script builds, and the CLI trains, resumes and plays it."""
 
-import importlib.util
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -16,18 +10,14 @@ from test_snapshot import full_dump
 
 bpy = pytest.importorskip("bpy")
 
-ROOT = Path(__file__).resolve().parents[2]
-SAC_BLEND = ROOT / "scenes" / "cartpole_rb" / "cartpole_rb_sac.blend"
-REBUILD = "make setup-bpy45 && .venv-bpy45/bin/python scenes/cartpole_rb/build_cartpole_rb.py --sac"
+import tree_cases  # noqa: E402
+
+SAC_BLEND = tree_cases.CARTPOLE_RB / "cartpole_rb_sac.blend"
 
 
 @pytest.fixture(scope="module")
 def builder(ext):
-    spec = importlib.util.spec_from_file_location("build_cartpole_rb",
-                                                  ROOT / "scenes" / "cartpole_rb" / "build_cartpole_rb.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return tree_cases.cartpole_builder()
 
 
 @pytest.fixture
@@ -105,34 +95,16 @@ def test_a_set_of_actions_is_refused_on_the_node(sac_cartpole):
 
 
 def test_rebuild_matches_committed_sac_blend(builder, tmp_path):
-    builder.build(tmp_path / "cartpole_rb_sac.blend", sac=True)
-    rebuilt = json.loads(json.dumps(builder.dump()))
-    bpy.ops.wm.open_mainfile(filepath=str(SAC_BLEND))
-    committed = json.loads(json.dumps(builder.dump()))
-    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
-    assert rebuilt == committed, f"cartpole_rb_sac.blend is stale; rebuild it with `{REBUILD}`"
+    committed = tree_cases.assert_rebuild_matches(builder, tmp_path, SAC_BLEND, " --sac", sac=True)
     assert list(committed["node_trees"]) == ["CartPole SAC"]
 
 
 def test_cli_trains_resumes_and_plays_the_sac_scene(tmp_path):
-    before = SAC_BLEND.read_bytes()
-    cli = [sys.executable, "-m", "drla"]
-    model = tmp_path / "m.json"
+    tree_cases.assert_cli_trains_resumes_and_plays(SAC_BLEND, "SAC on CartPole SAC", "sac", tmp_path)
 
-    def run(*args):
-        return subprocess.run([*cli, *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=300)
 
-    out = run("train", SAC_BLEND, "--steps", "150", "--eval-interval", "0", "--checkpoint-interval", "100", "--quiet",
-              "--out", model)
-    assert out.returncode == 0, out.stderr
-    assert "SAC on CartPole SAC" in out.stderr and json.loads(model.read_text())["meta"]["agent"] == "sac"
-    out = run("train", SAC_BLEND, "--resume", tmp_path / "m_ckpt.npz", "--steps", "200", "--quiet", "--out",
-              tmp_path / "r.json")
-    assert out.returncode == 0, out.stderr
-    assert "at step 150 of 200" in out.stderr or "at step 100 of 200" in out.stderr, out.stderr
-    out = run("play", SAC_BLEND, "--model", model, "--episodes", "1")
-    assert out.returncode == 0, out.stderr
-    assert "mean return" in out.stdout
-    out = run("train", SAC_BLEND, "--steps", "10", "--workers", "1")
-    assert out.returncode == 2 and "learns in this process only" in out.stderr
-    assert SAC_BLEND.read_bytes() == before
+@pytest.mark.slow
+def test_cli_sac_run_killed_mid_episode_resumes_bit_exact(tmp_path):
+    """SIGKILL after a checkpoint taken mid-episode, then --resume: the scene's episode is played again from its
+    start and the run ends with the uninterrupted run's model file."""
+    tree_cases.assert_sigkilled_run_resumes_bit_exact(SAC_BLEND, tmp_path)
