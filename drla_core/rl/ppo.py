@@ -29,7 +29,7 @@ from ..base.lineage import ancestry_record, params_digest
 from ..base.spaces import Box, Discrete, MultiDiscrete, Space
 from ..io.model_io import Model
 from ..nn.mlp import MLP, LayerSpec, as_layer_specs
-from ..nn.optim import Adam
+from ..nn.optim import Adam, AdamGroup
 from .policies import CategoricalHead, GaussianHead, RunningMeanStd, init_orthogonal, masked_logits
 
 __all__ = ["PPOConfig", "PPOAgent", "schedule_value"]
@@ -142,18 +142,27 @@ class PPOAgent:
         self.rng = np.random.default_rng(seed)
         self.obs_size = observation_space.size
         k = self.n_policy = self.head.n_outputs
-        if cfg.shared_trunk:
-            self.actor = MLP(self.obs_size, cfg.hidden, k + 1, rng=self.rng)
-            self.critic: MLP | None = None
-        else:
-            self.actor = MLP(self.obs_size, cfg.hidden, k, rng=self.rng)
-            self.critic = MLP(self.obs_size, cfg.hidden, 1, rng=self.rng)
+        # every parameter (actor, critic, log std) lives in one vector, stepped by one Adam (AdamGroup)
+        sizes = [MLP.param_count(self.obs_size, cfg.hidden, k + cfg.shared_trunk)]
+        sizes += [] if cfg.shared_trunk else [MLP.param_count(self.obs_size, cfg.hidden, 1)]
+        n_std = k if isinstance(self.head, GaussianHead) else 0
+        self._flat_params = np.zeros(sum(sizes) + n_std, dtype=np.float32)
+        self._flat_grad = np.zeros_like(self._flat_params)
+        ends = np.cumsum([0] + sizes)
+        nets = [MLP(self.obs_size, cfg.hidden, k + cfg.shared_trunk if i == 0 else 1, rng=self.rng,
+                    buffers=(self._flat_params[a:b], self._flat_grad[a:b]))
+                for i, (a, b) in enumerate(zip(ends[:-1], ends[1:]))]
+        self.actor, self.critic = nets[0], (None if cfg.shared_trunk else nets[1])
+        if isinstance(self.head, GaussianHead):
+            self._flat_params[-n_std:] = self.head.log_std
+            self.head.log_std = self._flat_params[-n_std:]
         if cfg.ortho_init:
             init_orthogonal(self.actor, self.rng, [0.01] * k + ([1.0] if cfg.shared_trunk else []))
             if self.critic is not None:
                 init_orthogonal(self.critic, self.rng, 1.0)
         self.origin = params_digest(self.actor.params)
         self.optimizers = [Adam(p, lr=cfg.learning_rate, eps=cfg.adam_eps) for p in self._param_vectors()]
+        self._adam = AdamGroup(self._flat_params, self.optimizers)
         self.obs_rms = RunningMeanStd((self.obs_size,))
         self.ret_rms = RunningMeanStd(())
         self.total_timesteps = cfg.total_timesteps
@@ -343,17 +352,25 @@ class PPOAgent:
         totals = np.zeros(6)
         count = 0
         for _ in range(cfg.n_epochs):
-            order = self.rng.permutation(m)
-            for start in range(0, m, cfg.batch_size):
-                idx = order[start:start + cfg.batch_size]
-                totals += self.minibatch_step(*(a[idx] for a in data[:6]), clip,  # type: ignore[call-arg]
-                                              *(a[idx] for a in data[6:]))
-                count += 1
+            count += self.train_epoch(data, clip, totals)
         self.n_updates += count
         means = totals / max(count, 1)
         self.stats = {"loss": means[0], "policy_loss": means[1], "value_loss": means[2], "entropy": means[3],
                       "approx_kl": means[4], "clip_fraction": means[5], "learning_rate": lr, "clip_range": clip}
         return float(means[0])
+
+    def train_epoch(self, data: tuple[np.ndarray, ...], clip: float, totals: np.ndarray) -> int:
+        """One pass over the rollout ``data`` (``update``'s arrays, one row per transition) in shuffled minibatches
+        (the rows put in the shuffled order once: each minibatch is a slice); ``minibatch_step``'s figures are
+        added to ``totals``. Returns the number of minibatches."""
+        m, size = len(data[0]), self.config.batch_size
+        order = self.rng.permutation(m)
+        shuffled = [a[order] for a in data]
+        for start in range(0, m, size):
+            end = start + size
+            totals += self.minibatch_step(*(a[start:end] for a in shuffled[:6]), clip,  # type: ignore[call-arg]
+                                          *(a[start:end] for a in shuffled[6:]))
+        return -(-m // size)
 
     def losses(self, obs: np.ndarray, actions: np.ndarray, old_logp: np.ndarray, old_values: np.ndarray,
                adv: np.ndarray, returns: np.ndarray, clip: float, backward: bool = True,
@@ -408,7 +425,8 @@ class PPOAgent:
         else:
             grads = [self.actor.backward(grad_out), self.critic.backward(g_values[:, None].astype(np.float32))]
         if grad_log_std is not None:
-            grads.append(grad_log_std)
+            grads.append(self._flat_grad[-len(grad_log_std):])
+            grads[-1][...] = grad_log_std
         return figures, grads
 
     def minibatch_step(self, obs: np.ndarray, actions: np.ndarray, old_logp: np.ndarray, old_values: np.ndarray,
@@ -418,11 +436,8 @@ class PPOAgent:
         figures, grads = self.losses(obs, actions, old_logp, old_values, adv, returns, clip, masks=masks)
         norm = math.sqrt(sum(float(np.dot(g, g)) for g in grads))
         if norm > self.config.max_grad_norm:  # torch's clip_grad_norm_: max_norm / (norm + 1e-6)
-            scale = np.float32(self.config.max_grad_norm / (norm + 1e-6))
-            for g in grads:
-                g *= scale
-        for opt, g in zip(self.optimizers, grads):
-            opt.step(g)
+            self._flat_grad *= np.float32(self.config.max_grad_norm / (norm + 1e-6))
+        self._adam.step(self._flat_grad)  # (the grads are views of _flat_grad)
         return figures
 
     # ---- hooks of the training loop ----------------------------------------------------------------------
