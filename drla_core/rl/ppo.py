@@ -30,7 +30,7 @@ from ..base.spaces import Box, Discrete, MultiDiscrete, Space
 from ..io.model_io import Model
 from ..nn.mlp import MLP, LayerSpec, as_layer_specs
 from ..nn.optim import Adam, AdamGroup
-from .policies import CategoricalHead, GaussianHead, RunningMeanStd, init_orthogonal, masked_logits
+from .policies import GaussianHead, RunningMeanStd, head_for, init_orthogonal, masked_logits
 
 __all__ = ["PPOConfig", "PPOAgent", "schedule_value"]
 
@@ -110,16 +110,6 @@ class PPOConfig:
         return asdict(self)
 
 
-def _head(action_space: Space, config: PPOConfig) -> CategoricalHead | GaussianHead:
-    if isinstance(action_space, Discrete):
-        return CategoricalHead([action_space.n])
-    if isinstance(action_space, MultiDiscrete):
-        return CategoricalHead(list(action_space.nvec), multi=True)
-    if isinstance(action_space, Box):
-        return GaussianHead(action_space.low, action_space.high, config.log_std_init)
-    raise TypeError(f"PPO needs a Discrete, MultiDiscrete or Box action space, got {action_space!r}")
-
-
 class PPOAgent:
     """A PPO agent for a ``Box`` observation space and a Discrete, MultiDiscrete or Box action space.
 
@@ -138,7 +128,7 @@ class PPOAgent:
             raise TypeError(f"PPO needs a Box observation space, got {observation_space!r}")
         self.config = cfg = config if config is not None else PPOConfig()
         self.observation_space, self.action_space = observation_space, action_space
-        self.head = _head(action_space, cfg)
+        self.head = head_for(action_space, cfg.log_std_init, 'PPO')
         self.rng = np.random.default_rng(seed)
         self.obs_size = observation_space.size
         k = self.n_policy = self.head.n_outputs
@@ -407,15 +397,15 @@ class PPOAgent:
         value_loss = float(np.dot(err, err)) * inv_b
         mean_entropy = float(entropy.sum()) * inv_b
         loss = policy_loss - cfg.ent_coef * mean_entropy + cfg.vf_coef * value_loss
-        figures = np.array([loss, policy_loss, value_loss, mean_entropy,
-                            float(((ratio - np.float32(1.0)) - log_ratio).sum()) * inv_b,
-                            np.count_nonzero(np.abs(ratio - np.float32(1.0)) > clip) * inv_b])
+        moved_ratio = ratio - np.float32(1.0)
+        figures = np.array([loss, policy_loss, value_loss, mean_entropy, float((moved_ratio - log_ratio).sum()) * inv_b,
+                            np.count_nonzero(np.abs(moved_ratio, out=moved_ratio) > clip) * inv_b])
         if not backward:
             return figures, []
         # d policy_loss / d logp: through the unclipped term where it is the minimum, else 0
         g_logp = surr1 * np.float32(-inv_b)
         g_logp *= unclipped
-        g_entropy = np.full(b, -cfg.ent_coef * inv_b, dtype=np.float32)
+        g_entropy = np.full(b, -cfg.ent_coef * inv_b, dtype=np.float32) if cfg.ent_coef else None  # (0: no term)
         g_values = err * np.float32(2.0 * cfg.vf_coef * inv_b)
         if inside is not None:
             g_values *= inside
@@ -423,7 +413,7 @@ class PPOAgent:
         if self.critic is None:
             grads = [self.actor.backward(np.concatenate([grad_out, g_values[:, None]], axis=1))]
         else:
-            grads = [self.actor.backward(grad_out), self.critic.backward(g_values[:, None].astype(np.float32))]
+            grads = [self.actor.backward(grad_out), self.critic.backward(g_values[:, None])]
         if grad_log_std is not None:
             grads.append(self._flat_grad[-len(grad_log_std):])
             grads[-1][...] = grad_log_std
