@@ -150,12 +150,13 @@ class AdamGroup:
 
     def step(self, grad: np.ndarray) -> None:
         """Step every part with its slice of ``grad`` (laid out as ``params``)."""
-        first = self.parts[0]
-        if all(p.t == first.t and p.lr == first.lr for p in self.parts):
-            self.joint.t, self.joint.lr = first.t, first.lr
-            self.joint.step(grad)
-            for part in self.parts:
-                part.t = self.joint.t
-            return
-        for part, (a, b) in zip(self.parts, self.bounds):
-            part.step(grad[a:b])
+        t, lr = self.parts[0].t, self.parts[0].lr
+        for part in self.parts:
+            if part.t != t or part.lr != lr:
+                for part, (a, b) in zip(self.parts, self.bounds):
+                    part.step(grad[a:b])
+                return
+        self.joint.t, self.joint.lr = t, lr
+        self.joint.step(grad)
+        for part in self.parts:
+            part.t = self.joint.t
