@@ -10,6 +10,12 @@ cartpole --agent ppo`` runs), SB3 on ``make_vec_env("CartPole-v1", n_envs=8)`` (
 thread (torch.set_num_threads(1), OPENBLAS_NUM_THREADS=1). Each run is its own process: the wall time is the whole
 process (start, imports, training, checks) until the threshold or the step budget.
 
+Steps to the threshold: both sides give the same count for a seed on every run, and the counts spread widely over
+seeds (standard deviation about 7,000 steps, 2,048 to 36,864), so a 10-seed median moves by a few thousand steps
+with the seeds drawn (DRLA seeds 0-9: 14,336, 0-29: 12,288; SB3 0-9: 11,264, 0-19: 14,336). One update is SB3's to
+float32 rounding from the same weights and rollout (``tests/test_ppo_fast.py``); compare over many seeds
+(``--seeds 10 --first-seed 10`` adds ten more).
+
 Also: the time of one update epoch over 2048 transitions (8 copies x 256 steps) of the 2x64 network, minibatches
 of 64 (SB3's default) and of 256, DRLA (``bench/ppo_epoch.py``'s measurement) and SB3 (``PPO.train`` with n_epochs 1
 on a full rollout buffer): median wall and CPU (``time.process_time``) ms, one BLAS / torch thread.
