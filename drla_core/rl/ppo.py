@@ -7,6 +7,8 @@ rollout (``n_steps * N`` transitions) is turned into GAE(lambda) advantages and 
 passes of shuffled minibatches of the clipped surrogate, the value loss (optionally clipped around the old
 values, as SB3), the entropy bonus, one global gradient-norm clip and Adam. Learning rate and clip range
 follow a constant or linear schedule of the progress ``1 - steps / total_steps`` (SB3's ``progress_remaining``).
+The actor, the critic and the log std live in one parameter vector, so one Adam step (``AdamGroup``) and one
+gradient scale update them all; each epoch puts the rollout in its shuffled order once and takes slices of it.
 
 Options: running observation normalisation (exported in the model's ``obs_norm``, so the file plays the same
 policy) and reward scaling by the running standard deviation of the discounted return (VecNormalize's); a
