@@ -10,8 +10,15 @@ cartpole --agent ppo`` runs), SB3 on ``make_vec_env("CartPole-v1", n_envs=8)`` (
 thread (torch.set_num_threads(1), OPENBLAS_NUM_THREADS=1). Each run is its own process: the wall time is the whole
 process (start, imports, training, checks) until the threshold or the step budget.
 
+Steps to the threshold: both sides give the same count for a seed on every run, and the counts spread widely over
+seeds (standard deviation about 7,000 steps, 2,048 to 36,864), so a 10-seed median moves by a few thousand steps
+with the seeds drawn (DRLA seeds 0-9: 14,336, 0-29: 12,288; SB3 0-9: 11,264, 0-19: 14,336). One update is SB3's to
+float32 rounding from the same weights and rollout (``tests/test_ppo_fast.py``); compare over many seeds
+(``--seeds 10 --first-seed 10`` adds ten more).
+
 Also: the time of one update epoch over 2048 transitions (8 copies x 256 steps) of the 2x64 network, minibatches
-of 64 (SB3's default) and of 256, DRLA and SB3 (``PPO.train`` with n_epochs 1 on a full rollout buffer).
+of 64 (SB3's default) and of 256, DRLA (``bench/ppo_epoch.py``'s measurement) and SB3 (``PPO.train`` with n_epochs 1
+on a full rollout buffer): median wall and CPU (``time.process_time``) ms, one BLAS / torch thread.
 
 Prints ONE JSON line of figures (per-seed lines go to stderr).
 
@@ -154,37 +161,16 @@ def run_child(which: str, seed: int, steps: int, check_every: int) -> dict:
 # ---- one update epoch over 2048 transitions ----------------------------------------------------------------
 
 
-def epoch_drla(batch_size: int, repeats: int) -> float:
-    from drla_core.base.spaces import Box, Discrete
-    from drla_core.rl.ppo import PPOAgent, PPOConfig
+def epoch_drla(batch_size: int, repeats: int) -> tuple[float, float]:
+    """Median wall and CPU seconds of one DRLA epoch (``bench/ppo_epoch.py``'s measurement)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from ppo_epoch import epoch_times
 
-    agent = PPOAgent(Box(-5, 5, (4,)), Discrete(2), PPOConfig(n_steps=256, batch_size=batch_size, n_epochs=1),
-                     seed=0)
-    rng = np.random.default_rng(0)
-    obs = rng.standard_normal((8, 4)).astype(np.float32)
-    for _ in range(256):  # a full rollout of random data
-        actions = agent.act_batch(obs)
-        agent.pos += 1
-        agent.pos %= 256
-        obs = rng.standard_normal((8, 4)).astype(np.float32)
-        del actions
-    agent.buf_rewards[...] = rng.standard_normal(agent.buf_rewards.shape)
-    adv, returns = agent.advantages(np.zeros(8, dtype=np.float32))
-    m = 2048
-    data = (agent.buf_obs.reshape(m, 4), agent.buf_actions.reshape(m), agent.buf_logp.reshape(m),
-            agent.buf_values.reshape(m), adv.reshape(m), returns.reshape(m))
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        order = agent.rng.permutation(m)
-        for start in range(0, m, batch_size):
-            idx = order[start:start + batch_size]
-            agent.minibatch_step(*(a[idx] for a in data), 0.2)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    walls, cpus, _ = epoch_times(batch_size, repeats)
+    return statistics.median(walls), statistics.median(cpus)
 
 
-def epoch_sb3(batch_size: int, repeats: int) -> float:
+def epoch_sb3(batch_size: int, repeats: int) -> tuple[float, float]:
     import torch
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
@@ -193,12 +179,13 @@ def epoch_sb3(batch_size: int, repeats: int) -> float:
     model = PPO("MlpPolicy", make_vec_env("CartPole-v1", n_envs=8, seed=0), n_steps=256, batch_size=batch_size,
                 n_epochs=1, device="cpu", verbose=0, seed=0)
     model.learn(2048)  # fills the rollout buffer (2048 transitions) and trains once
-    times = []
+    walls, cpus = [], []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        w0, c0 = time.perf_counter(), time.process_time()
         model.train()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        walls.append(time.perf_counter() - w0)
+        cpus.append(time.process_time() - c0)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 # ---- the whole bench ---------------------------------------------------------------------------------------
@@ -249,10 +236,13 @@ def main() -> None:
     if "sb3" in figures and figures["drla"]["median_wall_seconds"] > 0:
         figures["wall_ratio_sb3_over_drla"] = round(figures["sb3"]["median_wall_seconds"]
                                                     / figures["drla"]["median_wall_seconds"], 2)
-    epoch = {f"drla_batch{b}_ms": round(1000 * epoch_drla(b, args.epoch_repeats), 2) for b in (64, 256)}
-    if not args.skip_sb3:
-        epoch.update({f"sb3_batch{b}_ms": round(1000 * epoch_sb3(b, max(args.epoch_repeats // 3, 3)), 2)
-                      for b in (64, 256)})
+    epoch: dict = {}
+    for impl in impls:
+        for b in (64, 256):
+            wall, cpu = (epoch_drla(b, args.epoch_repeats) if impl == "drla"
+                         else epoch_sb3(b, max(args.epoch_repeats // 3, 3)))
+            epoch[f"{impl}_batch{b}_ms"] = {"wall": round(1000 * wall, 2), "cpu": round(1000 * cpu, 2)}
+    figures["load_average"] = [round(x, 2) for x in os.getloadavg()]
     figures["update_epoch_2048_transitions_2x64"] = epoch
     print(json.dumps(figures))
 

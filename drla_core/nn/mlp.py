@@ -102,6 +102,9 @@ class MLP:
         output_size: number of outputs (Q-values for DQN).
         output_activation: activation after the last layer, usually ``"linear"``.
         rng: generator or seed for the initial weights.
+        buffers: ``(params, grad)``, two flat float32 vectors of ``param_count`` elements the network lives in
+            (views into longer vectors, e.g. an actor's and a critic's side by side for one optimiser step);
+            by default the network allocates its own.
     """
 
     def __init__(
@@ -111,6 +114,7 @@ class MLP:
         output_size: int,
         output_activation: str = "linear",
         rng: np.random.Generator | int | None = None,
+        buffers: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> None:
         if output_activation not in ACTIVATIONS:
             raise ValueError(f"unknown activation {output_activation!r}; choose from {ACTIVATIONS}")
@@ -122,8 +126,16 @@ class MLP:
         self.activations = [h.activation for h in self.hidden] + [output_activation]
 
         n_params = sum(i * o + o for i, o in zip(self.sizes[:-1], self.sizes[1:]))
-        self.params = np.zeros(n_params, dtype=np.float32)
-        self.grad = np.zeros(n_params, dtype=np.float32)
+        if buffers is None:
+            self.params = np.zeros(n_params, dtype=np.float32)
+            self.grad = np.zeros(n_params, dtype=np.float32)
+        else:
+            self.params, self.grad = buffers
+            for flat in buffers:
+                if not (isinstance(flat, np.ndarray) and flat.dtype == np.float32 and flat.shape == (n_params,)
+                        and flat.flags.c_contiguous):
+                    raise ValueError(f"MLP buffers must be contiguous float32 vectors of {n_params} elements")
+            self.params[...] = 0.0
         self.weights: list[np.ndarray] = []
         self.biases: list[np.ndarray] = []
         self._grad_weights: list[np.ndarray] = []
@@ -154,6 +166,12 @@ class MLP:
         self._last_train: dict[str, Any] | None = None
         self._one: list[tuple[np.ndarray, np.ndarray, np.ndarray, str, np.ndarray]] | None = None
         self._one_out = np.empty(0, dtype=np.float32)
+
+    @staticmethod
+    def param_count(input_size: int, hidden: Sequence[Any], output_size: int) -> int:
+        """How many parameters (weights and biases) such a network has: the length of its ``params``."""
+        sizes = [int(input_size)] + [h.size for h in as_layer_specs(hidden)] + [int(output_size)]
+        return sum(i * o + o for i, o in zip(sizes[:-1], sizes[1:]))
 
     @property
     def num_layers(self) -> int:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Adam", "SGD", "Optimizer"]
+__all__ = ["Adam", "AdamGroup", "SGD", "Optimizer"]
 
 
 class Optimizer:
@@ -117,3 +117,46 @@ class Adam(Optimizer):
         self.beta1, self.beta2 = (float(b) for b in state["betas"])
         np.divide(state["m"], 1.0 - self.beta1, out=self._m, casting="unsafe")
         np.divide(state["v"], 1.0 - self.beta2, out=self._v, casting="unsafe")
+
+
+class AdamGroup:
+    """One Adam step for several parameter vectors laid side by side in one buffer, each keeping its own ``Adam``
+    (its moments become views into the group's, so its state reads and loads as before).
+
+    While every part has the same step count and learning rate, ``step`` updates the whole buffer in one Adam
+    step: 10 numpy calls instead of 10 per part, and bit for bit the same numbers (Adam is elementwise). Parts
+    stepped on their own (a count apart) are stepped one by one.
+    """
+
+    def __init__(self, params: np.ndarray, parts: list[Adam]) -> None:
+        first = parts[0]
+        self.joint = Adam(params, lr=first.lr, betas=(first.beta1, first.beta2), eps=first.eps)
+        self.parts = parts
+        self.bounds: list[tuple[int, int]] = []
+        base, offset = params.__array_interface__["data"][0], 0
+        for part in parts:
+            n = part.params.size
+            if part.params.__array_interface__["data"][0] != base + 4 * offset or offset + n > params.size:
+                raise ValueError("AdamGroup: the parts' parameters must lie one after another in params")
+            if (part.beta1, part.beta2, part.eps) != (first.beta1, first.beta2, first.eps):
+                raise ValueError("AdamGroup: the parts' betas and eps must agree")
+            self.joint._m[offset:offset + n] = part._m
+            self.joint._v[offset:offset + n] = part._v
+            part._m, part._v = self.joint._m[offset:offset + n], self.joint._v[offset:offset + n]
+            self.bounds.append((offset, offset + n))
+            offset += n
+        if offset != params.size:
+            raise ValueError("AdamGroup: the parts must cover params")
+
+    def step(self, grad: np.ndarray) -> None:
+        """Step every part with its slice of ``grad`` (laid out as ``params``)."""
+        t, lr = self.parts[0].t, self.parts[0].lr
+        for part in self.parts:
+            if part.t != t or part.lr != lr:
+                for part, (a, b) in zip(self.parts, self.bounds):
+                    part.step(grad[a:b])
+                return
+        self.joint.t, self.joint.lr = t, lr
+        self.joint.step(grad)
+        for part in self.parts:
+            part.t = self.joint.t

@@ -21,10 +21,11 @@ from typing import Any
 
 import numpy as np
 
+from ..base.spaces import Box, Discrete, MultiDiscrete, Space
 from ..nn.mlp import MLP
 
-__all__ = ["CategoricalHead", "GaussianHead", "RunningMeanStd", "orthogonal", "init_orthogonal", "masked_logits",
-           "MASKED_LOGIT"]
+__all__ = ["CategoricalHead", "GaussianHead", "head_for", "RunningMeanStd", "orthogonal", "init_orthogonal",
+           "masked_logits", "MASKED_LOGIT"]
 
 MASKED_LOGIT = -1e9
 """What a disabled action's logit becomes: its probability is exactly 0 in float32 (and so its gradient)."""
@@ -143,6 +144,12 @@ class CategoricalHead:
         """Log-probability of ``actions`` and entropy, ``(B,)`` float32 each (summed over the groups)."""
         acts = self._as_columns(actions)
         rows = np.arange(out.shape[0])
+        if len(self.nvec) == 1:  # one group (Discrete): nothing to sum over the groups
+            log_p = self._log_softmax(out)
+            p = np.exp(log_p)
+            h = -_row_reduce(np.add, p * log_p)
+            self._cache = [(p, log_p, h, acts[:, 0])]
+            return log_p[rows, acts[:, 0]], h
         dtype = np.result_type(out.dtype, np.float32)  # float32 in training; float64 in the gradient tests
         logp = np.zeros(out.shape[0], dtype=dtype)
         entropy = np.zeros(out.shape[0], dtype=dtype)
@@ -156,8 +163,9 @@ class CategoricalHead:
             self._cache.append((p, log_p, h, acts[:, g]))
         return logp, entropy
 
-    def backward(self, g_logp: np.ndarray, g_entropy: np.ndarray) -> tuple[np.ndarray, None]:
-        """d(sum g_logp * logp + g_entropy * entropy)/d logits, for the last ``evaluate``; no extra parameters.
+    def backward(self, g_logp: np.ndarray, g_entropy: np.ndarray | None) -> tuple[np.ndarray, None]:
+        """d(sum g_logp * logp + g_entropy * entropy)/d logits, for the last ``evaluate``; no extra parameters
+        (``g_entropy`` None: no entropy term).
 
         d log p_a / dz = onehot(a) - p;  d H / dz_j = -p_j (log p_j + H).
         """
@@ -165,9 +173,10 @@ class CategoricalHead:
         for p, log_p, h, a in self._cache:
             grad = -p * g_logp[:, None]
             grad[np.arange(len(a)), a] += g_logp
-            grad -= (g_entropy[:, None] * p) * (log_p + h[:, None])
+            if g_entropy is not None:
+                grad -= (g_entropy[:, None] * p) * (log_p + h[:, None])
             parts.append(grad)
-        return np.concatenate(parts, axis=1), None
+        return (parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)), None
 
 
 class GaussianHead:
@@ -204,8 +213,9 @@ class GaussianHead:
         self._cache = (z, std)
         return logp.astype(dtype, copy=False), entropy
 
-    def backward(self, g_logp: np.ndarray, g_entropy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Gradients for the mean (``(B, dims)``) and for ``log_std`` (``(dims,)``), for the last ``evaluate``.
+    def backward(self, g_logp: np.ndarray, g_entropy: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """Gradients for the mean (``(B, dims)``) and for ``log_std`` (``(dims,)``), for the last ``evaluate``
+        (``g_entropy`` None: no entropy term).
 
         d logp/d mean = z / std;  d logp/d log_std = z^2 - 1;  d H/d log_std = 1.
         """
@@ -213,5 +223,18 @@ class GaussianHead:
             raise RuntimeError("backward() needs an evaluate() first")
         z, std = self._cache
         grad_mean = (g_logp[:, None] * z) / std
-        grad_log_std = (g_logp[:, None] * (z * z - 1.0)).sum(axis=0) + g_entropy.sum()
+        grad_log_std = (g_logp[:, None] * (z * z - 1.0)).sum(axis=0)
+        if g_entropy is not None:
+            grad_log_std = grad_log_std + g_entropy.sum()
         return grad_mean.astype(z.dtype, copy=False), grad_log_std.astype(np.float32)
+
+
+def head_for(action_space: Space, log_std_init: float = 0.0, agent: str = "PPO") -> CategoricalHead | GaussianHead:
+    """The head of an action space: one softmax (Discrete), one per component (MultiDiscrete) or a Gaussian (Box)."""
+    if isinstance(action_space, Discrete):
+        return CategoricalHead([action_space.n])
+    if isinstance(action_space, MultiDiscrete):
+        return CategoricalHead(list(action_space.nvec), multi=True)
+    if isinstance(action_space, Box):
+        return GaussianHead(action_space.low, action_space.high, log_std_init)
+    raise TypeError(f"{agent} needs a Discrete, MultiDiscrete or Box action space, got {action_space!r}")

@@ -7,6 +7,8 @@ rollout (``n_steps * N`` transitions) is turned into GAE(lambda) advantages and 
 passes of shuffled minibatches of the clipped surrogate, the value loss (optionally clipped around the old
 values, as SB3), the entropy bonus, one global gradient-norm clip and Adam. Learning rate and clip range
 follow a constant or linear schedule of the progress ``1 - steps / total_steps`` (SB3's ``progress_remaining``).
+The actor, the critic and the log std live in one parameter vector, so one Adam step (``AdamGroup``) and one
+gradient scale update them all; each epoch puts the rollout in its shuffled order once and takes slices of it.
 
 Options: running observation normalisation (exported in the model's ``obs_norm``, so the file plays the same
 policy) and reward scaling by the running standard deviation of the discounted return (VecNormalize's); a
@@ -29,8 +31,8 @@ from ..base.lineage import ancestry_record, params_digest
 from ..base.spaces import Box, Discrete, MultiDiscrete, Space
 from ..io.model_io import Model
 from ..nn.mlp import MLP, LayerSpec, as_layer_specs
-from ..nn.optim import Adam
-from .policies import CategoricalHead, GaussianHead, RunningMeanStd, init_orthogonal, masked_logits
+from ..nn.optim import Adam, AdamGroup
+from .policies import GaussianHead, RunningMeanStd, head_for, init_orthogonal, masked_logits
 
 __all__ = ["PPOConfig", "PPOAgent", "schedule_value"]
 
@@ -110,16 +112,6 @@ class PPOConfig:
         return asdict(self)
 
 
-def _head(action_space: Space, config: PPOConfig) -> CategoricalHead | GaussianHead:
-    if isinstance(action_space, Discrete):
-        return CategoricalHead([action_space.n])
-    if isinstance(action_space, MultiDiscrete):
-        return CategoricalHead(list(action_space.nvec), multi=True)
-    if isinstance(action_space, Box):
-        return GaussianHead(action_space.low, action_space.high, config.log_std_init)
-    raise TypeError(f"PPO needs a Discrete, MultiDiscrete or Box action space, got {action_space!r}")
-
-
 class PPOAgent:
     """A PPO agent for a ``Box`` observation space and a Discrete, MultiDiscrete or Box action space.
 
@@ -138,22 +130,31 @@ class PPOAgent:
             raise TypeError(f"PPO needs a Box observation space, got {observation_space!r}")
         self.config = cfg = config if config is not None else PPOConfig()
         self.observation_space, self.action_space = observation_space, action_space
-        self.head = _head(action_space, cfg)
+        self.head = head_for(action_space, cfg.log_std_init, 'PPO')
         self.rng = np.random.default_rng(seed)
         self.obs_size = observation_space.size
         k = self.n_policy = self.head.n_outputs
-        if cfg.shared_trunk:
-            self.actor = MLP(self.obs_size, cfg.hidden, k + 1, rng=self.rng)
-            self.critic: MLP | None = None
-        else:
-            self.actor = MLP(self.obs_size, cfg.hidden, k, rng=self.rng)
-            self.critic = MLP(self.obs_size, cfg.hidden, 1, rng=self.rng)
+        # every parameter (actor, critic, log std) lives in one vector, stepped by one Adam (AdamGroup)
+        sizes = [MLP.param_count(self.obs_size, cfg.hidden, k + cfg.shared_trunk)]
+        sizes += [] if cfg.shared_trunk else [MLP.param_count(self.obs_size, cfg.hidden, 1)]
+        n_std = k if isinstance(self.head, GaussianHead) else 0
+        self._flat_params = np.zeros(sum(sizes) + n_std, dtype=np.float32)
+        self._flat_grad = np.zeros_like(self._flat_params)
+        ends = np.cumsum([0] + sizes)
+        nets = [MLP(self.obs_size, cfg.hidden, k + cfg.shared_trunk if i == 0 else 1, rng=self.rng,
+                    buffers=(self._flat_params[a:b], self._flat_grad[a:b]))
+                for i, (a, b) in enumerate(zip(ends[:-1], ends[1:]))]
+        self.actor, self.critic = nets[0], (None if cfg.shared_trunk else nets[1])
+        if isinstance(self.head, GaussianHead):
+            self._flat_params[-n_std:] = self.head.log_std
+            self.head.log_std = self._flat_params[-n_std:]
         if cfg.ortho_init:
             init_orthogonal(self.actor, self.rng, [0.01] * k + ([1.0] if cfg.shared_trunk else []))
             if self.critic is not None:
                 init_orthogonal(self.critic, self.rng, 1.0)
         self.origin = params_digest(self.actor.params)
         self.optimizers = [Adam(p, lr=cfg.learning_rate, eps=cfg.adam_eps) for p in self._param_vectors()]
+        self._adam = AdamGroup(self._flat_params, self.optimizers)
         self.obs_rms = RunningMeanStd((self.obs_size,))
         self.ret_rms = RunningMeanStd(())
         self.total_timesteps = cfg.total_timesteps
@@ -343,17 +344,25 @@ class PPOAgent:
         totals = np.zeros(6)
         count = 0
         for _ in range(cfg.n_epochs):
-            order = self.rng.permutation(m)
-            for start in range(0, m, cfg.batch_size):
-                idx = order[start:start + cfg.batch_size]
-                totals += self.minibatch_step(*(a[idx] for a in data[:6]), clip,  # type: ignore[call-arg]
-                                              *(a[idx] for a in data[6:]))
-                count += 1
+            count += self.train_epoch(data, clip, totals)
         self.n_updates += count
         means = totals / max(count, 1)
         self.stats = {"loss": means[0], "policy_loss": means[1], "value_loss": means[2], "entropy": means[3],
                       "approx_kl": means[4], "clip_fraction": means[5], "learning_rate": lr, "clip_range": clip}
         return float(means[0])
+
+    def train_epoch(self, data: tuple[np.ndarray, ...], clip: float, totals: np.ndarray) -> int:
+        """One pass over the rollout ``data`` (``update``'s arrays, one row per transition) in shuffled minibatches
+        (the rows put in the shuffled order once: each minibatch is a slice); ``minibatch_step``'s figures are
+        added to ``totals``. Returns the number of minibatches."""
+        m, size = len(data[0]), self.config.batch_size
+        order = self.rng.permutation(m)
+        shuffled = [a[order] for a in data]
+        for start in range(0, m, size):
+            end = start + size
+            totals += self.minibatch_step(*(a[start:end] for a in shuffled[:6]), clip,  # type: ignore[call-arg]
+                                          *(a[start:end] for a in shuffled[6:]))
+        return -(-m // size)
 
     def losses(self, obs: np.ndarray, actions: np.ndarray, old_logp: np.ndarray, old_values: np.ndarray,
                adv: np.ndarray, returns: np.ndarray, clip: float, backward: bool = True,
@@ -390,15 +399,15 @@ class PPOAgent:
         value_loss = float(np.dot(err, err)) * inv_b
         mean_entropy = float(entropy.sum()) * inv_b
         loss = policy_loss - cfg.ent_coef * mean_entropy + cfg.vf_coef * value_loss
-        figures = np.array([loss, policy_loss, value_loss, mean_entropy,
-                            float(((ratio - np.float32(1.0)) - log_ratio).sum()) * inv_b,
-                            np.count_nonzero(np.abs(ratio - np.float32(1.0)) > clip) * inv_b])
+        moved_ratio = ratio - np.float32(1.0)
+        figures = np.array([loss, policy_loss, value_loss, mean_entropy, float((moved_ratio - log_ratio).sum()) * inv_b,
+                            np.count_nonzero(np.abs(moved_ratio, out=moved_ratio) > clip) * inv_b])
         if not backward:
             return figures, []
         # d policy_loss / d logp: through the unclipped term where it is the minimum, else 0
         g_logp = surr1 * np.float32(-inv_b)
         g_logp *= unclipped
-        g_entropy = np.full(b, -cfg.ent_coef * inv_b, dtype=np.float32)
+        g_entropy = np.full(b, -cfg.ent_coef * inv_b, dtype=np.float32) if cfg.ent_coef else None  # (0: no term)
         g_values = err * np.float32(2.0 * cfg.vf_coef * inv_b)
         if inside is not None:
             g_values *= inside
@@ -406,9 +415,10 @@ class PPOAgent:
         if self.critic is None:
             grads = [self.actor.backward(np.concatenate([grad_out, g_values[:, None]], axis=1))]
         else:
-            grads = [self.actor.backward(grad_out), self.critic.backward(g_values[:, None].astype(np.float32))]
+            grads = [self.actor.backward(grad_out), self.critic.backward(g_values[:, None])]
         if grad_log_std is not None:
-            grads.append(grad_log_std)
+            grads.append(self._flat_grad[-len(grad_log_std):])
+            grads[-1][...] = grad_log_std
         return figures, grads
 
     def minibatch_step(self, obs: np.ndarray, actions: np.ndarray, old_logp: np.ndarray, old_values: np.ndarray,
@@ -418,11 +428,8 @@ class PPOAgent:
         figures, grads = self.losses(obs, actions, old_logp, old_values, adv, returns, clip, masks=masks)
         norm = math.sqrt(sum(float(np.dot(g, g)) for g in grads))
         if norm > self.config.max_grad_norm:  # torch's clip_grad_norm_: max_norm / (norm + 1e-6)
-            scale = np.float32(self.config.max_grad_norm / (norm + 1e-6))
-            for g in grads:
-                g *= scale
-        for opt, g in zip(self.optimizers, grads):
-            opt.step(g)
+            self._flat_grad *= np.float32(self.config.max_grad_norm / (norm + 1e-6))
+        self._adam.step(self._flat_grad)  # (the grads are views of _flat_grad)
         return figures
 
     # ---- hooks of the training loop ----------------------------------------------------------------------
