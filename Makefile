@@ -9,7 +9,7 @@ VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' blender_manifest.toml)
 ZIP := dist/drla-$(VERSION).zip
 OUT ?= out
 
-.PHONY: setup setup-demo setup-bpy45 setup-browser test test-cpu-paths test-fast test-blender test-gui test-matrix demo bench bench-evolution bench-gym-vector lint format type check build validate clean help
+.PHONY: setup setup-demo setup-bpy45 setup-browser test test-cpu-paths test-fast test-blender test-gui test-matrix demo bench bench-evolution bench-gym-vector bench-walker-ppo lint format type check build validate clean help
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -112,6 +112,9 @@ bench-gym-vector: setup  ## the vector CartPole beside Gymnasium's CartPoleVecto
 	$(PY) -m pip install --quiet -r bench/requirements-bench.txt || echo "bench-gym-vector: bench/requirements-bench.txt" \
 	  "did not install (EnvPool has Linux wheels only): a column that cannot run is skipped, with its reason"
 	$(PY) bench/gym_vector.py $(BENCH_ARGS)
+
+bench-walker-ppo: setup  ## the walker by PPO against the walker by evolution at equal wall time (BENCH_ARGS="--seconds 60")
+	$(PY) bench/walker_ppo_vs_evolution.py $(BENCH_ARGS)
 
 lint: setup  ## ruff
 	$(PY) -m ruff check .

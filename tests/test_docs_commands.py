@@ -54,6 +54,7 @@ NOT_RUN = {
     "make bench": "every benchmark, minutes each: figures, not checks",
     "make bench-evolution": "installs neat-python into .venv and runs minutes of benchmarks",
     "make bench-gym-vector": "installs EnvPool into .venv and runs a minute of benchmarks: figures, not checks",
+    "make bench-walker-ppo": "trains the walker by PPO and by evolution for two minutes each: figures, not checks",
     "npm ci": "make setup-browser runs it in web/ before the suite (make test's prerequisite)",
     "pip install .": "installs into the environment running the tests; tests/test_package.py builds this wheel "
                      "and installs it into a fresh venv",

@@ -168,11 +168,11 @@ def test_another_file_is_refused_while_an_environment_holds_one_and_opens_after_
     with pytest.raises(gym_scene.SceneFileError, match=r"this process has .*tank\.blend open for 1 environment\(s\) "
                        r"and bpy holds one \.blend per process: close them first \(env\.close\(\)\), or make the "
                        r"environment on walker\.blend in another process"):
-        gymnasium.make("drla/Scene-v0", blend=str(ROOT / "scenes" / "walker" / "walker.blend"))
+        gymnasium.make("drla/Scene-v0", blend=str(ROOT / "scenes" / "walker" / "walker.blend"), tree="Walker")
     env.reset(seed=0)
     env.step(0)  # the refusal left the open file alone
     env.close()
-    other = gymnasium.make("drla/Scene-v0", blend=str(ROOT / "scenes" / "walker" / "walker.blend"))
+    other = gymnasium.make("drla/Scene-v0", blend=str(ROOT / "scenes" / "walker" / "walker.blend"), tree="Walker")
     assert other.unwrapped.file.path.name == "walker.blend"
     other.close()
 
@@ -188,7 +188,7 @@ def test_an_environment_dropped_without_close_lets_go_of_the_file():
     gc.collect()
     assert gym_scene._OPEN is None
     assert moved != _scene_state() == _as_opened(TANK)  # and the scene is back as the file opened it
-    other = gymnasium.make("drla/Scene-v0", blend=str(ROOT / "scenes" / "walker" / "walker.blend"))
+    other = gymnasium.make("drla/Scene-v0", blend=str(ROOT / "scenes" / "walker" / "walker.blend"), tree="Walker")
     other.close()
     with pytest.raises(RuntimeError, match=r"this DRLA scene environment \(tree 'Walker' of walker\.blend\) is "
                        "closed"):
@@ -307,7 +307,7 @@ def test_rgb_array_is_the_scene_camera_s_picture():
         assert np.array_equal(picture, np.rint(camera.read() * 255).astype(np.uint8))
     assert len(np.unique(picture.reshape(-1, 3), axis=0)) > 1
     env.close()
-    wide = gymnasium.make("drla/Scene-v0", blend=str(ROOT / "scenes" / "walker" / "walker.blend"),
+    wide = gymnasium.make("drla/Scene-v0", blend=str(ROOT / "scenes" / "walker" / "walker.blend"), tree="Walker",
                           render_mode="rgb_array")
     wide.reset(seed=0)
     assert wide.render().shape == (144, 256, 3)  # 1920 x 1080 scaled to 256 pixels a side
