@@ -95,9 +95,12 @@ class _OpenFile:
             raise SceneFileError(f"{self.path} has no DRLA node tree: add one in Blender (Add > DRLA Examples in "
                                  "the 3D viewport, or a new tree in the DRLA node editor)")
         if name is None:
-            if len(trees) > 1:
+            from . import scene as cli_scene
+
+            picked = cli_scene.panel_tree(trees, self.scene)
+            if picked is None:
                 raise SceneFileError(f"{self.path} has several DRLA trees; pick one with tree=NAME: {names}")
-            return trees[0]
+            return picked
         found = [t for t in trees if t.name == name]
         if not found:
             raise SceneFileError(f"no DRLA tree named {name!r} in {self.path}; it has: {names}")

@@ -108,15 +108,28 @@ def open_scene(path: str | Path, tree_name: str | None) -> tuple[Any, Any, Any, 
         raise CLIError(f"{path} has no DRLA node tree: open it in Blender and add one (Add > DRLA Examples in "
                        "the 3D viewport, or a new tree in the DRLA node editor), or give another .blend")
     if tree_name is None:
-        if len(trees) > 1:
+        tree = panel_tree(trees, bpy.context.scene)
+        if tree is None:
             raise CLIError(f"{path} has several DRLA trees; pick one with --tree: {', '.join(t.name for t in trees)}")
-        tree = trees[0]
+        if len(trees) > 1:
+            others = ", ".join(t.name for t in trees if t != tree)
+            print(f"{path.name}: tree {tree.name!r}, the RL Tree its DRLA panel picks (--tree picks another: "
+                  f"{others})", file=sys.stderr)
     else:
         matches = [t for t in trees if t.name == tree_name]
         if not matches:
             raise CLIError(f"no DRLA tree named {tree_name!r} in {path}; it has: {', '.join(t.name for t in trees)}")
         tree = matches[0]
     return bpy, ext, tree, bpy.context.scene
+
+
+def panel_tree(trees: list[Any], scene: Any) -> Any | None:
+    """The tree to use when none is named: the only one, else the RL Tree the scene's DRLA panel picks (what
+    pressing Train in that file would train); None when several exist and the panel picks none of them."""
+    if len(trees) == 1:
+        return trees[0]
+    picked = getattr(getattr(scene, "drla", None), "tree", None)
+    return picked if picked is not None and picked in trees else None
 
 
 def addon_module(name: str) -> Any:

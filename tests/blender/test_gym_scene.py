@@ -267,8 +267,8 @@ def test_clear_errors(tmp_path):
                        r"\(tank_a, tank_b\): use drla\.gym\.parallel_env\(blend=\.\.\., tree='Duel'\), a PettingZoo "
                        r"ParallelEnv$"):
         gymnasium.make("drla/Scene-v0", blend=str(DUEL), tree="Duel")
-    with pytest.raises(gym_scene.SceneFileError, match=r"several DRLA trees; pick one with tree=NAME: Arm3, Arm6$"):
-        gymnasium.make("drla/Scene-v0", blend=str(ROBOT_ARM))
+    with pytest.raises(gym_scene.SceneFileError, match=r"^tree 'Arm3' in robot_arm\.blend trains Learned IK"):
+        gymnasium.make("drla/Scene-v0", blend=str(ROBOT_ARM))  # no tree named: the panel's RL Tree, Arm3
     with pytest.raises(gym_scene.SceneFileError, match=r"^tree 'Arm3' in robot_arm\.blend trains Learned IK, which "
                        "has no environment to step"):
         gymnasium.make("drla/Scene-v0", blend=str(ROBOT_ARM), tree="Arm3")
@@ -464,7 +464,7 @@ def test_the_cleanrl_example_runs_ppo_updates_on_the_tank_copies(tmp_path):
     through ``make_vec`` (with a camera in the scene: PyTorch's optimizer loads Triton after Blender's GPU context,
 which crashed the process before ``drla.gym_scene`` loaded Triton first); it prints each update's line and exits 0
 (about 40 s on the loaded 2-core machine, most of it importing torch)."""
-    pytest.importorskip("torch", reason="the example trains with PyTorch (requirements-dev.txt; not in the bpy 4.5 leg)")
+    pytest.importorskip("torch", reason="the example trains with PyTorch (requirements-dev.txt; not in the 4.5 leg)")
     out = subprocess.run([sys.executable, str(ROOT / "examples" / "cleanrl_ppo_scene.py"), "--blend", str(TANK),
                           "--tree", "Tank", "--num-envs", "4", "--num-steps", "32", "--total-timesteps", "256",
                           "--seed", "1"], cwd=tmp_path, capture_output=True, text=True, timeout=300,

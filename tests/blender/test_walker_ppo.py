@@ -1,6 +1,6 @@
 """scenes/walker's second tree, "Walker PPO" (issue 26): the walker's evolution tree with a PPO Agent, its four Motor
 actions continuous. The committed file holds both trees (the evolution tree chosen); the PPO tree compiles to its
-build script's settings; the CLI names both when no --tree is given, and trained by the CLI for 12 000 steps
+build script's settings; without --tree the CLI trains the panel's tree, and trained by the CLI for 12 000 steps
 (seed 3) its greedy policy walks clearly farther than the untrained one, the file untouched."""
 
 import importlib.util
@@ -78,10 +78,26 @@ def _greedy_return(model: Path) -> float:
     return float(found.group(1))
 
 
-def test_the_cli_asks_which_tree():
-    out = _run("train", BLEND, "--steps", "10", "--quiet")
+def test_the_cli_trains_the_panel_s_tree_and_asks_when_the_panel_picks_none(ext, tmp_path):
+    """Without --tree the CLI trains what Train in the file's panel would ("Walker", and says so); a copy whose
+    panel picks no tree is refused with both names."""
+    from drla import scene as cli_scene
+
+    _, _, tree, _ = cli_scene.open_scene(BLEND, None)
+    assert tree.name == "Walker"
+    bpy.context.scene.drla.tree = None
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "walker.blend"), copy=True)
+    bpy.ops.wm.read_homefile(use_empty=True, use_factory_startup=True)
+    out = _run("train", tmp_path / "walker.blend", "--steps", "10", "--quiet")
     assert out.returncode == 2
     assert "walker.blend has several DRLA trees; pick one with --tree: Walker, Walker PPO" in out.stderr
+    gymnasium = pytest.importorskip("gymnasium")
+    import drla.gym  # noqa: F401  (registers drla/Scene-v0)
+    from drla import gym_scene
+
+    with pytest.raises(gym_scene.SceneFileError, match=r"several DRLA trees; pick one with tree=NAME: Walker, "
+                       r"Walker PPO$"):
+        gymnasium.make("drla/Scene-v0", blend=str(tmp_path / "walker.blend"))
 
 
 @pytest.mark.slow
