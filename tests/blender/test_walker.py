@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from test_cartpole_rb import _diff
+from tree_cases import _diff
 from test_snapshot import full_dump
 
 bpy = pytest.importorskip("bpy")
