@@ -156,7 +156,7 @@ def draw_recording(layout, context) -> bool:
     grid = box.grid_flow(row_major=True, columns=2, even_columns=True, align=True)
     for key, name in rec.labels:
         grid.label(text=f"{key}   {name}")
-    box.label(text="Esc   stop and save", icon='EVENT_ESC')
+    box.label(text="Esc   stop and save")
     if sessions.active(context.scene) is not None:  # (cannot happen: Train and Play wait for the recording)
         label_wrapped(box, context, "A run is active", 'ERROR')
     return True
@@ -169,8 +169,9 @@ LEGEND_TEXT = (0.92, 0.92, 0.94, 1.0)
 LEGEND_MUTED = (0.66, 0.66, 0.70, 1.0)
 LEGEND_KEY = (0.24, 0.24, 0.27, 1.0)
 LEGEND_LIT = (0.80, 0.22, 0.20, 1.0)  # the last key pressed, in the record button's red
-#: Below the viewport's own text in its top left corner (the view's name and the collection): pixels at scale 1.
-LEGEND_TOP_PX = 76
+#: Pixels at scale 1 below the top of the viewport's drawing space (under its headers): the view's name and the
+#: collection's, Blender's own two lines of text in the top left corner, stay readable above the legend.
+LEGEND_TOP_PX = 56
 _legend_handler: Any = None
 
 
@@ -244,6 +245,16 @@ def _left_tools_width(context) -> float:
     return float(sum(r.width for r in area.regions if r.type == 'TOOLS' and r.width > 1))
 
 
+def _top_headers_height(context) -> float:
+    """How much of the viewport's top its headers cover: the header and tool header drawn over it (transparent
+    headers: the drawing region spans the whole area), else 0."""
+    area, region = context.area, context.region
+    if area is None or region is None or region.height < area.height - 2:
+        return 0.0
+    return float(sum(r.height for r in area.regions if r.type in {'HEADER', 'TOOL_HEADER'} and r.height > 1
+                     and r.y >= region.y + region.height // 2))
+
+
 def _draw_legend_handler() -> None:
     context = bpy.context
     rec = demos_record.active(context.scene)
@@ -251,7 +262,8 @@ def _draw_legend_handler() -> None:
     if rec is None or region is None:
         return
     scale = context.preferences.system.ui_scale or 1.0
-    draw_legend(rec, _left_tools_width(context) + 16 * scale, region.height - LEGEND_TOP_PX * scale, scale)
+    top = region.height - _top_headers_height(context) - LEGEND_TOP_PX * scale
+    draw_legend(rec, _left_tools_width(context) + 16 * scale, top, scale)
 
 
 def show_legend(on: bool) -> None:
@@ -273,6 +285,7 @@ def legend_shown() -> bool:
 def _stop_recordings(*_args) -> None:
     """Saving or opening a file stops a recording first (saved beside the .blend), its scene put back."""
     demos_record.stop_all()
+    show_legend(False)
 
 
 def register() -> None:

@@ -116,3 +116,10 @@ def test_the_legend_handler_comes_and_goes_with_the_recording(empty_scene, tmp_p
     rec.stop(save=False)
     demo_operators.show_legend(False)
     assert not demo_operators.legend_shown()
+    # saving the file stops a recording (its steps saved) and takes the legend away with it
+    rec = demos_record.KeyboardRecorder(empty_scene, tree, str(tmp_path / "r.blend")).start()
+    demo_operators.show_legend(True)
+    rec.press("ONE")
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "r.blend"))
+    assert demos_record.active(empty_scene) is None and not demo_operators.legend_shown()
+    assert (tmp_path / "r_Reach_keyboard.npz").is_file()
