@@ -36,9 +36,9 @@ def learnt_text(agent: Any) -> str:
         return ""
     text = f"Learnt from the demonstration {learnt['file']} ({learnt['steps']} steps) first"
     if "agreement" in learnt:
-        text += f": behavioural-cloning pre-training takes its action in {learnt['agreement']:.0%} of its steps"
+        text += f": behavioural cloning, {learnt['agreement']:.0%} of its actions matched"
     elif "mean_abs_error" in learnt:
-        text += f": behavioural-cloning pre-training, mean action error {learnt['mean_abs_error']:.3g}"
+        text += f": behavioural cloning, mean action error {learnt['mean_abs_error']:.3g}"
     if learnt.get("replay"):
-        text += f"; {int(learnt['replay'])} of its transitions in the replay"
+        text += f"; {int(learnt['replay'])} transitions in the replay"
     return text
