@@ -1271,6 +1271,7 @@ def stage_train_to_end():
     check("the learning curve has episodes", curve_count() >= 1, curve_count())
     check("the scene is exactly as before after training", scene_fingerprint() == Ctx.before,
           diff(Ctx.before, scene_fingerprint()))
+    yield 1.0  # (Blender lays the sub-panels out again over a few redraws after the main panel grew)
     shot("21_trained_panel", area=Ctx.v3d, region_type='UI', ocr="trained_panel")
     yield 1.0
 
