@@ -23,10 +23,11 @@ import numpy as np
 from ...drla_core.base.spaces import Discrete
 from ...drla_core.io.demos import Demonstration, save_demo
 from ..tree.compiler import compile_tree
+from ..words import count
 from . import build
 from .demos_keyframes import default_demo_path
 
-__all__ = ["KEYS", "PAIRS", "KeyboardRecorder", "active", "MAX_RECORDED_STEPS"]
+__all__ = ["KEYS", "PAIRS", "KeyboardRecorder", "active", "any_active", "MAX_RECORDED_STEPS"]
 
 KEYS = ("ONE", "TWO", "THREE", "FOUR", "FIVE", "SIX", "SEVEN", "EIGHT", "NINE", "ZERO",
         "Q", "W", "E", "R", "T", "Y", "U", "I", "O", "P")
@@ -63,6 +64,7 @@ class KeyboardRecorder:
         self.keymap: dict[str, Any] = {}
         self.labels: list[tuple[str, str]] = []
         self.saved: Path | None = None
+        self.last_key = ""  # the label (as ``labels`` shows it) of the last key that stepped, for the overlay
 
     # ---- start / stop --------------------------------------------------------------------------------------
 
@@ -122,7 +124,16 @@ class KeyboardRecorder:
         if key not in self.keymap or self.env is None:
             return False
         self.step(self.keymap[key])
+        self.last_key = self._label_of(key)
         return True
+
+    def _label_of(self, key: str) -> str:
+        """The ``labels`` entry a key belongs to ('1', 'Space', or a continuous pair's 'Q / A')."""
+        short = KEY_LABELS.get(key, key)
+        for label, _ in self.labels:
+            if label == short or short in label.split(" / "):
+                return label
+        return short
 
     def step(self, action: Any) -> tuple[float, bool]:
         """One environment step of ``action``, recorded; a finished episode starts the next. ``(reward, ended)``."""
@@ -169,6 +180,23 @@ class KeyboardRecorder:
     def status_line(self) -> str:
         ret = f", last episode's return {self.last_return:.3g}" if self.last_return is not None else ""
         return f"Recording: {self.steps} steps, {self.episodes} episodes done{ret}. Esc: stop and save"
+
+    def progress_line(self) -> str:
+        """Steps, episodes and returns in a few words (the viewport overlay's second line)."""
+        words = [count(self.steps, "step"), f"{count(self.episodes, 'episode')} done",
+                 f"return {self.episode_return:.3g}"]
+        if self.last_return is not None:
+            words.append(f"last episode {self.last_return:.3g}")
+        return " \u00b7 ".join(words)
+
+    def keys_line(self) -> str:
+        """Every key and its action on one line (Blender's status bar while recording)."""
+        return "   ".join(f"{key}: {name}" for key, name in self.labels) + "   Esc: stop and save"
+
+
+def any_active() -> bool:
+    """Whether a recording runs in any scene."""
+    return bool(_ACTIVE)
 
 
 def stop_all() -> list[Path]:

@@ -9,6 +9,10 @@ Blender draws a preview icon into a square, so the picture is a square as wide a
 (its region's real width, rendered pixel for pixel at the UI scale): the metric's name on top,
 the curve with its minimum and maximum on the y axis, and the steps (or episodes, or updates)
 on the x axis.
+
+The tabs above the picture are the curves that apply to the run's agent kind (``tabs``): epsilon only for
+DQN, SAC's entropy temperature (alpha) in its place, none for PPO unless its history records an
+exploration figure; a Learned IK run has its tip error only, an evolution run its best and mean fitness.
 """
 
 from __future__ import annotations
@@ -44,6 +48,24 @@ COLOURS = {
     'EPSILON': (0.65, 0.9, 0.35, 1.0),
     'METRIC': (1.0, 0.85, 0.3, 1.0),
 }
+
+#: Which curves (the scene setting ``curve``'s items) each agent kind's runs record, and their tab's words:
+#: ``(curve, tab text)``. A kind not named here (a new one) gets ``DEFAULT_TABS``.
+DEFAULT_TABS = (('RETURN', "Return"), ('LOSS', "Loss"), ('EPSILON', "Epsilon"), ('METRIC', "Task"))
+KIND_TABS: dict[str, tuple[tuple[str, str], ...]] = {
+    "dqn": DEFAULT_TABS,
+    "team": DEFAULT_TABS,
+    "sac": (('RETURN', "Return"), ('LOSS', "Loss"), ('EPSILON', "Alpha"), ('METRIC', "Task")),
+    "ppo": (('RETURN', "Return"), ('LOSS', "Loss"), ('METRIC', "Task")),
+    "ik": (('LOSS', "Tip Error"),),
+    "evolution": (('RETURN', "Best"), ('LOSS', "Mean")),
+    "coevolution": (('RETURN', "Return"), ('LOSS', "Loss")),
+}
+#: The EPSILON curve's picture title by what the run records there (an agent's ``exploration_label``).
+EXPLORATION_TITLES = {"": "Epsilon (random actions)", "epsilon": "Epsilon (random actions)",
+                      "temperature": "Temperature (alpha)", "entropy": "Policy entropy"}
+#: The exploration figure each kind records in ``History.epsilons`` (where the agent names none itself).
+KIND_EXPLORATION = {"sac": "temperature"}
 
 _previews: Any = None
 _state: dict[str, dict[str, Any]] = {}
@@ -108,8 +130,40 @@ def _own_words(history: Any, key: str, metric: str = "") -> str:
     return value if isinstance(value, str) else ""
 
 
-def title(history: Any, metric: str) -> str:
-    """The metric's name as the picture's title."""
+def _records_exploration(history: Any) -> bool:
+    """Whether ``history`` holds an exploration figure other than zero (PPO explores by sampling: it records 0)."""
+    values = np.asarray([v for v in _field(history, "epsilons") if v is not None], dtype=np.float64)
+    return bool(values.size and np.any(np.isfinite(values) & (values != 0)))
+
+
+def exploration_of(kind: str, history: Any = None, agent_label: str = "") -> str:
+    """What a run's EPSILON curve holds: the agent's own ``exploration_label``, the history's, or the kind's."""
+    return agent_label or _own_words(history, "exploration_label") or KIND_EXPLORATION.get(kind, "")
+
+
+def tabs(kind: str, history: Any = None, exploration: str = "") -> list[tuple[str, str]]:
+    """The curve tabs ``(curve, text)`` for a run of agent kind ``kind`` (``kinds.AgentKind.name``): only the
+    curves it records. A PPO run gets an exploration tab only when ``history`` records one (``exploration``:
+    what it is, e.g. "entropy"); a coevolution run's tabs are named after its two sides."""
+    out = list(KIND_TABS.get(kind, DEFAULT_TABS))
+    if kind == "ppo" and _records_exploration(history):
+        out.insert(2, ('EPSILON', (exploration or "Exploration").capitalize()))
+    if kind == "coevolution":  # "pacman: best fitness per generation": the side's name
+        for i, (curve, _text) in enumerate(out):
+            side = _own_words(history, "curve_titles", curve).split(":", 1)
+            if len(side) == 2 and side[0].strip():
+                out[i] = (curve, side[0].strip().capitalize())
+    return out
+
+
+def shown_curve(chosen: str, tab_list: list[tuple[str, str]]) -> str:
+    """The curve the panel shows: the person's choice where it applies to the run, else its first tab."""
+    ids = [curve for curve, _ in tab_list]
+    return chosen if chosen in ids or not ids else ids[0]
+
+
+def title(history: Any, metric: str, exploration: str = "") -> str:
+    """The metric's name as the picture's title (``exploration``: what the EPSILON curve holds)."""
     own = _own_words(history, "curve_titles", metric)
     if own:
         return own
@@ -119,7 +173,8 @@ def title(history: Any, metric: str) -> str:
         name = history.get("loss_name") if isinstance(history, dict) else None
         return name if isinstance(name, str) and name else "Loss per update"
     if metric == 'EPSILON':
-        return "Epsilon (random actions)"
+        what = exploration or _own_words(history, "exploration_label")
+        return EXPLORATION_TITLES.get(what, what.capitalize())
     name = _metric_name(history)
     if not name:
         return "Task metric"
@@ -243,7 +298,8 @@ def _value_range(finite: np.ndarray) -> tuple[float, float]:
     return lo, hi
 
 
-def render(history: Any, metric: str = 'RETURN', size: int = SIZE, scale: int = 1) -> np.ndarray:
+def render(history: Any, metric: str = 'RETURN', size: int = SIZE, scale: int = 1,
+           exploration: str = "") -> np.ndarray:
     """The sidebar's picture: a ``size`` x ``size`` RGBA float32 array, top row first.
 
     The metric's name on top; the curve (faint: every value, bright: the moving average) with its
@@ -257,7 +313,7 @@ def render(history: Any, metric: str = 'RETURN', size: int = SIZE, scale: int = 
     raw, smooth = series(history, metric)
     x, x_label = x_values(history, metric, len(raw))
     pad, line_h = 4 * s, GLYPH_H * s
-    draw_text(img, pad, pad, title(history, metric), TEXT, s)
+    draw_text(img, pad, pad, title(history, metric, exploration), TEXT, s)
     finite = raw[np.isfinite(raw)]
     top, bottom, right = pad + line_h + 7 * s, size - pad - 2 * line_h - 2 * s, size - pad
     if finite.size == 0:
@@ -318,7 +374,7 @@ def picture_size(context) -> tuple[int, int, float]:
 def _draw_picture(key: str, state: dict[str, Any], size: int, scale: int) -> None:
     """Render ``state``'s history at ``size`` into its own preview (a fresh icon id: the UI is sure to
     show the new pixels, whereas an edited preview may keep showing its cached icon texture)."""
-    img = render(state.get("history"), state.get("metric", 'RETURN'), size, scale)
+    img = render(state.get("history"), state.get("metric", 'RETURN'), size, scale, state.get("exploration", ""))
     pictures = state.setdefault("pictures", {})
     used = pictures.get((size, scale), {}).get("used", time.monotonic())
     pictures[(size, scale)] = {"version": state.get("version", 0), "pixels": img, "used": used}
@@ -345,7 +401,7 @@ def update(key: str, history: Any, metric: str = 'RETURN', *, force: bool = Fals
         return False
     raw, _ = series(history, metric)
     state.update(t=now, metric=metric, history=history, count=int(raw.size), summary=summary(history, metric),
-                 title=title(history, metric), version=state.get("version", 0) + 1)
+                 title=title(history, metric, state.get("exploration", "")), version=state.get("version", 0) + 1)
     old = state.get("pictures", {})
     recent = [size for size, p in old.items() if now - p.get("used", now) < RECENT_S] or [(SIZE, 1)]
     for size in set(old) - set(recent):  # a sidebar that was resized or closed
@@ -380,15 +436,30 @@ def forget_all() -> None:
         forget(key)
 
 
-def draw(layout, key: str, settings, context=None) -> None:
-    """The curve block of the panel: metric switch, picture (or a hint), one line of numbers."""
-    layout.row().prop(settings, "curve", expand=True)
+def curve_tabs(key: str, kind: str) -> tuple[list[tuple[str, str]], str]:
+    """``(tabs, what the EPSILON curve holds)`` for the curve of ``key`` under a run of agent kind ``kind``."""
+    state = _state.get(key, {})
+    exploration = state.get("exploration", "") or exploration_of(kind, state.get("history"))
+    return tabs(kind, state.get("history"), exploration), exploration
+
+
+def draw(layout, key: str, settings, context=None, kind: str = "dqn") -> None:
+    """The curve block of the panel: the tabs of the curves a ``kind`` run records, the picture (or a hint),
+    one line of numbers."""
+    tab_list, _ = curve_tabs(key, kind)
+    metric = shown_curve(settings.curve, tab_list)
+    if len(tab_list) > 1:  # (one curve: its title in the picture says what it is)
+        row = layout.row(align=True)
+        for curve, text in tab_list:
+            row.prop_enum(settings, "curve", curve, text=text)
+    if metric != settings.curve:
+        _choose_later(settings, metric)
     state = _state.get(key)
     if not state:
         label_wrapped(layout, context, "The curve appears when training starts", 'GRAPH')
         return
-    if state.get("metric") != settings.curve and "history" in state:
-        update(key, state["history"], settings.curve, force=True)
+    if state.get("metric") != metric and "history" in state:
+        update(key, state["history"], metric, force=True)
     size, scale, icon_scale = picture_size(context)
     picture = state.get("pictures", {}).get((size, scale))
     if picture is None or picture.get("version") != state.get("version", 0) or "pixels" not in picture:
@@ -401,6 +472,31 @@ def draw(layout, key: str, settings, context=None) -> None:
     text = state.get("summary", "")
     if text:
         label_wrapped(layout, context, text)
+
+
+_pending: set[str] = set()
+
+
+def _choose_later(settings, curve: str) -> None:
+    """Make the shown curve the chosen one (its tab highlighted), just after this redraw: a panel cannot write
+    a property while it draws. (Headless ``bpy`` never runs timers: there the choice stays as it was.)"""
+    scene = getattr(settings, "id_data", None)
+    name = getattr(scene, "name", None)
+    if not isinstance(name, str) or name in _pending:
+        return
+    _pending.add(name)
+
+    def choose() -> None:
+        _pending.discard(name)
+        target = bpy.data.scenes.get(name)
+        drla = getattr(target, "drla", None)
+        if drla is not None and drla.curve != curve:
+            drla.curve = curve
+
+    try:
+        bpy.app.timers.register(choose, first_interval=0.0)
+    except Exception:
+        _pending.discard(name)
 
 
 def remember_history(key: str, history: Any) -> None:
@@ -422,13 +518,17 @@ def unregister() -> None:
     _state.clear()
 
 
-def follow(key: str, history: Any, metric: str, running: bool) -> None:
+def follow(key: str, history: Any, metric: str, running: bool, kind: str = "dqn", exploration: str = "") -> None:
     """Keep the curve of a run current: redrawn at most every THROTTLE_S while it runs, and exactly
-    once more when it has stopped or finished (the panel calls this as it draws)."""
+    once more when it has stopped or finished (the panel calls this as it draws). ``metric``: the person's
+    choice, shown where it applies to a ``kind`` run (``tabs``); ``exploration``: what the agent records as
+    its exploration (its ``exploration_label``; '' : the kind's)."""
     remember_history(key, history)
+    state = _state[key]
+    state["exploration"] = exploration_of(kind, history, exploration)
+    metric = shown_curve(metric, tabs(kind, history, state["exploration"]))
     if running:
         update(key, history, metric)
         return
-    state = _state.get(key, {})
     if state.get("metric") != metric or state.get("count") != series(history, metric)[0].size:
         update(key, history, metric, force=True)

@@ -13,7 +13,7 @@ import bpy
 from ...drla_core.rl.train import history_metric_text
 from ..preferences import checkpoint_dir
 from ..properties import TREE_IDNAME, settings
-from ..runs import kinds, model_store, outputs, sessions, switcher
+from ..runs import demos_use, kinds, model_store, outputs, sessions, switcher
 from ..words import format_duration
 from . import demo_operators, live_curve, net_overlay
 from .wrap import (  # noqa: F401  (the names net_panels and the tests use from here)
@@ -72,6 +72,7 @@ def draw_main(layout, context) -> None:
     s = settings(scene)
     layout.prop(s, "tree")
     draw_error(layout, s, context)
+    demo_operators.draw_recording(layout, context)  # while recording: the keys, where they are seen at once
     state = sessions.ui_state(scene)
     if state == "NO_TREE":
         label_wrapped(layout, context, "Pick an RL tree above, or add an example tree and its scene with "
@@ -102,6 +103,18 @@ def draw_main(layout, context) -> None:
 
     if s.message and state != "TRAINING":
         label_wrapped(layout, context, s.message, 'CHECKMARK' if state in {"TRAINED", "STOPPED"} else 'INFO')
+    learnt = demonstration_text(scene)
+    if learnt:  # the run began by learning from the Trainer's Demonstration
+        label_wrapped(layout, context, learnt, 'USER')
+
+
+def demonstration_text(scene) -> str:
+    """What the scene's run (of the tree shown) learnt from its Trainer's Demonstration first, or ''."""
+    sess = sessions.get(scene)
+    tree = settings(scene).tree
+    if sess is None or tree is None or getattr(sess, "tree_name", None) != tree.name:
+        return ""
+    return demos_use.learnt_text(getattr(getattr(sess, "job", None), "agent", None))
 
 
 def draw_grow(layout, scene, context=None) -> None:
@@ -166,16 +179,27 @@ def draw_curve(layout, context) -> None:
     s = settings(scene)
     sess = sessions.get(scene)
     history = getattr(sess, "history", None)
+    kind = curve_kind(s, sess)
     if history is not None:  # the curve follows the run as the panel redraws (the operator asks it to)
-        live_curve.follow(scene.name, history, s.curve, running=sess.state == sessions.RUNNING)
+        agent = getattr(getattr(sess, "job", None), "agent", None)
+        live_curve.follow(scene.name, history, s.curve, running=sess.state == sessions.RUNNING, kind=kind,
+                          exploration=str(getattr(agent, "exploration_label", "") or ""))
     layout.operator("drla.network_overlay", icon='NETWORK_DRIVE', depress=net_overlay.enabled(),
                     text="Hide Network" if net_overlay.enabled() else "Show Network")
     shown = net_overlay.status()
     if shown:  # what the overlay draws, or why nothing (right under its button, whatever the curve's size)
         label_wrapped(layout, context, shown, 'INFO' if shown.startswith("Showing") else 'ERROR')
-    live_curve.draw(layout, scene.name, s, context)
+    live_curve.draw(layout, scene.name, s, context, kind=kind)
     if s.report_path and sessions.ui_state(scene) != "TRAINING":
         label_wrapped(layout, context, f"Report: {outputs.files_words([s.report_path])}", 'IMAGE_DATA')
+
+
+def curve_kind(s, sess) -> str:
+    """The agent kind whose curves the panel offers: the run's (of the tree shown), else the tree's."""
+    run_kind = getattr(getattr(sess, "agent_kind", None), "name", "")
+    if run_kind and s.tree is not None and getattr(sess, "tree_name", None) == s.tree.name:
+        return run_kind
+    return kinds.of_tree(s.tree).name
 
 
 # --------------------------------------------------------------------------- panel classes

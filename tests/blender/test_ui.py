@@ -246,7 +246,8 @@ def test_curve_panel_draws_the_picture(ui, tree, empty_scene):
     layout = draw(ui.panels.DRLA_PT_view3d_curve)
     (icon,) = calls(layout, "template_icon")
     assert icon.kwargs["icon_value"] == 42 and icon.kwargs["scale"] == pytest.approx(icon_scale)
-    assert calls(layout, "prop")[0].args[1] == "curve"
+    assert [c.args[1:] for c in calls(layout, "prop_enum")] == [("curve", c) for c in ('RETURN', 'LOSS', 'EPSILON',
+                                                                                     'METRIC')]  # a DQN tree's
     ui.live_curve.forget(empty_scene.name)
 
 

@@ -245,6 +245,7 @@ def diff(a, b):
 
 
 class Ctx:
+    demo = None
     v3d = None
     ne = None
     tree = None
@@ -1270,6 +1271,7 @@ def stage_train_to_end():
     check("the learning curve has episodes", curve_count() >= 1, curve_count())
     check("the scene is exactly as before after training", scene_fingerprint() == Ctx.before,
           diff(Ctx.before, scene_fingerprint()))
+    yield 1.0  # (Blender lays the sub-panels out again over a few redraws after the main panel grew)
     shot("21_trained_panel", area=Ctx.v3d, region_type='UI', ocr="trained_panel")
     yield 1.0
 
@@ -1309,10 +1311,27 @@ def stage_evolution_workers():
     yield 1.0
 
 
+def ocr_has(key, words):
+    """The words of ``words`` that tesseract did not find in the screenshot stored under ``key``."""
+    text = RESULTS["ocr"].get(key, "").lower()
+    return [w for w in words if w.lower() not in text]
+
+
+def person_keys():
+    """The keys a person presses for the tank's next shot, looking at the viewport: 6 / 7 to level the cannon (5
+    degrees a press), 1 / 2 to line up with TankB (0.5 a press), 8 to fire."""
+    objects = win().scene.objects
+    a, b, cannon = objects["TankA"], objects["TankB"], objects["Cannon"]
+    tilt = round(cannon.rotation_euler[0] / 0.0872665)  # 5 degrees
+    moves = round((b.matrix_world.translation.x - a.matrix_world.translation.x) / 0.5)
+    return ["7"] * max(tilt, 0) + ["6"] * max(-tilt, 0) + ["1"] * max(moves, 0) + ["2"] * max(-moves, 0) + ["8"]
+
+
 def stage_record_demo():
-    """Record Demonstration (issue 26): the sidebar button starts the modal recording; real key presses over the
-    3D viewport step the tank (1: right, 8: fire, as the panel lists them); Esc saves the file beside the .blend
-    and puts the scene back."""
+    """Record Demonstration (issue 26): the sidebar button starts the modal recording; the keys are seen at once
+    (a legend over the 3D viewport, the top of the sidebar, the status bar); real key presses over the 3D viewport
+    step the tank (1: right, 8: fire, as the legend lists them); Esc saves the file beside the .blend and puts the
+    scene back."""
     Ctx.before = scene_fingerprint()
     recorder = mod("runs.demos_record")
     try:
@@ -1324,22 +1343,136 @@ def stage_record_demo():
     check("the panel lists a key per action (and Space for the wait)",
           rec is not None and [k for k, _ in rec.labels] == ["1", "2", "3", "4", "5", "6", "7", "8", "Space"],
           getattr(rec, "labels", None))
+    check("the viewport's key legend is drawn while recording", mod("ui.demo_operators").legend_shown())
     for key in ("1", "1", "8", "2", "8"):
         yield from press(Ctx.v3d, key, 0.4, 0.5)
     yield from wait_until(lambda: rec is not None and rec.steps >= 5, 10)
     check("each action key steps the scene once", rec is not None and rec.steps == 5, getattr(rec, "steps", None))
-    shot("demo_01_recording", area=Ctx.v3d)
-    shot("demo_02_recording_panel", area=Ctx.v3d, region_type='UI')
+    shot("demo_01_recording", area=Ctx.v3d, ocr="demo_viewport")
+    missing = ocr_has("demo_viewport", ["Recording a demonstration", "move_right", "canon_down", "fire",
+                                        "stop and save"])
+    check("the keys and their actions are read over the 3D viewport (OCR)", not missing,
+          f"missing {missing}; OCR: {RESULTS['ocr'].get('demo_viewport', '')[:600]!r}")
+    shot("demo_02_recording_panel", area=Ctx.v3d, region_type='UI', ocr="demo_panel")
+    missing = ocr_has("demo_panel", ["Recording a demonstration", "move_front", "fire", "stop and save"])
+    check("the keys are at the top of the sidebar, seen without scrolling (OCR)", not missing,
+          f"missing {missing}; OCR: {RESULTS['ocr'].get('demo_panel', '')[:600]!r}")
+    log("3D viewport area", Ctx.v3d.height, "regions", [(r.type, r.y, r.height) for r in Ctx.v3d.regions])
+    # the status bar, the window's bottom row, lists the keys too (Blender's place for a modal tool's keys)
+    shot("demo_02_status_bar", box=(0, win().height - 30, win().width, 30), ocr="demo_status")
+    missing = ocr_has("demo_status", ["move_right", "fire", "Esc"])
+    check("the status bar lists the keys (OCR)", not missing,
+          f"missing {missing}; OCR: {RESULTS['ocr'].get('demo_status', '')[:600]!r}")
+    # a person plays on: lines up with TankB and fires, looking at the viewport, shot after shot (each shot's keys
+    # typed in one go, as fast as a person types them)
+    target = int(os.environ.get("DRLA_GUI_DEMO_STEPS", "200"))
+    for _ in range(100):
+        if rec is None or recorder.active(win().scene) is not rec or rec.steps >= target:
+            break
+        keys = person_keys()
+        want = rec.steps + len(keys)
+        x, y = screen_xy(Ctx.v3d, 'WINDOW', 0.4, 0.5)
+        yield from xdo("mousemove", x, y, "key", "--delay", "80", *keys)
+        yield from wait_until(lambda want=want: rec.steps >= want, 10, poll=0.1)
+    hits = sum(1 for r in (rec.rows["rewards"] if rec else []) if r > 0)
+    check("the person's keys hit TankB", hits >= 3, f"{hits} hits in {getattr(rec, 'steps', 0)} steps")
+    shot("demo_03_recording_more", area=Ctx.v3d)
     path = mod("runs.demos_keyframes").default_demo_path(bpy.data.filepath, Ctx.tree.name, "keyboard")
+    steps = getattr(rec, "steps", 0)
     yield from press(Ctx.v3d, "Escape", 0.4, 0.5)
     yield from wait_until(lambda: recorder.active(win().scene) is None, 10)
     check("Esc stops the recording", Ctx.waited)
+    check("the legend is gone with the recording", not mod("ui.demo_operators").legend_shown())
     check("the demonstration is saved beside the .blend", path.is_file(), str(path))
     if path.is_file():
         demo = sys.modules[f"{ADDON}.drla_core.io.demos"].load_demo(path)
-        check("it holds the five steps played", demo.actions.tolist() == [0, 0, 7, 1, 7], demo.actions.tolist())
+        check("it holds the steps played, the first five as pressed", demo.actions.tolist()[:5] == [0, 0, 7, 1, 7]
+              and len(demo) == steps, f"{len(demo)} steps: {demo.actions.tolist()}")
     check("the scene is exactly as before after recording", scene_fingerprint() == Ctx.before,
           diff(Ctx.before, scene_fingerprint()))
+    Ctx.demo = path
+    shot("demo_04_saved_panel", area=Ctx.v3d, region_type='UI')
+    yield 1.0
+
+
+def stage_train_with_demo():
+    """The recorded file in the Trainer node's Demo field, Train in the sidebar: the run learns from the
+    demonstration first (the panel says so), trains to the end, and the scene is exactly as before; the stored
+    model hits TankB."""
+    try:
+        trainer = next(n for n in Ctx.tree.nodes if n.bl_idname == "DRLA_TrainerNode")
+        trainer.demonstration = "//" + Ctx.demo.name  # what the Demo field's file browser writes (relative)
+        for node in Ctx.tree.nodes:
+            node.select = node == trainer
+        Ctx.tree.nodes.active = trainer
+    except Exception:
+        failed_stage("demo field")
+    yield 1.0
+    try:
+        with override(Ctx.ne):
+            bpy.ops.node.view_selected()
+        region(Ctx.ne, 'UI').active_panel_category = 'Node'  # the active node's settings, full size
+    except Exception:
+        failed_stage("view the trainer")
+    yield 1.5
+    shot("demo_05_trainer_demo_field", area=Ctx.ne, region_type='UI', ocr="demo_trainer")
+    check("the Trainer node shows the file in its Demo field (OCR of the node editor's Node tab)",
+          not ocr_has("demo_trainer", ["Demo", "tank_Tank"]), RESULTS["ocr"].get("demo_trainer", "")[:600])
+    region(Ctx.ne, 'UI').active_panel_category = 'DRLA'
+    
+    try:
+        Ctx.before = scene_fingerprint()
+        drla().total_steps = int(os.environ.get("DRLA_GUI_DEMO_TRAIN_STEPS", "300"))
+        result = sidebar_call(bpy.ops.drla.train)
+        check("Train with the Trainer's Demonstration starts a modal run", result == {'RUNNING_MODAL'},
+              f"{result} error={drla().error!r}")
+    except Exception:
+        failed_stage("train with demo")
+    panels = mod("ui.panels")
+    learnt = panels.demonstration_text(win().scene)
+    check("the run learnt from the demonstration first (the panel's line)",
+          learnt.startswith(f"Learnt from the demonstration {Ctx.demo.name}") and "cloning" in learnt, learnt)
+    yield from wait_until(lambda: ui_state() != "TRAINING", 180, poll=1.0)
+    state_line("trained with demo")
+    check("training with the demonstration runs to the end", ui_state() == "TRAINED" and not drla().error,
+          f"ui_state={ui_state()} message={drla().message!r} error={drla().error!r}")
+    check("the scene is exactly as before after training", scene_fingerprint() == Ctx.before,
+          diff(Ctx.before, scene_fingerprint()))
+    yield 1.0  # (Blender lays the sub-panels out again over a few redraws after the main panel grew)
+    shot("demo_06_trained_panel", area=Ctx.v3d, region_type='UI', ocr="demo_trained_panel")
+    missing = ocr_has("demo_trained_panel", ["Learnt from the demonstration", "behavioural"])
+    check("the sidebar says the demonstration was learnt from (OCR)", not missing,
+          f"missing {missing}; OCR: {RESULTS['ocr'].get('demo_trained_panel', '')[:800]!r}")
+    try:
+        scene = win().scene
+        compiled = mod("tree.compiler").compile_tree(Ctx.tree, scene)
+        model = mod("runs.model_store").load_stored_model(Ctx.tree)
+        text = mod("runs.play").evaluate_episodes(scene, compiled, model, 3, 0, None)
+        log("greedy play of the stored model:", text)
+        hits = re.search(r"\((\d+) hits? of (\d+) shots?", text)
+        check("the stored model hits TankB greedily", hits is not None and int(hits.group(1)) >= 3, text)
+        check("the scene is exactly as before after the greedy episodes", scene_fingerprint() == Ctx.before,
+              diff(Ctx.before, scene_fingerprint()))
+    except Exception:
+        failed_stage("greedy play after demo")
+    trainer.demonstration = ""
+    yield 1.0
+
+
+def stage_curve_tabs():
+    """The learning curve's tabs are the curves the run's agent records: no Epsilon tab for PPO or SAC; SAC's
+    temperature under Alpha, its picture titled so."""
+    kind = mod("ui.panels").curve_kind(drla(), mod("runs.sessions").get(win().scene))
+    text = RESULTS["ocr"].get("trained_panel", "")
+    check(f"no Epsilon tab for a {kind} run (OCR of the trained panel)", "epsilon" not in text.lower(), text[:600])
+    if kind == "sac":
+        check("SAC's exploration tab reads Alpha (OCR)", "alpha" in text.lower(), text[:600])
+        drla().curve = 'EPSILON'  # what a click on the Alpha tab does
+        yield 1.5
+        shot("23_sac_alpha_curve", area=Ctx.v3d, region_type='UI', ocr="alpha_panel")
+        check("the Alpha tab's picture is titled Temperature (alpha) (OCR)",
+              not ocr_has("alpha_panel", ["Temperature"]), RESULTS["ocr"].get("alpha_panel", "")[:600])
+        drla().curve = 'RETURN'
     yield 1.0
 
 
@@ -1357,9 +1490,9 @@ SCENARIOS = {
                stage_show_network_while_training),
     "examples": (stage_open_default, stage_layout, stage_examples, stage_example_here),
     "walker_copies": (stage_open, stage_layout, stage_physics_copies),
-    "tank_demo": (stage_open, stage_layout, stage_record_demo),
-    "cartpole_rb_ppo": (stage_open, stage_layout, stage_train_to_end, stage_play),
-    "cartpole_rb_sac": (stage_open, stage_layout, stage_train_to_end, stage_play),
+    "tank_demo": (stage_open, stage_layout, stage_record_demo, stage_train_with_demo),
+    "cartpole_rb_ppo": (stage_open, stage_layout, stage_train_to_end, stage_curve_tabs, stage_play),
+    "cartpole_rb_sac": (stage_open, stage_layout, stage_train_to_end, stage_curve_tabs, stage_play),
     "cartpole_rb": (stage_open, stage_layout, stage_evolution_workers),
 }
 
