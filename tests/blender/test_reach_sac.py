@@ -1,7 +1,8 @@
 """Add > DRLA Examples > Reach (SAC, continuous): the cube reaches the goal with two Move actions with Amount, learnt
 by a SAC Agent. Added from the menu's operator into a fresh file, trained through the panel's TrainSession with the
 example's own settings (the user's scene bit-exact afterwards), the greedy policy reaches the goal nearly always and
-by a short path; the exported JSON and ONNX give the in-process policy's actions; the CLI trains the saved file."""
+by a short path; Show Network draws that policy, the exported JSON and ONNX give its actions; the CLI trains the
+saved file."""
 
 import subprocess
 import sys
@@ -93,6 +94,7 @@ def test_sac_learns_the_reach_and_its_exports_are_its_policy(ext, tmp_path):
     from drla.onnx_io import INPUT, export_onnx
     from drla_core.io.model_io import load_model
     from drla_ext.addon.runs.train import TrainSession
+    from drla_ext.addon.ui import net_overlay
     from drla_ext.drla_core.rl.sac import SACAgent
 
     scene, tree = _add_example(tmp_path)
@@ -115,6 +117,11 @@ def test_sac_learns_the_reach_and_its_exports_are_its_policy(ext, tmp_path):
 
     obs = np.concatenate([seen[::3], np.random.default_rng(0).uniform(-1.5, 1.5, (20, 4)).astype(np.float32)])
     expected = agent.predict(obs)
+    shown, source, why = net_overlay.networks(scene)  # Show Network: the run's policy, as the model file holds it
+    assert why == "" and source in {"trained run", "stopped run"} and len(shown) == 1, (shown, source, why)
+    policy = shown[0][1]
+    assert [w.shape for w in policy.weights] == [(4, 64), (64, 64), (64, 2)]
+    assert np.allclose(policy.forward(obs), expected, atol=1e-6)
     model = load_model(tmp_path / "reach_sac.json")  # what the Export JSON node wrote at the end of the run
     assert model.meta["agent"] == "sac" and model.network.input_size == 4 and model.network.output_size == 2
     assert np.allclose(model.act(obs), expected, atol=1e-6)
