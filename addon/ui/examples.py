@@ -359,15 +359,10 @@ def build_transform_scene(scene) -> tuple[Any, Any]:
     return agent, goal
 
 
-def build_transform_tree(scene, name: str = "Reach", total_steps: int = 6000) -> Any:
-    """Move the cube ``Agent`` to the empty ``Goal`` (both start at random spots in [-3, 3]^2).
-
-    State: the goal's location relative to the agent (3) and their distance (1). Actions:
-    move +-X / +-Y by 0.5 and wait. Reward: progress towards the goal, -0.01 per step, +1 when
-    within 0.5 (episode ends); leaving [-5, 5]^2 ends the episode with -1. At most 50 steps.
-    """
-    agent, goal = build_transform_scene(scene)
-    b = _Builder(name)
+def _reach_env(b: _Builder, agent, goal, continuous: bool = False) -> Any:
+    """The Reach environment: the goal relative to the agent and their distance; moves of 0.5 along +-X/+-Y and
+    wait (``continuous``: two Move actions with Amount, X and Y, each up to 0.5 either way); rewarded for
+    progress, -0.01 a step, +1 within 0.5 of the goal (the end), -1 for leaving [-5, 5]^2; at most 50 steps."""
     rel = b.node("DRLA_TransformSensorNode", object=goal, relative_to=agent, use_location=True,
                  use_rotation=False, scale=0.2)
     dist = b.node("DRLA_DistanceSensorNode", object_a=agent, object_b=goal, scale=0.2)
@@ -375,11 +370,13 @@ def build_transform_tree(scene, name: str = "Reach", total_steps: int = 6000) ->
     b.link(rel, state, "Sensors")
     b.link(dist, state, "Sensors")
     action_set = b.node("DRLA_ActionSetNode")
-    for action, vector in (("right", (0.5, 0, 0)), ("left", (-0.5, 0, 0)), ("front", (0, 0.5, 0)),
-                           ("back", (0, -0.5, 0)), ("wait", None)):
+    moves = ((("move_x", (0.5, 0, 0)), ("move_y", (0, 0.5, 0))) if continuous else
+             (("right", (0.5, 0, 0)), ("left", (-0.5, 0, 0)), ("front", (0, 0.5, 0)), ("back", (0, -0.5, 0)),
+              ("wait", None)))
+    for action, vector in moves:
         item = b.node("DRLA_ActionNode", action_name=action, kind='WAIT' if vector is None else 'MOVE')
         if vector is not None:
-            item.object, item.vector = agent, vector
+            item.object, item.vector, item.amount = agent, vector, continuous
         b.link(item, action_set, "Actions")
     progress = b.node("DRLA_DistanceRewardNode", object_a=agent, object_b=goal, mode='PROGRESS', weight=1.0)
     cost = b.node("DRLA_StepCostNode", cost=0.01)
@@ -394,9 +391,61 @@ def build_transform_tree(scene, name: str = "Reach", total_steps: int = 6000) ->
         b.link(node, env, "Rewards")
     for node in (reached, bounds):
         b.link(node, env, "Done")
+    return env
+
+
+def build_transform_tree(scene, name: str = "Reach", total_steps: int = 6000) -> Any:
+    """Move the cube ``Agent`` to the empty ``Goal`` (both start at random spots in [-3, 3]^2).
+
+    State: the goal's location relative to the agent (3) and their distance (1). Actions:
+    move +-X / +-Y by 0.5 and wait. Reward: progress towards the goal, -0.01 per step, +1 when
+    within 0.5 (episode ends); leaving [-5, 5]^2 ends the episode with -1. At most 50 steps.
+    """
+    agent, goal = build_transform_scene(scene)
+    b = _Builder(name)
+    env = _reach_env(b, agent, goal)
     _agent(b, env, hidden=(64, 64), total_steps=total_steps, epsilon=(1.0, 0.05, 0.3),
            replay=(20000, 64, 500), evaluate=(1000, 5), learning_rate=1e-3, gamma=0.95, train_freq=4,
            gradient_steps=1, target_update_interval=250)
+    return b.done()
+
+
+#: The SAC Agent node's settings of the continuous Reach tree (all pinned, so the tree does not change when the
+#: node's defaults do), its Replay Memory's (capacity, batch size, learning starts) and its Trainer's steps.
+REACH_SAC = dict(learning_rate=3e-3, gamma=0.95, train_freq=1, gradient_steps=1, tau=0.02, init_temperature=0.2,
+                 learn_temperature=True, keep_best=True)
+REACH_SAC_REPLAY = (20000, 64, 200)
+REACH_SAC_STEPS = 3000
+
+
+def build_reach_sac_tree(scene, name: str = "Reach SAC", total_steps: int = REACH_SAC_STEPS, **sac) -> Any:
+    """The Reach with continuous moves, learnt by SAC: the cube Agent goes to the empty Goal.
+
+    As the Reach (``build_transform_tree``: the same sensors, rewards and ends) but two Move actions with
+    Amount: each step the agent picks how far along X and along Y, from -0.5 to 0.5. A SAC Agent (two hidden
+    layers of 64, a Replay Memory) learns it in a few thousand steps; ``sac`` overrides its node's settings.
+    """
+    agent, goal = build_transform_scene(scene)
+    b = _Builder(name)
+    env = _reach_env(b, agent, goal, continuous=True)
+    prev = None
+    for size in (64, 64):
+        layer = b.node("DRLA_HiddenLayerNode", size=size, activation='RELU')
+        if prev is not None:
+            b.link(prev, layer, "Previous")
+        prev = layer
+    net = b.node("DRLA_NetworkNode")
+    b.link(prev, net, "Layers")
+    capacity, batch, starts = REACH_SAC_REPLAY
+    replay = b.node("DRLA_ReplayMemoryNode", capacity=capacity, batch_size=batch, learning_starts=starts)
+    sac_agent = b.node("DRLA_SACAgentNode", **{**REACH_SAC, **sac})
+    b.link(net, sac_agent, "Network")
+    b.link(replay, sac_agent, "Replay")
+    trainer = b.node("DRLA_TrainerNode", total_steps=total_steps, seed=0, eval_interval=500, eval_episodes=10)
+    b.link(env, trainer, "Environment")
+    b.link(sac_agent, trainer, "Agent")
+    export = b.node("DRLA_ExportJSONNode", filepath=f"//{name.lower().replace(' ', '_')}_model.json")
+    b.link(trainer, export, "Model")
     return b.done()
 
 

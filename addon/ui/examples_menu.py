@@ -21,6 +21,7 @@ from .examples import (
     build_arm3_tree,
     build_arm6_tree,
     build_chase_tree,
+    build_reach_sac_tree,
     build_tank_duel_tree,
     build_tank_tree,
     build_transform_tree,
@@ -31,6 +32,7 @@ from .examples_evolution import build_cartpole_rb_tree, build_pacman_tree, build
 EXAMPLES: dict[str, Callable[[Any], Any]] = {
     "Tank": build_tank_tree,
     "Reach (transform)": build_transform_tree,
+    "Reach (SAC, continuous)": build_reach_sac_tree,
     "Robot Arm 6 (Learned IK)": build_arm6_tree,
     "Robot Arm 3 (Learned IK)": build_arm3_tree,
     "Chase (two agents)": build_chase_tree,
@@ -136,6 +138,7 @@ GEOMETRY = {'MESH', 'CURVE', 'SURFACE', 'META', 'FONT', 'VOLUME', 'CURVES', 'POI
 #: example's agent and goal inside its Out of Bounds box, the Pac-Man maze and its walls
 BUILT_EXTENTS: dict[str, tuple[tuple[float, float, float], tuple[float, float, float]]] = {
     "Reach (transform)": ((-5.0, -5.0, -5.0), (5.0, 5.0, 5.0)),
+    "Reach (SAC, continuous)": ((-5.0, -5.0, -5.0), (5.0, 5.0, 5.0)),
 }
 
 

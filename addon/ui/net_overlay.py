@@ -48,11 +48,14 @@ _stored_checked: dict[str, float] = {}
 
 
 def network_of(holder: Any) -> Any:
-    """The network of an agent (``q_network``), of a loaded model or solver (``network``), or the network itself."""
+    """The network of an agent (``q_network``; SAC's and PPO's: ``policy_network()``, what their model file
+    holds), of a loaded model or solver (``network``), or the network itself."""
     for name in ("q_network", "network"):
         net = getattr(holder, name, None)
         if net is not None:
             return net
+    if callable(getattr(holder, "policy_network", None)):
+        return holder.policy_network()
     return holder if hasattr(holder, "weights") else None
 
 
