@@ -28,10 +28,15 @@ import numpy as np
 
 from ..nn.graph_net import GraphNetwork, RecurrentGraphNetwork, graph_levels
 from ..nn.mlp import ACTIVATIONS, _activate
+from .neat_breed import tell_cpp
 from .neat_genome import Genome, InnovationTracker, compatibility_distance, crossover, paper_distance, reaches
 from .neat_species import speciate
 
 __all__ = ["NEATConfig", "Genome", "InnovationTracker", "NEAT", "compatibility_distance", "crossover"]
+
+
+#: NEAT C++'s sigmoid steepness over tanh's (tanh x = 2 sigmoid(2 x) - 1): 4.924273 / 2
+STEEPNESS = 4.924273 / 2
 
 
 @dataclass
@@ -67,14 +72,37 @@ class NEATConfig:
     """Let new connections close cycles (recurrent networks, one activation per step; off: a DAG)."""
     compatibility: str = "neat-python"
     """neat-python's distance, or paper (``neat_genome.paper_distance``)."""
+    reproduction: str = "neat-python"
+    """neat-python's breeding, or neat-c++ (Stanley's NEAT C++ rules, ``neat_breed``; these options below)."""
+    mutate_only_prob: float = 0.25
+    """neat-c++: children that are a mutated copy of one parent (the others are crosses)."""
+    mate_only_prob: float = 0.2
+    """neat-c++: crosses left unmutated."""
+    interspecies_mate_rate: float = 0.001
+    """neat-c++: crosses whose father is another species' champion."""
+    mate_multipoint_prob: float = 0.6
+    """neat-c++: crosses taking matching genes from either parent (the others average them)."""
+    weight_mutate_power: float = 2.5
+    """neat-c++: weights move by a uniform draw in +- this."""
 
     @classmethod
     def paper(cls, **changes: Any) -> NEATConfig:
-        """The paper's section 4: 150 genomes; c1 = c2 = 1, c3 = 0.4, threshold 3; weights mutated 80 % (90 %
-        perturbed, 10 % replaced); node 3 %, link 5 % (20 tries); best 20 % breed, champion kept; stagnation 15."""
-        return cls(**{**dict(population_size=150, compatibility="paper", weight_coefficient=0.4, add_node_prob=0.03,
-                             add_connection_prob=0.05, add_connection_tries=20, weight_mutate_rate=0.72,
-                             weight_replace_rate=0.08, bias_mutate_rate=0.72, elitism=1), **changes})
+        """The paper's section 4 bred by NEAT C++'s rules (``neat_breed``, its ``pole2_markov.ne``): 150 genomes;
+        c1 = c2 = 1, c3 = 0.4, threshold 3; 25 % of children mutation only, interspecies mating 0.001, crosses
+        60 % multipoint, 40 % averaged; weights mutated 80 % (power 2.5, capped at 8, both times ``STEEPNESS``);
+        node 3 %, link 5 % (20 tries); best 20 % breed, champion kept in species of more than 5; stagnation 15.
+        ``reproduction="neat-python"`` breeds it as before (neat-python's rules with the paper's rates)."""
+        base: dict[str, Any] = dict(population_size=150, compatibility="paper", weight_coefficient=0.4,
+                                    add_node_prob=0.03, add_connection_prob=0.05, add_connection_tries=20,
+                                    elitism=1)
+        if changes.get("reproduction", "neat-c++") == "neat-c++":
+            # NEAT C++'s power 2.5 and cap 8 on its sigmoid 1 / (1 + exp(-4.924273 x)), which is the preset's
+            # tanh (answers (tanh x + 1) / 2 = sigmoid(2 x)) on weights 4.924273 / 2 times larger
+            base.update(reproduction="neat-c++", weight_mutate_rate=0.8, weight_replace_rate=0.0,
+                        weight_mutate_power=2.5 * STEEPNESS, weight_max=8.0 * STEEPNESS, enable_mutate_rate=0.0)
+        else:
+            base.update(weight_mutate_rate=0.72, weight_replace_rate=0.08, bias_mutate_rate=0.72)
+        return cls(**{**base, **changes})
 
     def check(self) -> None:
         if self.population_size < 2:
@@ -85,6 +113,8 @@ class NEATConfig:
             raise ValueError("compatibility_threshold must be positive")
         if self.compatibility not in ("neat-python", "paper"):
             raise ValueError(f"unknown compatibility {self.compatibility!r}; choose neat-python or paper")
+        if self.reproduction not in ("neat-python", "neat-c++"):
+            raise ValueError(f"unknown reproduction {self.reproduction!r}; choose neat-python or neat-c++")
 
 
 class NEAT:
@@ -101,6 +131,7 @@ class NEAT:
         # each species: {"id", "representative": Genome, "members": [genome index], "best", "last_improved"}
         self.species: list[dict[str, Any]] = []
         self.next_species_id = 0
+        self.breed_state: dict[str, Any] = {"highest": -math.inf, "since": 0}  # neat-c++: the population's stagnation
         self._speciate()
 
     def __len__(self) -> int:
@@ -373,6 +404,8 @@ class NEAT:
     def tell(self, fitness: np.ndarray) -> None:
         """Stagnation, fitness sharing, offspring per species, elites, crossover and mutation; speciate."""
         c, rng = self.config, self.rng
+        if c.reproduction == "neat-c++":
+            return tell_cpp(self, fitness)
         f = np.asarray(fitness, dtype=np.float64)
         # stagnation: a species whose best fitness has not improved for max_stagnation generations goes,
         # unless it is among the species_elitism best
@@ -435,11 +468,16 @@ class NEAT:
         return Genome.from_data(data)
 
     def state(self) -> dict[str, Any]:
-        return {"generation": self.generation, "tracker": self.tracker.state(),
-                "genomes": [g.to_data() for g in self.genomes], "next_species_id": self.next_species_id,
-                "species": [{"id": sp["id"], "representative": sp["representative"].to_data(),
-                             "members": list(sp["members"]), "best": sp["best"] if math.isfinite(sp["best"]) else None,
-                             "last_improved": sp["last_improved"]} for sp in self.species]}
+        d = {"generation": self.generation, "tracker": self.tracker.state(),
+             "genomes": [g.to_data() for g in self.genomes], "next_species_id": self.next_species_id,
+             "species": [{"id": sp["id"], "representative": sp["representative"].to_data(),
+                          "members": list(sp["members"]), "best": sp["best"] if math.isfinite(sp["best"]) else None,
+                          "last_improved": sp["last_improved"], **({"born": sp["born"]} if "born" in sp else {})}
+                         for sp in self.species]}
+        if self.config.reproduction == "neat-c++":
+            h = self.breed_state["highest"]
+            d["breed"] = {"highest": h if math.isfinite(h) else None, "since": self.breed_state["since"]}
+        return d
 
     def load_state(self, d: Mapping[str, Any]) -> None:
         self.generation = int(d["generation"])
@@ -449,7 +487,11 @@ class NEAT:
         self.species = [{"id": int(sp["id"]), "representative": Genome.from_data(sp["representative"]),
                          "members": [int(i) for i in sp["members"]],
                          "best": -math.inf if sp["best"] is None else float(sp["best"]),
-                         "last_improved": int(sp["last_improved"])} for sp in d["species"]]
+                         "last_improved": int(sp["last_improved"]),
+                         **({"born": int(sp["born"])} if "born" in sp else {})} for sp in d["species"]]
+        b = d.get("breed") or {}
+        self.breed_state = {"highest": -math.inf if b.get("highest") is None else float(b["highest"]),
+                            "since": int(b.get("since", 0))}
 
     def status(self) -> dict[str, str]:
         hidden = [len(g.nodes) - self.n_out for g in self.genomes]

@@ -151,7 +151,7 @@ def speciate(genomes: list[Genome], species: list[dict[str, Any]], config: Any, 
             best_s = min(near_s)[1]
         if best_s is None:
             new_species.append({"id": next_id, "representative": g.copy(), "members": [], "best": -math.inf,
-                                "last_improved": generation})
+                                "last_improved": generation, "born": generation})
             next_id += 1
             table.append(row(i, c)[:p].tolist())
             best_s = len(new_species) - 1
