@@ -40,10 +40,8 @@ import argparse
 import json
 import math
 import os
-import random
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -59,78 +57,18 @@ from drla_core.envs.double_pole import (  # noqa: E402
 from drla_core.envs.xor import XOR_INPUTS, xor_fitness, xor_solved  # noqa: E402
 from drla_core.evolve.neat_tasks import TASKS, run_task  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "bench"))
+from evolution import Solved, neat_python_config_text, run_neat_python  # noqa: E402  (one neat-python runner)
+
 #: task -> (paper's mean evaluations, paper's failure rate, paper's mean hidden nodes) as the issue quotes them
 PAPER = {"xor": (4755, 0.0, 2.35), "double_pole": (3600, None, None), "double_pole_nv": (33184, None, None)}
 MAX_GENERATIONS = {"xor": 300, "double_pole": 300, "double_pole_nv": 1000}
 
-NEAT_PYTHON_CONFIG = """
-[NEAT]
-fitness_criterion     = max
-fitness_threshold     = 1e12
-pop_size              = 150
-reset_on_extinction   = False
-no_fitness_termination = True
-seed                  = {seed}
-
-[DefaultGenome]
-activation_default      = sigmoid
-activation_mutate_rate  = 0.0
-activation_options      = sigmoid
-aggregation_default     = sum
-aggregation_mutate_rate = 0.0
-aggregation_options     = sum
-bias_init_mean          = 0.0
-bias_init_stdev         = 1.0
-bias_max_value          = 30.0
-bias_min_value          = -30.0
-bias_mutate_power       = 0.5
-bias_mutate_rate        = 0.7
-bias_replace_rate       = 0.1
-compatibility_disjoint_coefficient = 1.0
-compatibility_weight_coefficient   = 0.5
-conn_add_prob           = 0.5
-conn_delete_prob        = 0.5
-enabled_default         = True
-enabled_mutate_rate     = 0.01
-feed_forward            = {feed_forward}
-initial_connection      = full
-node_add_prob           = 0.2
-node_delete_prob        = 0.2
-num_hidden              = 0
-num_inputs              = {inputs}
-num_outputs             = 1
-response_init_mean      = 1.0
-response_init_stdev     = 0.0
-response_max_value      = 30.0
-response_min_value      = -30.0
-response_mutate_power   = 0.0
-response_mutate_rate    = 0.0
-response_replace_rate   = 0.0
-weight_init_mean        = 0.0
-weight_init_stdev       = 1.0
-weight_max_value        = 30
-weight_min_value        = -30
-weight_mutate_power     = 0.5
-weight_mutate_rate      = 0.8
-weight_replace_rate     = 0.1
-
-[DefaultSpeciesSet]
-compatibility_threshold = 3.0
-
-[DefaultStagnation]
-species_fitness_func = max
-max_stagnation       = 20
-species_elitism      = 2
-
-[DefaultReproduction]
-elitism            = 2
-survival_threshold = 0.2
-min_species_size   = 2
-"""
-
-
-class _Solved(Exception):
-    pass
+#: neat-python's own XOR example (``examples/xor/config-feedforward``) as changes to bench/evolution.py's config
+NEAT_PYTHON_XOR = dict(fitness_threshold="1e12", pop_size=150, activation_default="sigmoid",
+                       activation_options="sigmoid", bias_init_stdev=1.0, conn_delete_prob=0.5, node_delete_prob=0.2,
+                       initial_connection="full", num_outputs=1, max_stagnation=20,
+                       min_species_size=2)
 
 
 def _np_balance(net: Any, start: Any, max_steps: int, velocities: bool) -> tuple[int, int, list[float]]:
@@ -155,12 +93,7 @@ def neat_python_run(task: str, seed: int, max_generations: int, max_seconds: flo
     import neat
 
     n_in, recurrent = TASKS[task]
-    with tempfile.NamedTemporaryFile("w", suffix=".cfg", delete=False) as f:
-        f.write(NEAT_PYTHON_CONFIG.format(seed=seed, inputs=n_in, feed_forward=not recurrent))
-    config = neat.Config(neat.DefaultGenome, neat.DefaultReproduction, neat.DefaultSpeciesSet,
-                         neat.DefaultStagnation, f.name)
-    os.unlink(f.name)
-    random.seed(seed)
+    text = neat_python_config_text(seed, **NEAT_PYTHON_XOR, num_inputs=n_in, feed_forward=not recurrent)
     make = neat.nn.RecurrentNetwork.create if recurrent else neat.nn.FeedForwardNetwork.create
     state: dict[str, Any] = {"generation": 0, "winner": None}
     t0, c0 = time.perf_counter(), time.process_time()
@@ -186,25 +119,19 @@ def neat_python_run(task: str, seed: int, max_generations: int, max_seconds: flo
                     best, best_fit = (number, genome, net), genome.fitness
             if won:
                 state["winner"] = (number, genome)
-                raise _Solved
+                raise Solved
         if task == "double_pole_nv" and best is not None:  # the generation's champion: 100,000 steps, 625 starts
             number, genome, net = best
             if _np_balance(net, START_STATE, 100_000, False)[0] >= 99_999:
                 held = sum(_np_balance(net, s, 1000, False)[0] >= 999 for s in generalization_states())
                 if held >= 200:
                     state["winner"] = (number, genome)
-                    raise _Solved
+                    raise Solved
         if time.perf_counter() - t0 > max_seconds:
             raise TimeoutError
 
-    pop = neat.Population(config)
-    timed_out = False
-    try:
-        pop.run(eval_genomes, max_generations)
-    except _Solved:
-        pass
-    except TimeoutError:
-        timed_out = True
+    _, _, stopped = run_neat_python(text, seed, eval_genomes, max_generations, stop=(TimeoutError,))
+    timed_out = stopped is not None
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     gen = state["generation"]
     if state["winner"] is None:
