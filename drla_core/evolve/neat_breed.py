@@ -40,19 +40,26 @@ from .neat_genome import Genome, crossover, paper_distance
 if TYPE_CHECKING:
     from .neat import NEAT
 
-__all__ = ["tell_cpp", "crossover_average", "mutate_weights_cpp"]
+__all__ = ["tell_cpp", "crossover_multipoint", "crossover_average", "mutate_weights_cpp"]
+
+
+def crossover_multipoint(fit: Genome, other: Genome, rng: np.random.Generator) -> Genome:
+    """NEAT C++'s ``mate_multipoint``: ``neat_genome.crossover``'s rule, genes visited in key order (so a genome
+    read back from its data breeds the same)."""
+    return crossover(Genome({k: fit.nodes[k] for k in sorted(fit.nodes)}, {k: fit.conns[k] for k in sorted(fit.conns)}),
+                     other, rng)
 
 
 def crossover_average(fit: Genome, other: Genome, rng: np.random.Generator) -> Genome:
     """NEAT C++'s ``mate_multipoint_avg``: matching genes' weights (and biases) averaged, disjoint and excess
     genes from ``fit``; a gene disabled in either parent stays disabled 75 % of the time."""
     nodes = {}
-    for k, g in fit.nodes.items():
-        o = other.nodes.get(k)
+    for k in sorted(fit.nodes):
+        g, o = fit.nodes[k], other.nodes.get(k)
         nodes[k] = list(g) if o is None else [(g[0] + o[0]) / 2.0, g[1]]
     conns = {}
-    for k, g in fit.conns.items():
-        o = other.conns.get(k)
+    for k in sorted(fit.conns):
+        g, o = fit.conns[k], other.conns.get(k)
         if o is None:
             conns[k] = list(g)
             continue
@@ -108,24 +115,18 @@ def _born(sp: dict[str, Any]) -> int:
     return int(sp.get("born", sp["last_improved"]))
 
 
-def tell_cpp(neat: NEAT, fitness: np.ndarray) -> None:
-    """Breed the next generation by NEAT C++'s rules (the module docstring); then speciate it."""
-    c, rng = neat.config, neat.rng
-    f = np.asarray(fitness, dtype=np.float64)
+def _adjust(neat: NEAT, f: np.ndarray, ranked: list[int], best_of: list[float]) -> tuple[list[np.ndarray],
+                                                                                           list[list[int]]]:
+    """``Species::adjust_fitness`` for every species: (adjusted fitness, members) best first; records improvement."""
+    c, species = neat.config, neat.species
     gen = neat.generation + 1  # NEAT C++ numbers generations from 1
-    species = neat.species
-    best_of = [float(f[sp["members"]].max()) for sp in species]
-    ranked = sorted(range(len(species)), key=lambda s: -best_of[s])  # (stable: ties keep the species order)
-    # obliterate: every 30 generations the worst species 20 generations old or more (else the best)
-    obliterate = -1
+    obliterate = -1  # every 30 generations the worst species 20 generations old or more (else the best)
     if gen % 30 == 0:
         pos = len(ranked) - 1
         while pos > 0 and gen - _born(species[ranked[pos]]) + 1 < 20:
             pos -= 1
         obliterate = ranked[pos]
-    # adjusted fitness, improvement, parents
-    adjusted: list[np.ndarray] = []
-    orders: list[list[int]] = []
+    adjusted, orders = [], []
     for s, sp in enumerate(species):
         members = sp["members"]
         stale = neat.generation - sp["last_improved"] + 1 >= c.max_stagnation
@@ -136,7 +137,11 @@ def tell_cpp(neat: NEAT, fitness: np.ndarray) -> None:
         orders.append([members[i] for i in order])
         if best_of[s] > sp["best"]:
             sp["best"], sp["last_improved"] = best_of[s], neat.generation
-    total = len(f)
+    return adjusted, orders
+
+
+def _expected(adjusted: list[np.ndarray], total: int) -> list[int]:
+    """Offspring per species: ``count_offspring``'s floors and skim, the shortfall to the species expecting most."""
     mean = float(np.concatenate(adjusted).sum()) / total
     expected = []
     skim = 0.0
@@ -151,22 +156,27 @@ def tell_cpp(neat: NEAT, fitness: np.ndarray) -> None:
                 skim -= whole
         expected.append(count)
     if sum(expected) < total:
-        top = max(s for s in range(len(species)) if expected[s] == max(expected))  # (the last of equals)
+        top = max(s for s in range(len(expected)) if expected[s] == max(expected))  # (the last of equals)
         expected[top] += 1
         if sum(expected) < total:
-            expected = [0] * len(species)
+            expected = [0] * len(expected)
             expected[top] = total
-    # population stagnation: the two best species breed from their champions (delta coding)
+    return expected
+
+
+def _delta_coding(neat: NEAT, ranked: list[int], best_now: float, expected: list[int]) -> list[int]:
+    """The population's stagnation: past ``max_stagnation + 5`` generations without a new best, the two best
+    species get half the population each, bred from their champions. Returns each species' champion children."""
+    c, species, st = neat.config, neat.species, neat.breed_state
     super_champ = [0] * len(species)
-    best_now = best_of[ranked[0]]
-    if best_now > neat.breed_state["highest"]:
-        neat.breed_state["highest"], neat.breed_state["since"] = best_now, 0
+    if best_now > st["highest"]:
+        st["highest"], st["since"] = best_now, 0
     else:
-        neat.breed_state["since"] += 1
-    if neat.breed_state["since"] >= c.max_stagnation + 5:
-        neat.breed_state["since"] = 0
+        st["since"] += 1
+    if st["since"] >= c.max_stagnation + 5:
+        st["since"] = 0
         half = c.population_size // 2
-        expected = [0] * len(species)
+        expected[:] = [0] * len(species)
         first = ranked[0]
         if len(ranked) > 1:
             second = ranked[1]
@@ -176,11 +186,48 @@ def tell_cpp(neat: NEAT, fitness: np.ndarray) -> None:
         else:
             super_champ[first] += c.population_size - half
             expected[first] = c.population_size - half
+    return super_champ
+
+
+def _cross(neat: NEAT, f: np.ndarray, s: int, pool: list[int], ranked: list[int], champions: list[int]) -> Genome:
+    """A cross of two parents of ``pool`` (or, rarely, with another species' champion), maybe mutated."""
+    c, rng, genomes = neat.config, neat.rng, neat.genomes
+    mom = pool[int(rng.integers(len(pool)))]
+    if rng.random() > c.interspecies_mate_rate:
+        dad = pool[int(rng.integers(len(pool)))]
+    else:
+        other, tries = s, 0
+        while other == s and tries < 5:
+            pick = int(math.floor(min(rng.normal() / 4.0, 1.0) * (len(ranked) - 1.0) + 0.5))
+            other = ranked[min(max(pick, 0), len(ranked) - 1)]
+            tries += 1
+        dad = champions[other]
+    a, b = genomes[mom], genomes[dad]
+    if f[mom] > f[dad] or (f[mom] == f[dad] and len(a.conns) < len(b.conns)):
+        fit, weak = a, b
+    else:
+        fit, weak = b, a
+    child = crossover_multipoint(fit, weak, rng) if rng.random() < c.mate_multipoint_prob else \
+        crossover_average(fit, weak, rng)
+    if rng.random() > c.mate_only_prob or mom == dad or paper_distance(a, b, c) == 0.0:
+        _mutate_cpp(neat, child)
+    return child
+
+
+def tell_cpp(neat: NEAT, fitness: np.ndarray) -> None:
+    """Breed the next generation by NEAT C++'s rules (the module docstring); then speciate it."""
+    c, rng, genomes = neat.config, neat.rng, neat.genomes
+    f = np.asarray(fitness, dtype=np.float64)
+    species = neat.species
+    best_of = [float(f[sp["members"]].max()) for sp in species]
+    ranked = sorted(range(len(species)), key=lambda s: -best_of[s])  # (stable: ties keep the species order)
+    adjusted, orders = _adjust(neat, f, ranked, best_of)
+    expected = _expected(adjusted, len(f))
+    super_champ = _delta_coding(neat, ranked, best_of[ranked[0]], expected)
     pools = [order[:int(math.floor(c.survival_threshold * len(order) + 1.0))] for order in orders]
     champions = [pool[0] for pool in pools]
     neat.tracker.new_generation()
     children: list[Genome] = []
-    genomes = neat.genomes
     for s, (pool, count) in enumerate(zip(pools, expected)):
         champ_done = False
         for _ in range(count):
@@ -199,25 +246,7 @@ def tell_cpp(neat: NEAT, fitness: np.ndarray) -> None:
                 child = genomes[pool[int(rng.integers(len(pool)))]].copy()
                 _mutate_cpp(neat, child)
             else:
-                mom = pool[int(rng.integers(len(pool)))]
-                if rng.random() > c.interspecies_mate_rate:
-                    dad = pool[int(rng.integers(len(pool)))]
-                else:
-                    other, tries = s, 0
-                    while other == s and tries < 5:
-                        pick = int(math.floor(min(rng.normal() / 4.0, 1.0) * (len(ranked) - 1.0) + 0.5))
-                        other = ranked[min(max(pick, 0), len(ranked) - 1)]
-                        tries += 1
-                    dad = champions[other]
-                a, b = genomes[mom], genomes[dad]
-                if f[mom] > f[dad] or (f[mom] == f[dad] and len(a.conns) < len(b.conns)):
-                    fit, weak = a, b
-                else:
-                    fit, weak = b, a
-                child = crossover(fit, weak, rng) if rng.random() < c.mate_multipoint_prob else \
-                    crossover_average(fit, weak, rng)
-                if rng.random() > c.mate_only_prob or mom == dad or paper_distance(a, b, c) == 0.0:
-                    _mutate_cpp(neat, child)
+                child = _cross(neat, f, s, pool, ranked, champions)
             children.append(child)
     neat.genomes = children
     neat.species = [sp for sp, count in zip(species, expected) if count]
