@@ -21,7 +21,8 @@ def test_paper_preset_breeds_by_neat_cpp_rules():
     c = NEATConfig.paper()
     assert (c.reproduction, c.mutate_only_prob, c.mate_only_prob, c.interspecies_mate_rate,
             c.mate_multipoint_prob) == ("neat-c++", 0.25, 0.2, 0.001, 0.6)
-    assert c.weight_mutate_power == pytest.approx(2.5 * 4.924273 / 2) and c.weight_max == pytest.approx(8 * STEEPNESS)
+    assert (c.weight_mutate_power, c.weight_max, c.weight_coefficient) == (2.5, 8.0, 0.4)  # NEAT C++'s units
+    assert c.weight_scale == pytest.approx(4.924273 / 2) == STEEPNESS
     assert (c.add_node_prob, c.add_connection_prob, c.survival_threshold, c.max_stagnation) == (0.03, 0.05, 0.2, 15)
     old = NEATConfig.paper(reproduction="neat-python")
     assert (old.reproduction, old.weight_mutate_rate, old.weight_replace_rate, old.weight_max) == \

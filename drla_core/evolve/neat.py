@@ -83,23 +83,25 @@ class NEATConfig:
     mate_multipoint_prob: float = 0.6
     """neat-c++: crosses taking matching genes from either parent (the others average them)."""
     weight_mutate_power: float = 2.5
-    """neat-c++: weights move by a uniform draw in +- this."""
+    """neat-c++: weights move by a uniform draw in +- this (times ``weight_scale``)."""
+    weight_scale: float = 1.0
+    """DRLA's weight per unit of NEAT C++'s (its sigmoid is steeper than tanh: ``STEEPNESS``): neat-c++'s
+    power and ``weight_max`` are multiplied by it, the paper distance's weight term divided by it."""
 
     @classmethod
     def paper(cls, **changes: Any) -> NEATConfig:
         """The paper's section 4 bred by NEAT C++'s rules (``neat_breed``, its ``pole2_markov.ne``): 150 genomes;
         c1 = c2 = 1, c3 = 0.4, threshold 3; 25 % of children mutation only, interspecies mating 0.001, crosses
-        60 % multipoint, 40 % averaged; weights mutated 80 % (power 2.5, capped at 8, both times ``STEEPNESS``);
-        node 3 %, link 5 % (20 tries); best 20 % breed, champion kept in species of more than 5; stagnation 15.
+        60 % multipoint, 40 % averaged; weights mutated 80 % (power 2.5, capped at 8, c3 applied: NEAT C++'s
+        units, ``weight_scale``); node 3 %, link 5 % (20 tries); best 20 % breed, champion kept in species of more
+        than 5; stagnation 15.
         ``reproduction="neat-python"`` breeds it as before (neat-python's rules with the paper's rates)."""
         base: dict[str, Any] = dict(population_size=150, compatibility="paper", weight_coefficient=0.4,
                                     add_node_prob=0.03, add_connection_prob=0.05, add_connection_tries=20,
                                     elitism=1)
         if changes.get("reproduction", "neat-c++") == "neat-c++":
-            # NEAT C++'s power 2.5 and cap 8 on its sigmoid 1 / (1 + exp(-4.924273 x)), which is the preset's
-            # tanh (answers (tanh x + 1) / 2 = sigmoid(2 x)) on weights 4.924273 / 2 times larger
             base.update(reproduction="neat-c++", weight_mutate_rate=0.8, weight_replace_rate=0.0,
-                        weight_mutate_power=2.5 * STEEPNESS, weight_max=8.0 * STEEPNESS, enable_mutate_rate=0.0)
+                        weight_mutate_power=2.5, weight_max=8.0, enable_mutate_rate=0.0, weight_scale=STEEPNESS)
         else:
             base.update(weight_mutate_rate=0.72, weight_replace_rate=0.08, bias_mutate_rate=0.72)
         return cls(**{**base, **changes})

@@ -21,9 +21,9 @@ Its rules, as ported here (``neat.NEAT.tell`` calls ``tell_cpp``):
 * a mutation is one of: a new node (``add_node_prob``), else a new connection (``add_connection_prob``),
   else weights (``weight_mutate_rate``) and a toggled connection (``enable_mutate_rate``);
 * weights (connection weights and node biases, the C++ bias links) move by a uniform draw in
-  ``+-weight_mutate_power``: every gene, or in a "severe" mutation (half of them) 70 % moved, 20 % replaced by
-  the draw; in genomes of 10 genes or more the last 20 % of the genes 50 % moved, 20 % replaced; capped at
-  ``+-weight_max``.
+  ``+-weight_mutate_power`` (times ``weight_scale``, as ``weight_max``): every gene, or in a "severe" mutation
+  (half of them) 70 % moved, 20 % replaced by the draw; in genomes of 10 genes or more the last 20 % of the
+  genes 50 % moved, 20 % replaced; capped at ``+-weight_max``.
 
 Speciation stays ``neat_species.speciate``'s (each genome to the closest species under the threshold).
 """
@@ -104,7 +104,7 @@ def _mutate_cpp(neat: NEAT, g: Genome) -> None:
         any(neat._add_connection(g) for _ in range(c.add_connection_tries))
     else:
         if rng.random() < c.weight_mutate_rate:
-            mutate_weights_cpp(g, c.weight_mutate_power, c.weight_max, rng)
+            mutate_weights_cpp(g, c.weight_mutate_power * c.weight_scale, c.weight_max * c.weight_scale, rng)
         if rng.random() < c.enable_mutate_rate and g.conns:
             keys = sorted(g.conns)
             gene = g.conns[keys[int(rng.integers(len(keys)))]]
@@ -235,7 +235,8 @@ def tell_cpp(neat: NEAT, fitness: np.ndarray) -> None:
                 child = genomes[pool[0]].copy()
                 if super_champ[s] > 1:
                     if rng.random() < 0.8 or c.add_connection_prob == 0.0:
-                        mutate_weights_cpp(child, c.weight_mutate_power, c.weight_max, rng)
+                        mutate_weights_cpp(child, c.weight_mutate_power * c.weight_scale,
+                                           c.weight_max * c.weight_scale, rng)
                     else:
                         any(neat._add_connection(child) for _ in range(c.add_connection_tries))
                 super_champ[s] -= 1

@@ -76,7 +76,7 @@ class GenePack:
         n = np.maximum(self.n_conns[r], self.n_conns)
         unmatched = self.n_conns[r] + self.n_conns - 2 * matching
         return c.disjoint_coefficient * unmatched / np.where(n >= 20, n, 1) + \
-            c.weight_coefficient * w / np.maximum(1, matching + nm.sum(axis=1))
+            c.weight_coefficient / getattr(c, "weight_scale", 1.0) * w / np.maximum(1, matching + nm.sum(axis=1))
 
     def neat_python_row(self, r: int, c: Any) -> np.ndarray:
         """``compatibility_distance(genome r, every genome)``, as numpy rounds it."""
