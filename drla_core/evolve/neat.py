@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..nn.graph_net import GraphNetwork, RecurrentGraphNetwork, graph_levels
+from ..nn.graph_net import GraphNetwork, RecurrentGraphNetwork
 from ..nn.mlp import ACTIVATIONS, _activate
 from .neat_breed import tell_cpp
 from .neat_genome import Genome, InnovationTracker, compatibility_distance, crossover, paper_distance, reaches
@@ -117,6 +117,21 @@ class NEATConfig:
             raise ValueError(f"unknown compatibility {self.compatibility!r}; choose neat-python or paper")
         if self.reproduction not in ("neat-python", "neat-c++"):
             raise ValueError(f"unknown reproduction {self.reproduction!r}; choose neat-python or neat-c++")
+
+
+def _depth(p: int, n: int, n_in: int, conn_g: list[int], conn_s: list[int], conn_t: list[int]) -> int:
+    """The deepest node level of ``p`` acyclic genomes (``graph_net.graph_levels``'s levels: inputs 0, others 1 +
+    their deepest source's), all at once: levels relaxed along the enabled connections until none changes."""
+    adj = np.zeros((p, n, n), dtype=bool)
+    adj[conn_g, conn_s, conn_t] = True
+    level = np.ones((p, n), dtype=np.int64)
+    level[:, :n_in] = 0
+    for _ in range(n + 1):  # (a DAG settles within its node count)
+        new = np.maximum(level, np.where(adj, level[:, :, None] + 1, 0).max(axis=1))
+        if np.array_equal(new, level):
+            break
+        level = new
+    return max(1, int(level.max()))
 
 
 class NEAT:
@@ -379,7 +394,6 @@ class NEAT:
         for gi, g in enumerate(self.genomes):
             hidden = sorted(node for node in g.nodes if node >= n_io)
             index = {node: n_io + k for k, node in enumerate(hidden)}
-            edges = []
             for s, t, w, e in g.conns.values():
                 if e:
                     si, ti = index.get(s, s), index.get(t, t)
@@ -387,16 +401,15 @@ class NEAT:
                     conn_s.append(si)
                     conn_t.append(ti)
                     conn_w.append(w)
-                    edges.append((si, ti))
             for node, (b, a) in g.nodes.items():
                 node_g.append(gi)
                 node_i.append(index.get(node, node))
                 node_b.append(b)
                 node_a.append(act_index[a])
-            if hidden and levels:  # without hidden nodes every connection goes from an input to an output: depth 1
-                depth = max(depth, max(graph_levels(n_io + len(hidden), n_in, edges)))
         if conn_g:  # (source, target) pairs are unique in a genome: one innovation number per pair
             weights[conn_g, conn_s, conn_t] = conn_w
+            if levels and n > n_io:  # without hidden nodes every connection goes from an input to an output: depth 1
+                depth = _depth(p, n, n_in, conn_g, conn_s, conn_t)
         biases[node_g, node_i] = node_b
         node_act[node_g, node_i] = node_a
         return weights, biases, node_act, act_names, depth

@@ -67,11 +67,12 @@ class GenePack:
         self.n_nodes = self.np_.sum(axis=1)
 
     def paper_row(self, r: int, c: Any) -> np.ndarray:
-        """``paper_distance(genome r, every genome)``, as numpy rounds it."""
-        cm = self.cp & self.cp[r]
-        nm = self.np_ & self.np_[r]
-        w = np.where(cm, np.abs(self.cw - self.cw[r]), 0.0).sum(axis=1) + \
-            np.where(nm, np.abs(self.nb - self.nb[r]), 0.0).sum(axis=1)
+        """``paper_distance(genome r, every genome)``, as numpy rounds it (over genome r's genes only: the others
+        match nothing)."""
+        cols, ncols = np.flatnonzero(self.cp[r]), np.flatnonzero(self.np_[r])
+        cm, nm = self.cp[:, cols], self.np_[:, ncols]
+        w = np.where(cm, np.abs(self.cw[:, cols] - self.cw[r, cols]), 0.0).sum(axis=1) + \
+            np.where(nm, np.abs(self.nb[:, ncols] - self.nb[r, ncols]), 0.0).sum(axis=1)
         matching = cm.sum(axis=1)
         n = np.maximum(self.n_conns[r], self.n_conns)
         unmatched = self.n_conns[r] + self.n_conns - 2 * matching
@@ -79,14 +80,15 @@ class GenePack:
             c.weight_coefficient / getattr(c, "weight_scale", 1.0) * w / np.maximum(1, matching + nm.sum(axis=1))
 
     def neat_python_row(self, r: int, c: Any) -> np.ndarray:
-        """``compatibility_distance(genome r, every genome)``, as numpy rounds it."""
+        """``compatibility_distance(genome r, every genome)``, as numpy rounds it (over genome r's genes only)."""
         out = np.zeros(len(self.cp))
-        for present, count, diff in (
-                (self.np_, self.n_nodes, lambda: np.abs(self.nb - self.nb[r]) + (self.na != self.na[r])),
-                (self.cp, self.n_conns, lambda: np.abs(self.cw - self.cw[r]) + (self.ce != self.ce[r]))):
-            m = present & present[r]
+        for present, count, value, kind in ((self.np_, self.n_nodes, self.nb, self.na),
+                                            (self.cp, self.n_conns, self.cw, self.ce)):
+            cols = np.flatnonzero(present[r])
+            m = present[:, cols]
             n = np.maximum(count[r], count)
-            w = np.where(m, diff(), 0.0).sum(axis=1)
+            diff = np.abs(value[:, cols] - value[r, cols]) + (kind[:, cols] != kind[r, cols])
+            w = np.where(m, diff, 0.0).sum(axis=1)
             part = (c.disjoint_coefficient * (count[r] + count - 2 * m.sum(axis=1)) + c.weight_coefficient * w) / \
                 np.maximum(n, 1)
             out += np.where(n > 0, part, 0.0)
