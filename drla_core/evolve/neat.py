@@ -382,30 +382,20 @@ class NEAT:
         act_names = sorted({a for g in self.genomes for _, a in g.nodes.values()})
         act_index = {a: i for i, a in enumerate(act_names)}
         node_act = np.full((p, n), -1, dtype=np.int64)
-        conn_g: list[int] = []
-        conn_s: list[int] = []
-        conn_t: list[int] = []
-        conn_w: list[float] = []
-        node_g: list[int] = []
-        node_i: list[int] = []
-        node_b: list[float] = []
-        node_a: list[int] = []
         depth = 1
-        for gi, g in enumerate(self.genomes):
-            hidden = sorted(node for node in g.nodes if node >= n_io)
-            index = {node: n_io + k for k, node in enumerate(hidden)}
-            for s, t, w, e in g.conns.values():
-                if e:
-                    si, ti = index.get(s, s), index.get(t, t)
-                    conn_g.append(gi)
-                    conn_s.append(si)
-                    conn_t.append(ti)
-                    conn_w.append(w)
-            for node, (b, a) in g.nodes.items():
-                node_g.append(gi)
-                node_i.append(index.get(node, node))
-                node_b.append(b)
-                node_a.append(act_index[a])
+        # each genome's node renumbering (hidden nodes after the outputs, in id order), then every gene through
+        # list comprehensions (no per-gene appends)
+        index = [{node: n_io + k for k, node in enumerate(sorted(nd for nd in g.nodes if nd >= n_io))}
+                 for g in self.genomes]
+        enabled = [[gene for gene in g.conns.values() if gene[3]] for g in self.genomes]
+        conn_g = [gi for gi, genes in enumerate(enabled) for _ in range(len(genes))]
+        conn_s = [ix.get(gene[0], gene[0]) for ix, genes in zip(index, enabled) for gene in genes]
+        conn_t = [ix.get(gene[1], gene[1]) for ix, genes in zip(index, enabled) for gene in genes]
+        conn_w = [gene[2] for genes in enabled for gene in genes]
+        node_g = [gi for gi, g in enumerate(self.genomes) for _ in range(len(g.nodes))]
+        node_i = [ix.get(node, node) for ix, g in zip(index, self.genomes) for node in g.nodes]
+        node_b = [v[0] for g in self.genomes for v in g.nodes.values()]
+        node_a = [act_index[v[1]] for g in self.genomes for v in g.nodes.values()]
         if conn_g:  # (source, target) pairs are unique in a genome: one innovation number per pair
             weights[conn_g, conn_s, conn_t] = conn_w
             if levels and n > n_io:  # without hidden nodes every connection goes from an input to an output: depth 1

@@ -37,20 +37,18 @@ class GenePack:
         ci = {k: j for j, k in enumerate(conn_keys)}
         ni = {k: j for j, k in enumerate(node_keys)}
         p = len(genomes)
-        rows, cols, w, en = [], [], [], []
-        nrows, ncols, b, acts = [], [], [], []
+        # (list comprehensions over every gene: a few Python operations per gene, no per-gene appends)
+        rows = [r for r, g in enumerate(genomes) for _ in range(len(g.conns))]
+        cols = [ci[k] for g in genomes for k in g.conns]
+        genes = [gene for g in genomes for gene in g.conns.values()]
+        w = [gene[2] for gene in genes]
+        en = [bool(gene[3]) for gene in genes]
+        nrows = [r for r, g in enumerate(genomes) for _ in range(len(g.nodes))]
+        ncols = [ni[k] for g in genomes for k in g.nodes]
+        nodes = [node for g in genomes for node in g.nodes.values()]
+        b = [node[0] for node in nodes]
         names: dict[str, int] = {}
-        for r, g in enumerate(genomes):
-            for k, gene in g.conns.items():
-                rows.append(r)
-                cols.append(ci[k])
-                w.append(gene[2])
-                en.append(bool(gene[3]))
-            for k, node in g.nodes.items():
-                nrows.append(r)
-                ncols.append(ni[k])
-                b.append(node[0])
-                acts.append(names.setdefault(node[1], len(names)))
+        acts = [names.setdefault(node[1], len(names)) for node in nodes]
         self.cp = np.zeros((p, len(conn_keys)), dtype=bool)
         self.cw = np.zeros((p, len(conn_keys)))
         self.ce = np.zeros((p, len(conn_keys)), dtype=bool)
