@@ -17,16 +17,19 @@ scored by the damping fitness over 1000 steps, then each generation one champion
 and on 625 start states (solved at >= 200 of them balanced for 1000 steps). Evaluations are counted as NEAT
 C++ counts them: ``150 * (generation - 1) + the winner's number``.
 
-DRLA: ``NEATConfig.paper()`` (150 genomes, the paper's c1, c2, c3, threshold and mutation rates; tanh nodes:
-the paper's steepened sigmoid is the same shape, see the preset), recurrent without velocities.
-neat-python 2.0.0: its own XOR example's configuration (``examples/xor/config-feedforward`` in
+DRLA: ``NEATConfig.paper()`` (150 genomes, the paper's c1, c2, c3, threshold and mutation rates, bred by NEAT
+C++'s rules: ``drla_core/evolve/neat_breed.py``, ported from Stanley's NEAT C++ 1.2.1 and its ``pole2_markov.ne``;
+tanh nodes: the paper's steepened sigmoid is the same shape on weights ``STEEPNESS`` times smaller, so its weight
+power, cap and c3 apply in its units), recurrent without velocities.
+neat-python 2.0.0 (run by bench/evolution.py's ``run_neat_python``, the one neat-python runner of the benches):
+its own XOR example's configuration (``examples/xor/config-feedforward`` in
 CodeReclaimers/neat-python: 150 genomes, sigmoid nodes, node add/delete 0.2/0.2, connection add/delete
 0.5/0.5, threshold 3.0, stagnation 20), ``feed_forward = False`` without velocities (the champion tried each
 generation: the generation's best), each genome evaluated alone in Python (its ``nn`` networks) on the same
 tasks (the force ``(output - 0.5) * 20`` N as NEAT C++'s, the same physics function). Wall time is per run,
 from the first population to the solution (or the budget); the table gives the medians of wall time and of
 the process's CPU time (``time.process_time``: on a loaded machine wall time mostly measures the other
-work), and the mean CPU time per generation.
+work), and the mean wall and CPU time per generation.
 
     .venv/bin/python bench/neat_paper.py [--runs N] [--full] [--tasks xor,double_pole,double_pole_nv]
         [--no-neat-python] [--neat-python-runs N] [--max-seconds S]
