@@ -121,3 +121,13 @@ def test_population_stagnation_gives_the_two_best_species_everything():
     assert neat.breed_state["since"] == 0 and len(neat) == 60
     after = [g.to_data() for g in neat.genomes]
     assert all(c in after for c in champs)  # each champion's last super child is its plain copy
+
+
+def test_neat_cpp_start_weights_are_uniform_in_its_units():
+    neat = NEAT(6, 1, NEATConfig.paper(), np.random.default_rng(1), output_activation="tanh")
+    w = np.array([gene[2] for g in neat.genomes for gene in g.conns.values()])
+    b = np.array([g.nodes[6][0] for g in neat.genomes])
+    assert np.abs(w).max() <= STEEPNESS and np.abs(b).max() <= STEEPNESS  # NEAT C++: +-1, bias links too
+    assert np.abs(w).mean() > 0.4 * STEEPNESS and np.abs(b).min() > 0.0  # uniform, not N(0, 1) nor zero biases
+    plain = NEAT(6, 1, NEATConfig.paper(reproduction="neat-python"), np.random.default_rng(1))
+    assert all(g.nodes[6][0] == 0.0 for g in plain.genomes)  # neat-python's start: biases 0

@@ -157,12 +157,20 @@ class NEAT:
     # -- genomes -------------------------------------------------------------------------------------------
 
     def _initial_genome(self) -> Genome:
-        """Every input connected to every output, weights N(0, initial_weight_sigma), biases 0."""
+        """Every input connected to every output, weights N(0, initial_weight_sigma), biases 0 (neat-c++: weights
+        and biases uniform in +-weight_scale, NEAT C++'s ``Population`` start: ``mutate_link_weights(1, 1,
+        COLDGAUSSIAN)`` on the start genome, its bias links included)."""
         c, rng = self.config, self.rng
         nodes = {self.n_in + j: [0.0, self.output_activation] for j in range(self.n_out)}
         conns = {}
-        weights = iter(rng.normal(0.0, c.initial_weight_sigma, size=self.n_in * self.n_out).tolist())  # (the same
-        for s in range(self.n_in):  # draws as one call each, in this order)
+        if c.reproduction == "neat-c++":
+            drawn = rng.uniform(-c.weight_scale, c.weight_scale, size=self.n_in * self.n_out + self.n_out).tolist()
+            for j in range(self.n_out):
+                nodes[self.n_in + j][0] = drawn[self.n_in * self.n_out + j]
+        else:
+            drawn = rng.normal(0.0, c.initial_weight_sigma, size=self.n_in * self.n_out).tolist()
+        weights = iter(drawn)  # (the same draws as one call each, in this order)
+        for s in range(self.n_in):
             for j in range(self.n_out):
                 t = self.n_in + j
                 conns[self.tracker.connection(s, t)] = [s, t, next(weights), True]
@@ -225,7 +233,10 @@ class NEAT:
             return not enabled
         if not recurrent and reaches(g, t, s):
             return False  # would close a cycle
-        g.conns[self.tracker.connection(s, t)] = [s, t, float(rng.normal(0.0, self.config.initial_weight_sigma)), True]
+        c = self.config  # (neat-c++: NEAT C++'s new link weight, uniform in +-1 of its units)
+        w = rng.uniform(-c.weight_scale, c.weight_scale) if c.reproduction == "neat-c++" else \
+            rng.normal(0.0, c.initial_weight_sigma)
+        g.conns[self.tracker.connection(s, t)] = [s, t, float(w), True]
         return True
 
     # -- species -------------------------------------------------------------------------------------------
