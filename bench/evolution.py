@@ -136,25 +136,56 @@ species_elitism      = 2
 [DefaultReproduction]
 elitism            = 2
 survival_threshold = 0.2
+min_species_size   = 1
 """
 
 
 class Solved(Exception):
-    """neat-python's run reached a champion that passed its check."""
+    """neat-python's run reached a champion that passed its check (raised from an ``eval_genomes``)."""
+
+
+def neat_python_config_text(seed: int, **changes: object) -> str:
+    """``NEAT_PYTHON_CONFIG`` with ``key = value`` lines replaced (``changes``: key -> value)."""
+    lines = []
+    for line in NEAT_PYTHON_CONFIG.format(seed=seed).splitlines():
+        key = line.split("=")[0].strip()
+        lines.append(f"{key} = {changes[key]}" if "=" in line and key in changes else line)
+    missing = set(changes) - {ln.split("=")[0].strip() for ln in lines if "=" in ln}
+    if missing:
+        raise KeyError(f"not keys of NEAT_PYTHON_CONFIG: {sorted(missing)}")
+    return "\n".join(lines) + "\n"
+
+
+def run_neat_python(config_text: str, seed: int, eval_genomes, max_generations: int,
+                    stop: tuple[type[BaseException], ...] = ()) -> tuple[object, bool, BaseException | None]:
+    """The one neat-python runner of the benches: a ``neat.Population`` from ``config_text`` (Python's ``random``
+    seeded with ``seed``), one generation per ``pop.run`` until ``eval_genomes`` raises ``Solved`` (True) or one of
+    ``stop`` (returned), or ``max_generations``. Returns (config, solved, the stop exception or None)."""
+    import neat
+
+    with tempfile.NamedTemporaryFile("w", suffix=".cfg", delete=False) as f:
+        f.write(config_text)
+    config = neat.Config(neat.DefaultGenome, neat.DefaultReproduction, neat.DefaultSpeciesSet,
+                         neat.DefaultStagnation, f.name)
+    os.unlink(f.name)
+    random.seed(seed)
+    pop = neat.Population(config)
+    for _ in range(max_generations):
+        try:
+            pop.run(eval_genomes, 1)  # (Solved: out of pop.run before it breeds a generation nobody uses)
+        except Solved:
+            return config, True, None
+        except stop as e:
+            return config, False, e
+    return config, False, None
 
 
 def neat_python_cartpole(seed: int) -> tuple[float | None, int]:
     import neat
 
-    with tempfile.NamedTemporaryFile("w", suffix=".cfg", delete=False) as f:
-        f.write(NEAT_PYTHON_CONFIG.format(seed=seed))
-    config = neat.Config(neat.DefaultGenome, neat.DefaultReproduction, neat.DefaultSpeciesSet,
-                         neat.DefaultStagnation, f.name)
-    os.unlink(f.name)
-    random.seed(seed)
     t0 = time.perf_counter()  # like DRLA's figure: from making the env and the population to the champion
     env = make("cartpole")
-    state = {"generation": 0, "solved": False}
+    state = {"generation": 0}
 
     def episode(net, ep_seed: int) -> float:
         obs, _ = env.reset(seed=ep_seed)
@@ -176,17 +207,11 @@ def neat_python_cartpole(seed: int) -> tuple[float | None, int]:
                 best, best_net = genome.fitness, net
         state["generation"] += 1
         if best >= SOLVED and np.mean([episode(best_net, s) for s in SOLVE_SEEDS]) >= SOLVED:
-            state["solved"] = True
-            raise Solved  # out of pop.run before it breeds a generation nobody uses (DRLA breeds none either)
+            raise Solved
 
-    pop = neat.Population(config)
-    while not state["solved"] and state["generation"] < MAX_GENERATIONS:
-        try:
-            pop.run(eval_genomes, 1)
-        except Solved:
-            pass
+    _, solved, _ = run_neat_python(neat_python_config_text(seed), seed, eval_genomes, MAX_GENERATIONS)
     wall = time.perf_counter() - t0
-    return (wall if state["solved"] else None), state["generation"]
+    return (wall if solved else None), state["generation"]
 
 
 def population_forward_us(repeats: int = 2000) -> float:

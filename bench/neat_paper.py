@@ -17,19 +17,22 @@ scored by the damping fitness over 1000 steps, then each generation one champion
 and on 625 start states (solved at >= 200 of them balanced for 1000 steps). Evaluations are counted as NEAT
 C++ counts them: ``150 * (generation - 1) + the winner's number``.
 
-DRLA: ``NEATConfig.paper()`` (150 genomes, the paper's c1, c2, c3, threshold and mutation rates; tanh nodes:
-the paper's steepened sigmoid is the same shape, see the preset), recurrent without velocities.
-neat-python 2.0.0: its own XOR example's configuration (``examples/xor/config-feedforward`` in
+DRLA: ``NEATConfig.paper()`` (150 genomes, the paper's c1, c2, c3, threshold and mutation rates, bred by NEAT
+C++'s rules: ``drla_core/evolve/neat_breed.py``, ported from Stanley's NEAT C++ 1.2.1 and its ``pole2_markov.ne``;
+tanh nodes: the paper's steepened sigmoid is the same shape on weights ``STEEPNESS`` times smaller, so its weight
+power, cap and c3 apply in its units), recurrent without velocities.
+neat-python 2.0.0 (run by bench/evolution.py's ``run_neat_python``, the one neat-python runner of the benches):
+its own XOR example's configuration (``examples/xor/config-feedforward`` in
 CodeReclaimers/neat-python: 150 genomes, sigmoid nodes, node add/delete 0.2/0.2, connection add/delete
 0.5/0.5, threshold 3.0, stagnation 20), ``feed_forward = False`` without velocities (the champion tried each
 generation: the generation's best), each genome evaluated alone in Python (its ``nn`` networks) on the same
 tasks (the force ``(output - 0.5) * 20`` N as NEAT C++'s, the same physics function). Wall time is per run,
 from the first population to the solution (or the budget); the table gives the medians of wall time and of
 the process's CPU time (``time.process_time``: on a loaded machine wall time mostly measures the other
-work), and the mean CPU time per generation.
+work), and the mean wall and CPU time per generation.
 
     .venv/bin/python bench/neat_paper.py [--runs N] [--full] [--tasks xor,double_pole,double_pole_nv]
-        [--no-neat-python] [--max-seconds S]
+        [--no-neat-python] [--neat-python-runs N] [--max-seconds S]
 
 ``--full``: the paper's 100 runs for every task (long). Prints a table, then one JSON line.
 """
@@ -40,10 +43,8 @@ import argparse
 import json
 import math
 import os
-import random
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -59,78 +60,18 @@ from drla_core.envs.double_pole import (  # noqa: E402
 from drla_core.envs.xor import XOR_INPUTS, xor_fitness, xor_solved  # noqa: E402
 from drla_core.evolve.neat_tasks import TASKS, run_task  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "bench"))
+from evolution import Solved, neat_python_config_text, run_neat_python  # noqa: E402  (one neat-python runner)
+
 #: task -> (paper's mean evaluations, paper's failure rate, paper's mean hidden nodes) as the issue quotes them
 PAPER = {"xor": (4755, 0.0, 2.35), "double_pole": (3600, None, None), "double_pole_nv": (33184, None, None)}
 MAX_GENERATIONS = {"xor": 300, "double_pole": 300, "double_pole_nv": 1000}
 
-NEAT_PYTHON_CONFIG = """
-[NEAT]
-fitness_criterion     = max
-fitness_threshold     = 1e12
-pop_size              = 150
-reset_on_extinction   = False
-no_fitness_termination = True
-seed                  = {seed}
-
-[DefaultGenome]
-activation_default      = sigmoid
-activation_mutate_rate  = 0.0
-activation_options      = sigmoid
-aggregation_default     = sum
-aggregation_mutate_rate = 0.0
-aggregation_options     = sum
-bias_init_mean          = 0.0
-bias_init_stdev         = 1.0
-bias_max_value          = 30.0
-bias_min_value          = -30.0
-bias_mutate_power       = 0.5
-bias_mutate_rate        = 0.7
-bias_replace_rate       = 0.1
-compatibility_disjoint_coefficient = 1.0
-compatibility_weight_coefficient   = 0.5
-conn_add_prob           = 0.5
-conn_delete_prob        = 0.5
-enabled_default         = True
-enabled_mutate_rate     = 0.01
-feed_forward            = {feed_forward}
-initial_connection      = full
-node_add_prob           = 0.2
-node_delete_prob        = 0.2
-num_hidden              = 0
-num_inputs              = {inputs}
-num_outputs             = 1
-response_init_mean      = 1.0
-response_init_stdev     = 0.0
-response_max_value      = 30.0
-response_min_value      = -30.0
-response_mutate_power   = 0.0
-response_mutate_rate    = 0.0
-response_replace_rate   = 0.0
-weight_init_mean        = 0.0
-weight_init_stdev       = 1.0
-weight_max_value        = 30
-weight_min_value        = -30
-weight_mutate_power     = 0.5
-weight_mutate_rate      = 0.8
-weight_replace_rate     = 0.1
-
-[DefaultSpeciesSet]
-compatibility_threshold = 3.0
-
-[DefaultStagnation]
-species_fitness_func = max
-max_stagnation       = 20
-species_elitism      = 2
-
-[DefaultReproduction]
-elitism            = 2
-survival_threshold = 0.2
-min_species_size   = 2
-"""
-
-
-class _Solved(Exception):
-    pass
+#: neat-python's own XOR example (``examples/xor/config-feedforward``) as changes to bench/evolution.py's config
+NEAT_PYTHON_XOR = dict(fitness_threshold="1e12", pop_size=150, activation_default="sigmoid",
+                       activation_options="sigmoid", bias_init_stdev=1.0, conn_delete_prob=0.5, node_delete_prob=0.2,
+                       initial_connection="full", num_outputs=1, max_stagnation=20,
+                       min_species_size=2)
 
 
 def _np_balance(net: Any, start: Any, max_steps: int, velocities: bool) -> tuple[int, int, list[float]]:
@@ -155,12 +96,7 @@ def neat_python_run(task: str, seed: int, max_generations: int, max_seconds: flo
     import neat
 
     n_in, recurrent = TASKS[task]
-    with tempfile.NamedTemporaryFile("w", suffix=".cfg", delete=False) as f:
-        f.write(NEAT_PYTHON_CONFIG.format(seed=seed, inputs=n_in, feed_forward=not recurrent))
-    config = neat.Config(neat.DefaultGenome, neat.DefaultReproduction, neat.DefaultSpeciesSet,
-                         neat.DefaultStagnation, f.name)
-    os.unlink(f.name)
-    random.seed(seed)
+    text = neat_python_config_text(seed, **NEAT_PYTHON_XOR, num_inputs=n_in, feed_forward=not recurrent)
     make = neat.nn.RecurrentNetwork.create if recurrent else neat.nn.FeedForwardNetwork.create
     state: dict[str, Any] = {"generation": 0, "winner": None}
     t0, c0 = time.perf_counter(), time.process_time()
@@ -186,25 +122,19 @@ def neat_python_run(task: str, seed: int, max_generations: int, max_seconds: flo
                     best, best_fit = (number, genome, net), genome.fitness
             if won:
                 state["winner"] = (number, genome)
-                raise _Solved
+                raise Solved
         if task == "double_pole_nv" and best is not None:  # the generation's champion: 100,000 steps, 625 starts
             number, genome, net = best
             if _np_balance(net, START_STATE, 100_000, False)[0] >= 99_999:
                 held = sum(_np_balance(net, s, 1000, False)[0] >= 999 for s in generalization_states())
                 if held >= 200:
                     state["winner"] = (number, genome)
-                    raise _Solved
+                    raise Solved
         if time.perf_counter() - t0 > max_seconds:
             raise TimeoutError
 
-    pop = neat.Population(config)
-    timed_out = False
-    try:
-        pop.run(eval_genomes, max_generations)
-    except _Solved:
-        pass
-    except TimeoutError:
-        timed_out = True
+    _, _, stopped = run_neat_python(text, seed, eval_genomes, max_generations, stop=(TimeoutError,))
+    timed_out = stopped is not None
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     gen = state["generation"]
     if state["winner"] is None:
@@ -235,6 +165,7 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
             "wall_median": statistics.median(r["wall"] for r in runs) if runs else math.nan,
             "cpu_median": statistics.median(r["cpu"] for r in runs) if runs else math.nan,
             "cpu_per_generation": statistics.fmean(r["cpu"] / r["generations"] for r in runs) if runs else math.nan,
+            "wall_per_generation": statistics.fmean(r["wall"] / r["generations"] for r in runs) if runs else math.nan,
             "wall_solved_median": statistics.median(r["wall"] for r in solved) if solved else math.nan}
 
 
@@ -251,6 +182,7 @@ def main() -> None:
     p.add_argument("--full", action="store_true", help="100 runs per task (the paper's count for XOR)")
     p.add_argument("--tasks", default="xor,double_pole,double_pole_nv")
     p.add_argument("--no-neat-python", action="store_true")
+    p.add_argument("--neat-python-runs", type=int, default=None, help="neat-python's runs per task (default: as DRLA)")
     p.add_argument("--max-seconds", type=float, default=300.0, help="wall budget of one run (either library)")
     args = p.parse_args()
     default_runs = {"xor": 10, "double_pole": 3, "double_pole_nv": 1}
@@ -262,7 +194,7 @@ def main() -> None:
             if lib == "neat-python" and args.no_neat_python:
                 continue
             results = []
-            for seed in range(runs):
+            for seed in range(args.neat_python_runs or runs if lib == "neat-python" else runs):
                 r = fn(task, seed, MAX_GENERATIONS[task], args.max_seconds)
                 results.append(r)
                 print(f"{task} {lib} seed {seed}: {r}", file=sys.stderr, flush=True)
@@ -273,14 +205,15 @@ def main() -> None:
         rows.append((task, "paper", {"runs": 100 if task == "xor" else None, "evaluations": float(paper[0]),
                                      "failure_rate": paper[1], "hidden": paper[2]}))
     head = f"{'task':<15} {'who':<12} {'runs':>5} {'solved':>6} {'fail':>5} {'evals':>9} {'hidden':>6} " \
-           f"{'conns':>6} {'wall s':>8} {'cpu s':>8} {'cpu s/gen':>9}"
+           f"{'conns':>6} {'wall s':>8} {'cpu s':>8} {'wall s/gen':>10} {'cpu s/gen':>9}"
     print(head)
     for task, who, s in rows:
         fail = s.get("failure_rate")
         print(f"{task:<15} {who:<12} {_fmt(s.get('runs')):>5} {_fmt(s.get('solved')):>6} "
               f"{'-' if fail is None else f'{fail:.0%}':>5} {_fmt(s.get('evaluations')):>9} "
               f"{_fmt(s.get('hidden'), 2):>6} {_fmt(s.get('connections'), 1):>6} {_fmt(s.get('wall_median'), 2):>8} "
-              f"{_fmt(s.get('cpu_median'), 2):>8} {_fmt(s.get('cpu_per_generation'), 4):>9}")
+              f"{_fmt(s.get('cpu_median'), 2):>8} {_fmt(s.get('wall_per_generation'), 4):>10} "
+              f"{_fmt(s.get('cpu_per_generation'), 4):>9}")
     print(json.dumps(out))
 
 

@@ -171,7 +171,7 @@ def test_paper_preset():
 
 
 def test_paper_distance():
-    neat = NEAT(2, 1, NEATConfig.paper(), np.random.default_rng(0), output_activation="tanh")
+    neat = NEAT(2, 1, NEATConfig.paper(weight_scale=1.0), np.random.default_rng(0), output_activation="tanh")
     a, b = neat.genomes[0].copy(), neat.genomes[1].copy()
     for k in b.conns:
         b.conns[k][2] = a.conns[k][2] + 1.0
@@ -180,6 +180,8 @@ def test_paper_distance():
     assert paper_distance(a, b, neat.config) == pytest.approx(0.4)
     b.conns[99] = [0, 2, 0.0, True]  # one unmatched gene in genomes under 20 genes: N = 1
     assert paper_distance(a, b, neat.config) == pytest.approx(1.0 + 0.4)
+    # the preset's weights are NEAT C++'s times its sigmoid's steepness over tanh's: W in NEAT C++'s units
+    assert paper_distance(a, b, NEATConfig.paper()) == pytest.approx(1.0 + 0.4 / (4.924273 / 2))
 
 
 def test_recurrent_graph_network_steps_once_per_call():

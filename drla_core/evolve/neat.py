@@ -26,12 +26,17 @@ from typing import Any
 
 import numpy as np
 
-from ..nn.graph_net import GraphNetwork, RecurrentGraphNetwork, graph_levels
+from ..nn.graph_net import GraphNetwork, RecurrentGraphNetwork
 from ..nn.mlp import ACTIVATIONS, _activate
+from .neat_breed import tell_cpp
 from .neat_genome import Genome, InnovationTracker, compatibility_distance, crossover, paper_distance, reaches
 from .neat_species import speciate
 
 __all__ = ["NEATConfig", "Genome", "InnovationTracker", "NEAT", "compatibility_distance", "crossover"]
+
+
+#: NEAT C++'s sigmoid steepness over tanh's (tanh x = 2 sigmoid(2 x) - 1): 4.924273 / 2
+STEEPNESS = 4.924273 / 2
 
 
 @dataclass
@@ -67,14 +72,39 @@ class NEATConfig:
     """Let new connections close cycles (recurrent networks, one activation per step; off: a DAG)."""
     compatibility: str = "neat-python"
     """neat-python's distance, or paper (``neat_genome.paper_distance``)."""
+    reproduction: str = "neat-python"
+    """neat-python's breeding, or neat-c++ (Stanley's NEAT C++ rules, ``neat_breed``; these options below)."""
+    mutate_only_prob: float = 0.25
+    """neat-c++: children that are a mutated copy of one parent (the others are crosses)."""
+    mate_only_prob: float = 0.2
+    """neat-c++: crosses left unmutated."""
+    interspecies_mate_rate: float = 0.001
+    """neat-c++: crosses whose father is another species' champion."""
+    mate_multipoint_prob: float = 0.6
+    """neat-c++: crosses taking matching genes from either parent (the others average them)."""
+    weight_mutate_power: float = 2.5
+    """neat-c++: weights move by a uniform draw in +- this (times ``weight_scale``)."""
+    weight_scale: float = 1.0
+    """DRLA's weight per unit of NEAT C++'s (its sigmoid is steeper than tanh: ``STEEPNESS``): neat-c++'s
+    power and ``weight_max`` are multiplied by it, the paper distance's weight term divided by it."""
 
     @classmethod
     def paper(cls, **changes: Any) -> NEATConfig:
-        """The paper's section 4: 150 genomes; c1 = c2 = 1, c3 = 0.4, threshold 3; weights mutated 80 % (90 %
-        perturbed, 10 % replaced); node 3 %, link 5 % (20 tries); best 20 % breed, champion kept; stagnation 15."""
-        return cls(**{**dict(population_size=150, compatibility="paper", weight_coefficient=0.4, add_node_prob=0.03,
-                             add_connection_prob=0.05, add_connection_tries=20, weight_mutate_rate=0.72,
-                             weight_replace_rate=0.08, bias_mutate_rate=0.72, elitism=1), **changes})
+        """The paper's section 4 bred by NEAT C++'s rules (``neat_breed``, its ``pole2_markov.ne``): 150 genomes;
+        c1 = c2 = 1, c3 = 0.4, threshold 3; 25 % of children mutation only, interspecies mating 0.001, crosses
+        60 % multipoint, 40 % averaged; weights mutated 80 % (power 2.5, capped at 8, c3 applied: NEAT C++'s
+        units, ``weight_scale``); node 3 %, link 5 % (20 tries); best 20 % breed, champion kept in species of more
+        than 5; stagnation 15.
+        ``reproduction="neat-python"`` breeds it as before (neat-python's rules with the paper's rates)."""
+        base: dict[str, Any] = dict(population_size=150, compatibility="paper", weight_coefficient=0.4,
+                                    add_node_prob=0.03, add_connection_prob=0.05, add_connection_tries=20,
+                                    elitism=1)
+        if changes.get("reproduction", "neat-c++") == "neat-c++":
+            base.update(reproduction="neat-c++", weight_mutate_rate=0.8, weight_replace_rate=0.0,
+                        weight_mutate_power=2.5, weight_max=8.0, enable_mutate_rate=0.0, weight_scale=STEEPNESS)
+        else:
+            base.update(weight_mutate_rate=0.72, weight_replace_rate=0.08, bias_mutate_rate=0.72)
+        return cls(**{**base, **changes})
 
     def check(self) -> None:
         if self.population_size < 2:
@@ -85,6 +115,23 @@ class NEATConfig:
             raise ValueError("compatibility_threshold must be positive")
         if self.compatibility not in ("neat-python", "paper"):
             raise ValueError(f"unknown compatibility {self.compatibility!r}; choose neat-python or paper")
+        if self.reproduction not in ("neat-python", "neat-c++"):
+            raise ValueError(f"unknown reproduction {self.reproduction!r}; choose neat-python or neat-c++")
+
+
+def _depth(p: int, n: int, n_in: int, conn_g: list[int], conn_s: list[int], conn_t: list[int]) -> int:
+    """The deepest node level of ``p`` acyclic genomes (``graph_net.graph_levels``'s levels: inputs 0, others 1 +
+    their deepest source's), all at once: levels relaxed along the enabled connections until none changes."""
+    adj = np.zeros((p, n, n), dtype=bool)
+    adj[conn_g, conn_s, conn_t] = True
+    level = np.ones((p, n), dtype=np.int64)
+    level[:, :n_in] = 0
+    for _ in range(n + 1):  # (a DAG settles within its node count)
+        new = np.maximum(level, np.where(adj, level[:, :, None] + 1, 0).max(axis=1))
+        if np.array_equal(new, level):
+            break
+        level = new
+    return max(1, int(level.max()))
 
 
 class NEAT:
@@ -101,6 +148,7 @@ class NEAT:
         # each species: {"id", "representative": Genome, "members": [genome index], "best", "last_improved"}
         self.species: list[dict[str, Any]] = []
         self.next_species_id = 0
+        self.breed_state: dict[str, Any] = {"highest": -math.inf, "since": 0}  # neat-c++: the population's stagnation
         self._speciate()
 
     def __len__(self) -> int:
@@ -109,12 +157,20 @@ class NEAT:
     # -- genomes -------------------------------------------------------------------------------------------
 
     def _initial_genome(self) -> Genome:
-        """Every input connected to every output, weights N(0, initial_weight_sigma), biases 0."""
+        """Every input connected to every output, weights N(0, initial_weight_sigma), biases 0 (neat-c++: weights
+        and biases uniform in +-weight_scale, NEAT C++'s ``Population`` start: ``mutate_link_weights(1, 1,
+        COLDGAUSSIAN)`` on the start genome, its bias links included)."""
         c, rng = self.config, self.rng
         nodes = {self.n_in + j: [0.0, self.output_activation] for j in range(self.n_out)}
         conns = {}
-        weights = iter(rng.normal(0.0, c.initial_weight_sigma, size=self.n_in * self.n_out).tolist())  # (the same
-        for s in range(self.n_in):  # draws as one call each, in this order)
+        if c.reproduction == "neat-c++":
+            drawn = rng.uniform(-c.weight_scale, c.weight_scale, size=self.n_in * self.n_out + self.n_out).tolist()
+            for j in range(self.n_out):
+                nodes[self.n_in + j][0] = drawn[self.n_in * self.n_out + j]
+        else:
+            drawn = rng.normal(0.0, c.initial_weight_sigma, size=self.n_in * self.n_out).tolist()
+        weights = iter(drawn)  # (the same draws as one call each, in this order)
+        for s in range(self.n_in):
             for j in range(self.n_out):
                 t = self.n_in + j
                 conns[self.tracker.connection(s, t)] = [s, t, next(weights), True]
@@ -177,7 +233,10 @@ class NEAT:
             return not enabled
         if not recurrent and reaches(g, t, s):
             return False  # would close a cycle
-        g.conns[self.tracker.connection(s, t)] = [s, t, float(rng.normal(0.0, self.config.initial_weight_sigma)), True]
+        c = self.config  # (neat-c++: NEAT C++'s new link weight, uniform in +-1 of its units)
+        w = rng.uniform(-c.weight_scale, c.weight_scale) if c.reproduction == "neat-c++" else \
+            rng.normal(0.0, c.initial_weight_sigma)
+        g.conns[self.tracker.connection(s, t)] = [s, t, float(w), True]
         return True
 
     # -- species -------------------------------------------------------------------------------------------
@@ -334,36 +393,24 @@ class NEAT:
         act_names = sorted({a for g in self.genomes for _, a in g.nodes.values()})
         act_index = {a: i for i, a in enumerate(act_names)}
         node_act = np.full((p, n), -1, dtype=np.int64)
-        conn_g: list[int] = []
-        conn_s: list[int] = []
-        conn_t: list[int] = []
-        conn_w: list[float] = []
-        node_g: list[int] = []
-        node_i: list[int] = []
-        node_b: list[float] = []
-        node_a: list[int] = []
         depth = 1
-        for gi, g in enumerate(self.genomes):
-            hidden = sorted(node for node in g.nodes if node >= n_io)
-            index = {node: n_io + k for k, node in enumerate(hidden)}
-            edges = []
-            for s, t, w, e in g.conns.values():
-                if e:
-                    si, ti = index.get(s, s), index.get(t, t)
-                    conn_g.append(gi)
-                    conn_s.append(si)
-                    conn_t.append(ti)
-                    conn_w.append(w)
-                    edges.append((si, ti))
-            for node, (b, a) in g.nodes.items():
-                node_g.append(gi)
-                node_i.append(index.get(node, node))
-                node_b.append(b)
-                node_a.append(act_index[a])
-            if hidden and levels:  # without hidden nodes every connection goes from an input to an output: depth 1
-                depth = max(depth, max(graph_levels(n_io + len(hidden), n_in, edges)))
+        # each genome's node renumbering (hidden nodes after the outputs, in id order), then every gene through
+        # list comprehensions (no per-gene appends)
+        index = [{node: n_io + k for k, node in enumerate(sorted(nd for nd in g.nodes if nd >= n_io))}
+                 for g in self.genomes]
+        enabled = [[gene for gene in g.conns.values() if gene[3]] for g in self.genomes]
+        conn_g = [gi for gi, genes in enumerate(enabled) for _ in range(len(genes))]
+        conn_s = [ix.get(gene[0], gene[0]) for ix, genes in zip(index, enabled) for gene in genes]
+        conn_t = [ix.get(gene[1], gene[1]) for ix, genes in zip(index, enabled) for gene in genes]
+        conn_w = [gene[2] for genes in enabled for gene in genes]
+        node_g = [gi for gi, g in enumerate(self.genomes) for _ in range(len(g.nodes))]
+        node_i = [ix.get(node, node) for ix, g in zip(index, self.genomes) for node in g.nodes]
+        node_b = [v[0] for g in self.genomes for v in g.nodes.values()]
+        node_a = [act_index[v[1]] for g in self.genomes for v in g.nodes.values()]
         if conn_g:  # (source, target) pairs are unique in a genome: one innovation number per pair
             weights[conn_g, conn_s, conn_t] = conn_w
+            if levels and n > n_io:  # without hidden nodes every connection goes from an input to an output: depth 1
+                depth = _depth(p, n, n_in, conn_g, conn_s, conn_t)
         biases[node_g, node_i] = node_b
         node_act[node_g, node_i] = node_a
         return weights, biases, node_act, act_names, depth
@@ -373,6 +420,8 @@ class NEAT:
     def tell(self, fitness: np.ndarray) -> None:
         """Stagnation, fitness sharing, offspring per species, elites, crossover and mutation; speciate."""
         c, rng = self.config, self.rng
+        if c.reproduction == "neat-c++":
+            return tell_cpp(self, fitness)
         f = np.asarray(fitness, dtype=np.float64)
         # stagnation: a species whose best fitness has not improved for max_stagnation generations goes,
         # unless it is among the species_elitism best
@@ -435,11 +484,16 @@ class NEAT:
         return Genome.from_data(data)
 
     def state(self) -> dict[str, Any]:
-        return {"generation": self.generation, "tracker": self.tracker.state(),
-                "genomes": [g.to_data() for g in self.genomes], "next_species_id": self.next_species_id,
-                "species": [{"id": sp["id"], "representative": sp["representative"].to_data(),
-                             "members": list(sp["members"]), "best": sp["best"] if math.isfinite(sp["best"]) else None,
-                             "last_improved": sp["last_improved"]} for sp in self.species]}
+        d = {"generation": self.generation, "tracker": self.tracker.state(),
+             "genomes": [g.to_data() for g in self.genomes], "next_species_id": self.next_species_id,
+             "species": [{"id": sp["id"], "representative": sp["representative"].to_data(),
+                          "members": list(sp["members"]), "best": sp["best"] if math.isfinite(sp["best"]) else None,
+                          "last_improved": sp["last_improved"], **({"born": sp["born"]} if "born" in sp else {})}
+                         for sp in self.species]}
+        if self.config.reproduction == "neat-c++":
+            h = self.breed_state["highest"]
+            d["breed"] = {"highest": h if math.isfinite(h) else None, "since": self.breed_state["since"]}
+        return d
 
     def load_state(self, d: Mapping[str, Any]) -> None:
         self.generation = int(d["generation"])
@@ -449,7 +503,11 @@ class NEAT:
         self.species = [{"id": int(sp["id"]), "representative": Genome.from_data(sp["representative"]),
                          "members": [int(i) for i in sp["members"]],
                          "best": -math.inf if sp["best"] is None else float(sp["best"]),
-                         "last_improved": int(sp["last_improved"])} for sp in d["species"]]
+                         "last_improved": int(sp["last_improved"]),
+                         **({"born": int(sp["born"])} if "born" in sp else {})} for sp in d["species"]]
+        b = d.get("breed") or {}
+        self.breed_state = {"highest": -math.inf if b.get("highest") is None else float(b["highest"]),
+                            "since": int(b.get("since", 0))}
 
     def status(self) -> dict[str, str]:
         hidden = [len(g.nodes) - self.n_out for g in self.genomes]

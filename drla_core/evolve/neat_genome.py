@@ -139,8 +139,8 @@ def reaches(genome: Genome, start: int, goal: int) -> bool:
 
 def paper_distance(a: Genome, b: Genome, c: Any) -> float:
     """The NEAT paper's distance (NEAT C++'s: disjoint and excess alike, normalised only from 20 genes, mean weight
-    difference over matching genes and nodes); ``c`` a ``NEATConfig``. (Plain loops, like
-    ``compatibility_distance``: speciation calls it population x species times.)"""
+    difference over matching genes and nodes, in NEAT C++'s units: over ``c.weight_scale``); ``c`` a
+    ``NEATConfig``. (Plain loops, like ``compatibility_distance``: speciation calls it population x species times.)"""
     ca, cb = a.conns, b.conns
     matching = ca.keys() & cb.keys()
     w = 0.0
@@ -153,4 +153,4 @@ def paper_distance(a: Genome, b: Genome, c: Any) -> float:
     n = max(len(ca), len(cb))
     unmatched = len(ca) + len(cb) - 2 * len(matching)
     return c.disjoint_coefficient * unmatched / (n if n >= 20 else 1) + \
-        c.weight_coefficient * w / max(1, len(matching) + len(nodes))
+        c.weight_coefficient / getattr(c, "weight_scale", 1.0) * w / max(1, len(matching) + len(nodes))

@@ -37,20 +37,18 @@ class GenePack:
         ci = {k: j for j, k in enumerate(conn_keys)}
         ni = {k: j for j, k in enumerate(node_keys)}
         p = len(genomes)
-        rows, cols, w, en = [], [], [], []
-        nrows, ncols, b, acts = [], [], [], []
+        # (list comprehensions over every gene: a few Python operations per gene, no per-gene appends)
+        rows = [r for r, g in enumerate(genomes) for _ in range(len(g.conns))]
+        cols = [ci[k] for g in genomes for k in g.conns]
+        genes = [gene for g in genomes for gene in g.conns.values()]
+        w = [gene[2] for gene in genes]
+        en = [bool(gene[3]) for gene in genes]
+        nrows = [r for r, g in enumerate(genomes) for _ in range(len(g.nodes))]
+        ncols = [ni[k] for g in genomes for k in g.nodes]
+        nodes = [node for g in genomes for node in g.nodes.values()]
+        b = [node[0] for node in nodes]
         names: dict[str, int] = {}
-        for r, g in enumerate(genomes):
-            for k, gene in g.conns.items():
-                rows.append(r)
-                cols.append(ci[k])
-                w.append(gene[2])
-                en.append(bool(gene[3]))
-            for k, node in g.nodes.items():
-                nrows.append(r)
-                ncols.append(ni[k])
-                b.append(node[0])
-                acts.append(names.setdefault(node[1], len(names)))
+        acts = [names.setdefault(node[1], len(names)) for node in nodes]
         self.cp = np.zeros((p, len(conn_keys)), dtype=bool)
         self.cw = np.zeros((p, len(conn_keys)))
         self.ce = np.zeros((p, len(conn_keys)), dtype=bool)
@@ -67,26 +65,28 @@ class GenePack:
         self.n_nodes = self.np_.sum(axis=1)
 
     def paper_row(self, r: int, c: Any) -> np.ndarray:
-        """``paper_distance(genome r, every genome)``, as numpy rounds it."""
-        cm = self.cp & self.cp[r]
-        nm = self.np_ & self.np_[r]
-        w = np.where(cm, np.abs(self.cw - self.cw[r]), 0.0).sum(axis=1) + \
-            np.where(nm, np.abs(self.nb - self.nb[r]), 0.0).sum(axis=1)
+        """``paper_distance(genome r, every genome)``, as numpy rounds it (over genome r's genes only: the others
+        match nothing)."""
+        cols, ncols = np.flatnonzero(self.cp[r]), np.flatnonzero(self.np_[r])
+        cm, nm = self.cp[:, cols], self.np_[:, ncols]
+        w = np.where(cm, np.abs(self.cw[:, cols] - self.cw[r, cols]), 0.0).sum(axis=1) + \
+            np.where(nm, np.abs(self.nb[:, ncols] - self.nb[r, ncols]), 0.0).sum(axis=1)
         matching = cm.sum(axis=1)
         n = np.maximum(self.n_conns[r], self.n_conns)
         unmatched = self.n_conns[r] + self.n_conns - 2 * matching
         return c.disjoint_coefficient * unmatched / np.where(n >= 20, n, 1) + \
-            c.weight_coefficient * w / np.maximum(1, matching + nm.sum(axis=1))
+            c.weight_coefficient / getattr(c, "weight_scale", 1.0) * w / np.maximum(1, matching + nm.sum(axis=1))
 
     def neat_python_row(self, r: int, c: Any) -> np.ndarray:
-        """``compatibility_distance(genome r, every genome)``, as numpy rounds it."""
+        """``compatibility_distance(genome r, every genome)``, as numpy rounds it (over genome r's genes only)."""
         out = np.zeros(len(self.cp))
-        for present, count, diff in (
-                (self.np_, self.n_nodes, lambda: np.abs(self.nb - self.nb[r]) + (self.na != self.na[r])),
-                (self.cp, self.n_conns, lambda: np.abs(self.cw - self.cw[r]) + (self.ce != self.ce[r]))):
-            m = present & present[r]
+        for present, count, value, kind in ((self.np_, self.n_nodes, self.nb, self.na),
+                                            (self.cp, self.n_conns, self.cw, self.ce)):
+            cols = np.flatnonzero(present[r])
+            m = present[:, cols]
             n = np.maximum(count[r], count)
-            w = np.where(m, diff(), 0.0).sum(axis=1)
+            diff = np.abs(value[:, cols] - value[r, cols]) + (kind[:, cols] != kind[r, cols])
+            w = np.where(m, diff, 0.0).sum(axis=1)
             part = (c.disjoint_coefficient * (count[r] + count - 2 * m.sum(axis=1)) + c.weight_coefficient * w) / \
                 np.maximum(n, 1)
             out += np.where(n > 0, part, 0.0)
@@ -151,7 +151,7 @@ def speciate(genomes: list[Genome], species: list[dict[str, Any]], config: Any, 
             best_s = min(near_s)[1]
         if best_s is None:
             new_species.append({"id": next_id, "representative": g.copy(), "members": [], "best": -math.inf,
-                                "last_improved": generation})
+                                "last_improved": generation, "born": generation})
             next_id += 1
             table.append(row(i, c)[:p].tolist())
             best_s = len(new_species) - 1
