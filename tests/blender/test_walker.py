@@ -2,14 +2,13 @@
 stands still without actions, and its Evolution tree (with novelty of the final position) evolves a
 champion that walks clearly farther than generation 0's best, the scene bit-exact afterwards."""
 
-import importlib.util
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tree_cases import _diff
+from tree_cases import _diff, scene_builder
 from test_snapshot import full_dump
 
 bpy = pytest.importorskip("bpy")
@@ -21,10 +20,7 @@ REBUILD = "make setup-bpy45 && .venv-bpy45/bin/python scenes/walker/build_walker
 
 @pytest.fixture(scope="module")
 def builder(ext):
-    spec = importlib.util.spec_from_file_location("build_walker", ROOT / "scenes" / "walker" / "build_walker.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return scene_builder("walker")
 
 
 @pytest.fixture

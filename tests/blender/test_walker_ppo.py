@@ -3,7 +3,6 @@ actions continuous. The committed file holds both trees (the evolution tree chos
 build script's settings; without --tree the CLI trains the panel's tree, and trained by the CLI for 12 000 steps
 (seed 3) its greedy policy walks clearly farther than the untrained one, the file untouched."""
 
-import importlib.util
 import re
 import subprocess
 import sys
@@ -13,16 +12,15 @@ import pytest
 
 bpy = pytest.importorskip("bpy")
 
+from tree_cases import scene_builder  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[2]
 BLEND = ROOT / "scenes" / "walker" / "walker.blend"
 
 
 @pytest.fixture(scope="module")
 def builder(ext):
-    spec = importlib.util.spec_from_file_location("build_walker", ROOT / "scenes" / "walker" / "build_walker.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return scene_builder("walker")
 
 
 def test_the_file_holds_both_trees_and_opens_with_the_evolution_tree(ext):

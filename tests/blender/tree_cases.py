@@ -18,12 +18,16 @@ ROOT = Path(__file__).resolve().parents[2]
 CARTPOLE_RB = ROOT / "scenes" / "cartpole_rb"
 
 
-def cartpole_builder():
-    """scenes/cartpole_rb/build_cartpole_rb.py as a module (it builds the scene and its trees)."""
-    spec = importlib.util.spec_from_file_location("build_cartpole_rb", CARTPOLE_RB / "build_cartpole_rb.py")
+def scene_builder(name: str):
+    """scenes/NAME/build_NAME.py as a module (it builds the scene and its trees)."""
+    spec = importlib.util.spec_from_file_location(f"build_{name}", ROOT / "scenes" / name / f"build_{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def cartpole_builder():
+    return scene_builder("cartpole_rb")
 
 
 def _diff(a, b, path=""):
