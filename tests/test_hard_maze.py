@@ -350,3 +350,21 @@ def test_nearest_admission_matches_trying_the_behaviours_one_by_one(distance):
             threshold, quiet = max(threshold * 0.95, 0.25), 0
         assert arch.items == items and arch.threshold == threshold, g
     assert 100 < len(items) < 40 * 120  # some admitted, some refused
+
+
+def test_the_bench_s_runs_in_lockstep_take_the_course_they_take_alone():
+    """bench/novelty_maze.py steps several runs' robots in one batch: each run's every generation (so its
+    evaluations, closest distance and end) is what it is alone, and a time limit cuts the runs still going."""
+    from bench.novelty_maze import run_all
+    tasks = [(maze, method, 5, 240, 30, "code", "paper", 2) for maze in ("medium", "hard")
+             for method in ("novelty", "fitness")]
+
+    def course(lockstep: int) -> dict:
+        return {task: {k: v for k, v in r.items() if k != "seconds"} for task, r in run_all(tasks, lockstep)}
+
+    alone, together = course(1), course(4)
+    assert alone == together and len(alone) == 4
+    assert all(r["generations"] == 8 and r["evals"] == 240 for r in alone.values())  # 8 generations of 30
+    cut = list(run_all(tasks, 2, time_limit=0.0))
+    assert [task for task, _ in cut] == tasks[:2] and all(r == {"cut": True, "evals": 0, "generations": 0}
+                                                          for _, r in cut)
