@@ -178,8 +178,8 @@ class _Walls:
             s = np.divide(s_top, bot, out=bot)
         np.greater(r, 0.0, out=hit)
         hit &= np.less(r, 1.0, out=ok)
-        hit &= np.greater(s, 0.0, out=ok)  # (s >= 1 is past the ray's end: the initial 1 of the minimum drops it)
-        return np.minimum.reduce(s, axis=1, initial=1.0, where=hit) * RANGE
+        hit &= np.greater(s, 0.0, out=ok)  # (s >= 1 is past the ray's end: the minimum with 1 drops it)
+        return np.minimum(np.where(hit, s, 1.0).min(axis=1), 1.0) * RANGE  # (a masked reduce: 5x slower)
 
 
 def rangefinders(walls: np.ndarray, x: np.ndarray, y: np.ndarray, heading: np.ndarray) -> np.ndarray:
