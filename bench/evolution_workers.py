@@ -4,12 +4,11 @@ Prints a ratio line (stderr) and ONE JSON line (stdout): ``generations_per_min``
 in this process alone ("0") and with 1 and 2 worker processes, timed over the generations between the first and
 the last (the workers' start, a Blender each opening the file, is in ``first_generation_s``; after the last, the
 workers close); ``cpu_s_per_generation`` (learner and workers together over the same generations: what the
-workers add besides the episodes), split into ``learner_cpu_s_per_generation`` and each worker's
-``worker_cpu_s_per_generation``; ``learner_busy_s_per_generation`` (wall seconds the learner spends outside the
-wait for the workers: breeding, bookkeeping, sending: the part the workers cannot overlap); ``speedup_2_vs_1``
-(wall: target >= 1.7; it needs two free cores), ``speedup_2_vs_1_from_cpu`` (what the wall ratio would be with a
-core per process: the one worker's CPU time a generation over the busiest of the two's, each plus the
-learner's CPU time) and ``same_run``: whether every run evolved the same history and champion as the one in this process
+workers add besides the episodes), split into ``learner_cpu_s_per_generation`` (the part the workers cannot
+overlap: breeding, bookkeeping, sending) and each worker's ``worker_cpu_s_per_generation``; ``speedup_2_vs_1``
+(wall: target >= 1.7; it needs two free cores); ``speedup_2_vs_1_from_cpu`` (what the wall ratio would be with a
+core per process: the one worker's CPU time a generation over the busiest of the two's, each plus the learner's
+CPU time); ``same_run``: whether every run evolved the same history and champion as the one in this process
 (it must). The walker's tree with a population of 24 (a GA; one 240-step episode each).
 Run: ``make bench-evolution-workers`` or ``.venv/bin/python bench/evolution_workers.py [--generations N]
 [--population P]`` (about a minute on an idle two-core machine).
@@ -53,9 +52,8 @@ def cpu_seconds(pids: list[int]) -> float:
 
 def run(workers: int, generations: int, population: int, copy: str) -> dict[str, Any]:
     """One run on ``copy``: generations per minute after the first (``rate``), seconds to the first (``first``),
-    CPU seconds per generation after the first of the learner and of each worker, the learner's seconds per
-    generation outside the farm's wait (``learner_busy``: breeding, bookkeeping, sending), the run's history and
-    champion as text (``same``)."""
+    CPU seconds per generation after the first of the learner and of each worker, the run's history and champion
+    as text (``same``)."""
     from drla_ext.addon.runs import build, evolution_workers
     from drla_ext.addon.scene.snapshot import restored_scene
     from drla_ext.addon.tree.compiler import compile_tree
@@ -63,7 +61,6 @@ def run(workers: int, generations: int, population: int, copy: str) -> dict[str,
     bpy.ops.wm.open_mainfile(filepath=copy, load_ui=False)
     scene = bpy.context.scene
     compiled = compile_tree(bpy.data.node_groups["Walker"], scene)
-    waited = [0.0]
     with restored_scene(scene):
         env = build.build_env(compiled, scene, copies=1)
         try:
@@ -71,21 +68,11 @@ def run(workers: int, generations: int, population: int, copy: str) -> dict[str,
             if workers:
                 job = evolution_workers.build_job(compiled, env, copy, workers=workers, copies=1, seed=0,
                                                   total_steps=generations)
-                farm_run = job.farm.run
-
-                def timed_run(ev: Any, deadline: Any) -> bool:
-                    tw = time.perf_counter()
-                    try:
-                        return farm_run(ev, deadline)
-                    finally:
-                        waited[0] += time.perf_counter() - tw
-
-                job.farm.run = timed_run  # type: ignore[method-assign]
             else:
                 job = build.build_job(compiled, env, seed=0, total_steps=generations)
             job.advance(max_steps=1)
             pids = [w.handle[0].pid for w in job.farm.workers] if workers else []
-            t1, l1, w1, waited[0] = time.perf_counter(), time.process_time(), [cpu_seconds([p]) for p in pids], 0.0
+            t1, l1, w1 = time.perf_counter(), time.process_time(), [cpu_seconds([p]) for p in pids]
             job.advance(max_steps=generations - 2)
             t2, l2, w2 = time.perf_counter(), time.process_time(), [cpu_seconds([p]) for p in pids]
             if workers:
@@ -97,7 +84,6 @@ def run(workers: int, generations: int, population: int, copy: str) -> dict[str,
     g = generations - 2
     return {"rate": 60.0 * g / (t2 - t1), "first": t1 - t0, "learner_cpu": (l2 - l1) / g,
             "worker_cpu": [(b - a) / g for a, b in zip(w1, w2)],
-            "learner_busy": (t2 - t1 - waited[0]) / g if workers else (t2 - t1) / g,
             "same": json.dumps([{k: v for k, v in job.history.items() if k != "seconds"}, job.champion_fitness])}
 
 
@@ -134,8 +120,6 @@ def main() -> None:
                       "learner_cpu_s_per_generation": {str(w): round(r["learner_cpu"], 4) for w, r in runs.items()},
                       "worker_cpu_s_per_generation": {str(w): [round(c, 3) for c in r["worker_cpu"]]
                                                       for w, r in runs.items() if w},
-                      "learner_busy_s_per_generation": {str(w): round(r["learner_busy"], 4)
-                                                        for w, r in runs.items()},
                       "speedup_2_vs_1": round(ratio, 2), "speedup_2_vs_1_from_cpu": round(estimate, 2),
                       "same_run": r1["same"] == r0["same"] and r2["same"] == r0["same"]}))
 
