@@ -3,6 +3,12 @@
 
     PYTHONPATH=. python bench/novelty_maze.py                       # the scaled-down default (a few minutes)
     PYTHONPATH=. python bench/novelty_maze.py --full --jobs 16      # the paper's protocol: 40 runs, 250,000 evaluations
+    PYTHONPATH=. python bench/novelty_maze.py --runs 10 --max-evals 250000 --time-limit 3600   # what fits in an hour
+
+Runs are dealt seed by seed over the cells (map, method); ``--lockstep K`` (default 4) steps K runs' robots in one
+numpy batch per map (each run's course is the same bits as alone: tests/test_hard_maze.py); ``--jobs`` processes
+each take a share of the runs. After ``--time-limit`` seconds the runs still going are reported as cut short, with
+the evaluations they had reached, and left out of the counts.
 
 The domain is ``drla_core/envs/hard_maze.py`` (Lehman's Novelty Search C++ maze, number for number; its
 docstring cites the code for each). Each run is DRLA's NEAT (``drla_core/evolve/neat.py``, population 250 as the
