@@ -10,6 +10,7 @@ ZIP := dist/drla-$(VERSION).zip
 OUT ?= out
 
 .PHONY: setup setup-demo setup-bpy45 setup-browser test test-cpu-paths test-fast test-blender test-gui test-matrix demo bench bench-evolution bench-gym-vector bench-walker-ppo lint format type check build validate clean help
+.PHONY: setup setup-demo setup-bpy45 setup-browser test test-cpu-paths test-fast test-blender test-gui test-matrix demo bench bench-evolution bench-evolution-workers bench-gym-vector lint format type check build validate clean help
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -107,6 +108,9 @@ bench: setup setup-browser  ## run the benchmarks; each prints one JSON line of 
 bench-evolution: setup  ## neuroevolution figures beside neat-python's (installed into .venv for this benchmark only)
 	$(PY) -m pip install --quiet -r bench/requirements-bench.txt
 	$(PY) bench/evolution.py $(BENCH_ARGS)
+
+bench-evolution-workers: setup  ## the walker's Evolution tree in one process, on 1 and on 2 worker processes (about a minute idle)
+	$(PY) bench/evolution_workers.py $(BENCH_ARGS)
 
 bench-gym-vector: setup  ## the vector CartPole beside Gymnasium's CartPoleVectorEnv, SyncVectorEnv, a Python loop and EnvPool
 	$(PY) -m pip install --quiet -r bench/requirements-bench.txt || echo "bench-gym-vector: bench/requirements-bench.txt" \

@@ -3,6 +3,12 @@
 
     PYTHONPATH=. python bench/novelty_maze.py                       # the scaled-down default (a few minutes)
     PYTHONPATH=. python bench/novelty_maze.py --full --jobs 16      # the paper's protocol: 40 runs, 250,000 evaluations
+    PYTHONPATH=. python bench/novelty_maze.py --runs 10 --max-evals 250000 --time-limit 3600   # what fits in an hour
+
+Runs are dealt seed by seed over the cells (map, method); ``--lockstep K`` (default 4) steps K runs' robots in one
+numpy batch per map (each run's course is the same bits as alone: tests/test_hard_maze.py); ``--jobs`` processes
+each take a share of the runs. After ``--time-limit`` seconds the runs still going are reported as cut short, with
+the evaluations they had reached, and left out of the counts.
 
 The domain is ``drla_core/envs/hard_maze.py`` (Lehman's Novelty Search C++ maze, number for number; its
 docstring cites the code for each). Each run is DRLA's NEAT (``drla_core/evolve/neat.py``, population 250 as the
@@ -48,6 +54,7 @@ import multiprocessing
 import os
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -75,55 +82,124 @@ def novelty_config(archive: str) -> NoveltyConfig:
     return NoveltyConfig(k=15, threshold=6.0, max_archive=10**9)
 
 
+class Run:
+    """One run, a generation at a time: ``begin`` gives its population's policy, ``end`` takes the robots' final
+    state (its slice of a batch) and returns the result once the run is over (solved or out of budget)."""
+
+    def __init__(self, maze: str, method: str, seed: int, budget: int, population: int = 250,
+                 archive: str = "code", inputs: str = "paper", species_target: int = 0) -> None:
+        self.task = (maze, method, seed, budget, population, archive, inputs, species_target)
+        self.maze, self.inputs, self.budget, self.species_target = maze, inputs, budget, species_target
+        self.t0 = time.perf_counter()
+        self.seconds = 0.0  # (its share of the shared batches' time, when run in lockstep: see run_all)
+        self.rng = np.random.default_rng(seed)
+        self.neat = NEAT(11, 2, NEATConfig(population_size=population), self.rng, output_activation="tanh")
+        self.arch = NoveltyArchive(novelty_config(archive)) if method == "novelty" else None
+        self.evals = self.generations = 0
+        self.closest = np.inf
+        self.policy: Any = None
+        self.rows = np.arange(0)
+
+    def begin(self) -> int:
+        """Start a generation: its robot count."""
+        self.policy = self.neat.policy()
+        self.rows = np.arange(len(self.neat))  # (one array object for the whole episode: the policy's cache key)
+        return len(self.rows)
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        return np.clip(self.policy(self.rows, obs), -1.0, 1.0)  # tanh outputs on the [-1, 1] box
+
+    def end(self, robots: HardMazeBatch, lo: int) -> dict[str, Any] | None:
+        """The generation's robots are ``robots``' rows ``lo ..``: score them and breed, or finish."""
+        n = len(self.rows)
+        reached = robots.reached[lo:lo + n]
+        self.generations += 1
+        self.closest = min(self.closest, float(robots.distance()[lo:lo + n].min()))
+        if reached.any():
+            first = int(np.argmax(reached))
+            genome = self.neat.genomes[first]
+            return self._result(True, self.evals + first + 1, sum(1 for c in genome.conns.values() if c[3]))
+        self.evals += n
+        fitness = robots.fitness()[lo:lo + n]
+        scores = fitness if self.arch is None else self.arch.score(robots.position[lo:lo + n], fitness, self.rng)[0]
+        self.neat.tell(scores)
+        if self.species_target:  # the paper's variable C_t: 0.1 toward the target species count (at least 0.3)
+            c, count = self.neat.config, len(self.neat.species)
+            step = 0.1 if count > self.species_target else -0.1 if count < self.species_target else 0.0
+            c.compatibility_threshold = max(0.3, c.compatibility_threshold + step)
+        return None if self.evals < self.budget else self._result(False, self.evals, None)
+
+    def _result(self, solved: bool, evals: int, connections: int | None) -> dict[str, Any]:
+        return {"solved": solved, "evals": evals, "generations": self.generations, "closest": self.closest,
+                "connections": connections, "seconds": self.seconds or time.perf_counter() - self.t0}
+
+
+def run_all(tasks: list[tuple[Any, ...]], lockstep: int = 1, time_limit: float = float("inf")) -> Iterator[
+        tuple[tuple[Any, ...], dict[str, Any]]]:
+    """Yields (task, result) as runs finish. ``lockstep`` runs at a time step their robots together, one
+    ``HardMazeBatch`` per map (a larger batch costs numpy less per robot; each robot's arithmetic, and so every
+    run's course, is the same bits as alone). After ``time_limit`` seconds no generation starts: the runs still
+    going are yielded with ``{"cut": True, "evals": ..., "generations": ...}``."""
+    pending, slots = list(tasks), []  # type: ignore[var-annotated]
+    t0 = time.perf_counter()
+    while pending or slots:
+        while pending and len(slots) < lockstep:
+            slots.append(Run(*pending.pop(0)))
+        if time.perf_counter() - t0 >= time_limit:
+            for r in slots:
+                yield r.task, {"cut": True, "evals": r.evals, "generations": r.generations}
+            return
+        tg = time.perf_counter()
+        groups: dict[tuple[str, str], list[Run]] = {}
+        for r in slots:
+            groups.setdefault((r.maze, r.inputs), []).append(r)
+        batches = []
+        for (maze, inputs), runs in groups.items():
+            sizes = [r.begin() for r in runs]
+            starts = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+            batches.append((runs, starts, HardMazeBatch(int(starts[-1]), maze, inputs)))
+        for runs, starts, robots in batches:
+            obs = robots.reset()
+            actions = np.empty((robots.n, 2))
+            for _ in range(STEPS):
+                for r, lo, hi in zip(runs, starts[:-1], starts[1:]):
+                    actions[lo:hi] = r.act(obs[lo:hi])
+                obs = robots.step(actions)
+                if robots.reached.all():
+                    break
+        share = (time.perf_counter() - tg) / max(1, sum(len(r.rows) for r in slots))
+        for runs, starts, robots in batches:
+            for r, lo in zip(runs, starts[:-1]):
+                te = time.perf_counter()
+                result = r.end(robots, int(lo))
+                r.seconds += share * len(r.rows) + time.perf_counter() - te
+                if result is not None:
+                    slots.remove(r)
+                    yield r.task, result
+
+
 def run(maze: str, method: str, seed: int, budget: int, population: int = 250, archive: str = "code",
         inputs: str = "paper", species_target: int = 0) -> dict[str, Any]:
     """One run; returns solved, evaluations (to the solution, else the budget), generations, the closest
     final distance to the goal, the solution's enabled connections, seconds."""
-    t0 = time.perf_counter()
-    rng = np.random.default_rng(seed)
-    neat = NEAT(11, 2, NEATConfig(population_size=population), rng, output_activation="tanh")
-    arch = NoveltyArchive(novelty_config(archive)) if method == "novelty" else None
-    robots: HardMazeBatch | None = None
-    evals = generations = 0
-    closest = np.inf
-    while evals < budget:
-        n = len(neat)
-        if robots is None or robots.n != n:
-            robots = HardMazeBatch(n, maze, inputs)
-        obs = robots.reset()
-        policy, rows = neat.policy(), np.arange(n)
-        for _ in range(STEPS):
-            obs = robots.step(np.clip(policy(rows, obs), -1.0, 1.0))  # tanh outputs on the [-1, 1] box
-            if robots.reached.all():
-                break
-        generations += 1
-        closest = min(closest, float(robots.distance().min()))
-        if robots.reached.any():
-            first = int(np.argmax(robots.reached))
-            genome = neat.genomes[first]
-            return {"solved": True, "evals": evals + first + 1, "generations": generations, "closest": closest,
-                    "connections": sum(1 for c in genome.conns.values() if c[3]),
-                    "seconds": time.perf_counter() - t0}
-        evals += n
-        fitness = robots.fitness()
-        scores = fitness if arch is None else arch.score(robots.position, fitness, rng)[0]
-        neat.tell(scores)
-        if species_target:  # the paper's variable C_t: 0.1 toward the target species count (at least 0.3)
-            c, count = neat.config, len(neat.species)
-            step = 0.1 if count > species_target else -0.1 if count < species_target else 0.0
-            c.compatibility_threshold = max(0.3, c.compatibility_threshold + step)
-    return {"solved": False, "evals": evals, "generations": generations, "closest": closest, "connections": None,
-            "seconds": time.perf_counter() - t0}
+    ((_, result),) = run_all([(maze, method, seed, budget, population, archive, inputs, species_target)])
+    return result
 
 
 def _run(task: tuple[Any, ...]) -> tuple[tuple[Any, ...], dict[str, Any]]:
     return task, run(*task)
 
 
-def table(results: dict[tuple[str, str], list[dict[str, Any]]], budget: int) -> str:
+def table(results: dict[tuple[str, str], list[dict[str, Any]]], budget: int,
+          cut: dict[tuple[str, str], list[int]] | None = None) -> str:
+    """The solve counts and mean evaluations beside the paper's; ``cut``: per cell, the evaluations reached by
+    runs the time limit stopped (left out of the counts)."""
     lines = [f"{'map':7}{'method':9}{'solved':>8}{'paper':>8}   {'evaluations to solve: mean (sd)':34}"
-             f"{'paper':22}{'connections':>12}{'paper':>7}{'closest':>9}{'s/run':>8}"]
+             f"{'paper':22}{'connections':>12}{'paper':>7}{'closest':>9}{'s/run':>8}  cut short (evaluations)"]
     for (maze, method), rs in results.items():
+        if not rs:
+            lines.append(f"{maze:7}{method:9}{'0/0':>8}   (no run finished)")
+            continue
         won = [r for r in rs if r["solved"]]
         ev = np.array([r["evals"] for r in won], dtype=float)
         mine = f"{ev.mean():,.0f} (sd {ev.std(ddof=1) if len(ev) > 1 else 0:,.0f})" if len(ev) else "-"
@@ -132,17 +208,25 @@ def table(results: dict[tuple[str, str], list[dict[str, Any]]], budget: int) -> 
         conn = f"{np.mean([r['connections'] for r in won]):.1f}" if won else "-"
         lines.append(f"{maze:7}{method:9}{f'{len(won)}/{len(rs)}':>8}{f'{p_won}/{p_runs}':>8}   {mine:34}{paper:22}"
                      f"{conn:>12}{p_conn if p_conn is not None else '-':>7}"
-                     f"{np.median([r['closest'] for r in rs]):>9.1f}{np.mean([r['seconds'] for r in rs]):>8.1f}")
+                     f"{np.median([r['closest'] for r in rs]):>9.1f}{np.mean([r['seconds'] for r in rs]):>8.1f}"
+                     f"  {', '.join(f'{e:,}' for e in (cut or {}).get((maze, method), [])) or '-'}")
     lines.append(f"(budget {budget:,} evaluations a run; the paper's: 250,000. 'closest': the median over runs of the "
-                 "closest any robot ended to the goal.)")
+                 "closest any robot ended to the goal. 'cut short': runs the time limit stopped, neither solved "
+                 "nor failed, left out of the counts.)")
     return "\n".join(lines)
+
+
+def _worker(tasks: list[tuple[Any, ...]], lockstep: int, time_limit: float, queue: Any) -> None:
+    for task, r in run_all(tasks, lockstep, time_limit):
+        queue.put((task, r))
+    queue.put(None)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--full", action="store_true", help="the paper's protocol: 40 runs, 250,000 evaluations a run")
-    p.add_argument("--runs", type=int, default=2, help="runs per map and method (default 2; --full: 40)")
-    p.add_argument("--budget", type=int, default=12_500,
+    p.add_argument("--runs", type=int, default=None, help="runs per map and method (default 2; --full: 40)")
+    p.add_argument("--max-evals", "--budget", dest="budget", type=int, default=None,
                    help="evaluations a run (default 12,500: 50 generations; --full: the paper's 250,000)")
     p.add_argument("--maps", default="medium,hard", help="medium,hard (default both)")
     p.add_argument("--methods", default="novelty,fitness")
@@ -154,31 +238,61 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--species-target", type=int, default=None,
                    help="move NEAT's compatibility threshold 0.1 a generation toward this many species (default: "
                         "population / 15, as the C++ code, which moves it 0.1 every 12 offspring); 0: DRLA's fixed 3.0")
-    p.add_argument("--jobs", type=int, default=1, help="worker processes (runs are independent)")
+    p.add_argument("--lockstep", type=int, default=4,
+                   help="runs stepped together in one numpy batch per map (default 4; results do not depend on it)")
+    p.add_argument("--time-limit", type=float, default=float("inf"),
+                   help="seconds after which no generation starts; runs still going are reported as cut short")
+    p.add_argument("--jobs", type=int, default=1, help="worker processes, each with its share of the runs")
     args = p.parse_args(argv)
-    runs, budget = (40, 250_000) if args.full else (args.runs, args.budget)
+    runs = args.runs if args.runs is not None else 40 if args.full else 2
+    budget = args.budget if args.budget is not None else 250_000 if args.full else 12_500
     if args.species_target is None:
         args.species_target = args.population // 15  # noveltyexp.cpp: num_species_target = pop_size / 15
+    cells = [(maze, method) for maze in args.maps.split(",") for method in args.methods.split(",")]
+    # seed by seed, every cell in turn: a time limit leaves the cells with about as many runs each
     tasks = [(maze, method, args.seed + r, budget, args.population, args.archive, args.inputs, args.species_target)
-             for maze in args.maps.split(",") for method in args.methods.split(",") for r in range(runs)]
+             for r in range(runs) for maze, method in cells]
     print(f"NEAT (population {args.population}) with novelty vs with fitness on Lehman and Stanley's mazes: "
           f"{runs} runs, {budget:,} evaluations each, archive rule {args.archive}, inputs {args.inputs}, species "
-          f"target {args.species_target or 'none'}, {args.jobs} process(es)", flush=True)
-    results: dict[tuple[str, str], list[dict[str, Any]]] = {(t[0], t[1]): [] for t in tasks}
+          f"target {args.species_target or 'none'}, {args.jobs} process(es), {args.lockstep} run(s) in lockstep",
+          flush=True)
+    results: dict[tuple[str, str], list[dict[str, Any]]] = {cell: [] for cell in cells}
+    cut: dict[tuple[str, str], list[int]] = {cell: [] for cell in cells}
     t0 = time.perf_counter()
-    pool = multiprocessing.Pool(args.jobs) if args.jobs > 1 else None
-    try:
-        for task, r in (pool.imap_unordered(_run, tasks) if pool else map(_run, tasks)):
-            results[(task[0], task[1])].append(r)
-            print(f"  {task[0]:6} {task[1]:8} seed {task[2]:3}: " + (f"solved at {r['evals']:,} evaluations"
-                  if r["solved"] else f"not solved in {r['evals']:,}") + f" ({r['generations']} generations, "
-                  f"closest {r['closest']:.1f}, {r['seconds']:.1f} s)", flush=True)
-    finally:
-        if pool:
-            pool.close()
-    print(table(results, budget))
+    if args.jobs > 1:
+        queue: Any = multiprocessing.Queue()
+        procs = [multiprocessing.Process(target=_worker, args=(tasks[j::args.jobs], args.lockstep, args.time_limit,
+                                                                queue)) for j in range(args.jobs)]
+        for proc in procs:
+            proc.start()
+        done = 0
+        while done < len(procs):
+            got = queue.get()
+            if got is None:
+                done += 1
+            else:
+                _report(got[0], got[1], results, cut)
+        for proc in procs:
+            proc.join()
+    else:
+        for task, r in run_all(tasks, args.lockstep, args.time_limit):
+            _report(task, r, results, cut)
+    print(table(results, budget, cut))
     print(f"total {time.perf_counter() - t0:.0f} s wall")
     return 0
+
+
+def _report(task: tuple[Any, ...], r: dict[str, Any], results: dict[tuple[str, str], list[dict[str, Any]]],
+            cut: dict[tuple[str, str], list[int]]) -> None:
+    if r.get("cut"):
+        cut[(task[0], task[1])].append(r["evals"])
+        print(f"  {task[0]:6} {task[1]:8} seed {task[2]:3}: cut short by the time limit at {r['evals']:,} "
+              "evaluations", flush=True)
+        return
+    results[(task[0], task[1])].append(r)
+    print(f"  {task[0]:6} {task[1]:8} seed {task[2]:3}: " + (f"solved at {r['evals']:,} evaluations"
+          if r["solved"] else f"not solved in {r['evals']:,}") + f" ({r['generations']} generations, "
+          f"closest {r['closest']:.1f}, {r['seconds']:.1f} s)", flush=True)
 
 
 if __name__ == "__main__":

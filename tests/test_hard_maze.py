@@ -239,3 +239,132 @@ def test_novelty_search_spreads_over_more_of_the_medium_maze_than_fitness_and_en
         closest[method] = float(np.hypot(ends[:, 0] - 270, ends[:, 1] - 100).min())
     assert spread["novelty"][0] > spread["fitness"][0] and spread["novelty"][1] > spread["fitness"][1], spread
     assert closest["novelty"] < closest["fitness"], closest
+
+
+# ---- the batched maze is the plain one, bit for bit ------------------------------------------------------------
+
+
+def _plain_observe(maze: MazeMap, s: np.ndarray) -> np.ndarray:
+    """The maze's sensors written the plain way (robots first, one broadcast per quantity): DRLA's first code."""
+    x, y, heading = s[:, 0], s[:, 1], s[:, 2]
+    angles = np.array([-90.0, -45.0, 0.0, 45.0, 90.0, -180.0]) / 180.0 * 3.1415926
+    h = heading / 180.0 * 3.1415926
+    ch, sh = np.cos(h)[:, None], np.sin(h)[:, None]
+    rx, ry = np.cos(angles) * 100.0, np.sin(angles) * 100.0
+    dx, dy = (ch * rx - sh * ry)[:, :, None], (sh * rx + ch * ry)[:, :, None]
+    w = maze.walls
+    ax, ay, ex, ey = w[:, 0], w[:, 1], w[:, 2] - w[:, 0], w[:, 3] - w[:, 1]
+    acx, acy = (ax - x[:, None])[:, None, :], (ay - y[:, None])[:, None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = (acy * dx - acx * dy) / (ex * dy - ey * dx)
+        t = (acy * ex - acx * ey) / (ex * dy - ey * dx)
+    t = np.where((r > 0) & (r < 1) & (t > 0), t, 1.0)
+    ranges = np.minimum(t.min(axis=2), 1.0) * 100.0
+    h = -heading / 180.0 * 3.1415926
+    gx, gy = maze.goal[0] - x, maze.goal[1] - y
+    tx, ty = np.cos(h) * gx - np.sin(h) * gy, np.sin(h) * gx + np.cos(h) * gy
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ang = np.arctan(ty / tx) / 3.1415926 * 180.0
+    ang = np.where(tx == 0, np.where(ty > 0, 90.0, 270.0), np.where(tx > 0, ang, ang + 180.0))[:, None]
+    lo, hi = np.array([315.0, 45.0, 135.0, 225.0]), np.array([405.0, 135.0, 225.0, 315.0])
+    radar = ((ang >= lo) & (ang < hi)) | ((ang + 360 >= lo) & (ang + 360 < hi))
+    return np.concatenate([np.ones((len(s), 1)), ranges / 100.0, radar], axis=1).astype(np.float32)
+
+
+def _plain_step(maze: MazeMap, s: np.ndarray, reached: np.ndarray, a: np.ndarray) -> None:
+    a = np.clip(a, -1.0, 1.0)
+    s[:, 4] = np.clip(s[:, 4] + a[:, 0] * 0.5, -3.0, 3.0)
+    s[:, 3] = np.clip(s[:, 3] + a[:, 1] * 0.5, -3.0, 3.0)
+    move = ~reached
+    h = s[:, 2] / 180.0 * 3.1415926
+    vx, vy = np.cos(h) * s[:, 3], np.sin(h) * s[:, 3]
+    heading = s[:, 2] + s[:, 4]
+    heading = np.where(heading > 360, heading - 360, heading)
+    heading = np.where(heading < 0, heading + 360, heading)
+    s[:, 2] = np.where(move, heading, s[:, 2])
+    nx, ny = s[:, 0] + vx, s[:, 1] + vy
+    w = maze.walls
+    ax, ay, ex, ey = w[:, 0], w[:, 1], w[:, 2] - w[:, 0], w[:, 3] - w[:, 1]
+    px, py = nx[:, None] - ax, ny[:, None] - ay
+    u = np.clip((px * ex + py * ey) / (ex * ex + ey * ey), 0.0, 1.0)
+    d2 = (px - u * ex) ** 2 + (py - u * ey) ** 2
+    free = move & ~(d2 < 64.0).any(axis=1)
+    s[:, 0], s[:, 1] = np.where(free, nx, s[:, 0]), np.where(free, ny, s[:, 1])
+    reached |= np.hypot(s[:, 0] - maze.goal[0], s[:, 1] - maze.goal[1]) < 5.0
+
+
+@pytest.mark.parametrize("name", ["medium", "hard"])
+def test_the_batch_steps_bit_for_bit_as_the_plain_broadcast_code(name):
+    """300 robots (random linear policies on the sensors, some driving into walls, some aimed along a wall or
+    straight at a wall's end) for 400 steps: every state and observation the same bits as the plain code."""
+    rng = np.random.default_rng(7)
+    n = 300
+    batch = HardMazeBatch(n, name)
+    maze = batch.maze
+    s, reached = batch.state.copy(), batch.reached.copy()
+    weights = rng.normal(0, 2, (n, 11, 2))
+    weights[:20] = 0.0
+    weights[:20, 0, 1] = 1.0  # straight ahead, full speed: into the first wall
+    obs = batch.observe()
+    for t in range(400):
+        plain = _plain_observe(maze, s)
+        assert np.array_equal(obs, plain), t
+        act = np.tanh(np.einsum("ni,nio->no", obs.astype(np.float64), weights))
+        obs = batch.step(act)
+        _plain_step(maze, s, reached, act)
+        assert np.array_equal(batch.state, s) and np.array_equal(batch.reached, reached), t
+    # headings that put a ray exactly parallel to a wall or at 0 / 90 / 180 / 270, and the goal dead ahead
+    s = np.tile(batch.state[:1], (8, 1))
+    s[:, 2] = [0.0, 90.0, 180.0, 270.0, 360.0, 45.0, 135.0, 315.0]
+    s[7, :2] = maze.goal[0] - 20.0, maze.goal[1]
+    small = HardMazeBatch(8, name)
+    small.state = s.copy()
+    assert np.array_equal(small.observe(), _plain_observe(maze, s))
+
+
+@pytest.mark.parametrize("distance", ["mean_abs", "euclidean"])
+def test_nearest_admission_matches_trying_the_behaviours_one_by_one(distance):
+    """The vectorised admission against the plain rule (each behaviour's nearest archived one, the archive
+    growing as they go in), over 40 generations of scattered and of clustered, duplicated positions."""
+    config = NoveltyConfig(k=15, threshold=6.0, distance=distance, admit="nearest", lower_after=10,
+                           threshold_floor=0.25)
+    arch, items, threshold, quiet = NoveltyArchive(config), [], 6.0, 0
+    rng = np.random.default_rng(3)
+    for g in range(40):
+        b = rng.uniform(0, 200, (120, 2)) if g % 3 else np.round(rng.uniform(0, 30, (120, 2)))
+        arch.score(b, np.zeros(len(b)), rng)
+        added = 0
+        for point in b:  # the plain rule
+            if not items:
+                items.append(point.tolist())
+                continue
+            diff = np.abs(np.asarray(items) - point)
+            d = diff.mean(-1) if distance == "mean_abs" else np.sqrt((diff ** 2).sum(-1))
+            if d.min() > threshold:
+                items.append(point.tolist())
+                added += 1
+        quiet = 0 if added else quiet + 1
+        if added > 4:
+            threshold *= 1.2
+        elif quiet >= 10:
+            threshold, quiet = max(threshold * 0.95, 0.25), 0
+        assert arch.items == items and arch.threshold == threshold, g
+    assert 100 < len(items) < 40 * 120  # some admitted, some refused
+
+
+def test_the_bench_s_runs_in_lockstep_take_the_course_they_take_alone():
+    """bench/novelty_maze.py steps several runs' robots in one batch: each run's every generation (so its
+    evaluations, closest distance and end) is what it is alone, and a time limit cuts the runs still going."""
+    from bench.novelty_maze import run_all
+    tasks = [(maze, method, 5, 240, 30, "code", "paper", 2) for maze in ("medium", "hard")
+             for method in ("novelty", "fitness")]
+
+    def course(lockstep: int) -> dict:
+        return {task: {k: v for k, v in r.items() if k != "seconds"} for task, r in run_all(tasks, lockstep)}
+
+    alone, together = course(1), course(4)
+    assert alone == together and len(alone) == 4
+    assert all(r["generations"] == 8 and r["evals"] == 240 for r in alone.values())  # 8 generations of 30
+    cut = list(run_all(tasks, 2, time_limit=0.0))
+    assert [task for task, _ in cut] == tasks[:2] and all(r == {"cut": True, "evals": 0, "generations": 0}
+                                                          for _, r in cut)

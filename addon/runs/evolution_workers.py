@@ -39,8 +39,9 @@ from ..tree.node_tree import TREE_ID
 from . import build
 from .workers import MAX_RESTARTS, ProcessPool, _Worker
 
-#: Units of individuals each worker is sent per generation, about (smaller units balance uneven episodes better).
-UNITS_PER_WORKER = 6
+#: Guided unit sizes: each unit is about this fraction of what is left per worker (large units first, few
+#: messages; small ones last, so the workers finish a generation together: the last units are one round each).
+UNIT_SHARE = 0.5
 #: Units a worker holds at a time: the next is there when it finishes one (no wait for the learner's answer).
 IN_FLIGHT = 2
 
@@ -170,8 +171,8 @@ class RemoteEvaluation:
         self._returns = np.zeros((self.n, self.episodes), dtype=np.float64)
         self.behaviors: list[Any] = [None] * (self.n * self.episodes)
         self.env_steps = 0
-        size = farm.unit_size(self.n, self.episodes)
-        self.queue: list[list[int]] = [list(range(i, min(i + size, self.n))) for i in range(0, self.n, size)]
+        starts = np.cumsum([0, *farm.unit_sizes(self.n, self.episodes)])
+        self.queue: list[list[int]] = [list(range(a, b)) for a, b in zip(starts[:-1], starts[1:])]
         self.left = len(self.queue)
         self.done = self.n == 0
 
@@ -214,11 +215,17 @@ class Farm:
         self.halted = False  # the run was stopped (Ctrl-C): an evaluation under way returns at once
         self.copies = max(1, int(copies))
 
-    def unit_size(self, n: int, episodes: int) -> int:
-        """Individuals per unit: whole rounds of a worker's copies, about ``UNITS_PER_WORKER`` units per worker."""
+    def unit_sizes(self, n: int, episodes: int) -> list[int]:
+        """Individuals per unit, in the order they are handed out: whole rounds of a worker's copies (``base``
+        individuals), each about ``UNIT_SHARE`` of what is left per worker (guided self-scheduling: few
+        messages, and the last units small, so no worker waits long on another at a generation's end)."""
         base = math.lcm(episodes, self.copies) // episodes
-        want = math.ceil(n / (UNITS_PER_WORKER * max(1, len(self.workers))))
-        return max(base, math.ceil(want / base) * base)
+        workers, sizes, left = max(1, len(self.workers)), [], n
+        while left > 0:
+            size = max(base, math.ceil(left * UNIT_SHARE / workers / base) * base)
+            sizes.append(min(size, left))
+            left -= sizes[-1]
+        return sizes
 
     def open(self) -> None:
         if self.closed:
@@ -245,10 +252,14 @@ class Farm:
         self._start(worker)
 
     def _dispatch(self, ev: RemoteEvaluation) -> None:
-        for worker in self.workers:
-            if not ev.queue:
-                return
-            while worker.copies and len(worker.pending) < IN_FLIGHT and ev.queue:
+        """Units to the workers with room, one per worker in turn (the large first units spread over all of
+        them), up to ``IN_FLIGHT`` each."""
+        for held in range(IN_FLIGHT):
+            for worker in self.workers:
+                if not ev.queue:
+                    return
+                if not worker.copies or len(worker.pending) > held:
+                    continue
                 ids = ev.queue.pop(0)
                 fresh = worker.token != ev.token  # type: ignore[attr-defined]
                 worker.pending.append((ev.token, ids))
@@ -256,7 +267,6 @@ class Farm:
                     worker.token = ev.token  # type: ignore[attr-defined]
                 else:
                     self._restart(worker, self.pool.death(worker), ev)
-                    break
 
     def run(self, ev: RemoteEvaluation, deadline: float | None) -> bool:
         """Hand out ``ev``'s units and take the results until every unit is back (True) or ``deadline`` passes."""

@@ -122,59 +122,89 @@ def _maze(name: str) -> MazeMap:
 def wall_distance(walls: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """``(N, W)``: each point's distance to each wall segment (``Line::distance``: to the foot of the
     perpendicular when it falls on the segment, else to the nearer end, which is the end the foot passed)."""
-    return np.sqrt(_wall_distance2(walls, x, y))
-
-
-def _wall_distance2(walls: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    ax, ay, ex, ey = walls[:, 0], walls[:, 1], walls[:, 2] - walls[:, 0], walls[:, 3] - walls[:, 1]
-    px, py = x[:, None] - ax, y[:, None] - ay
-    u = np.clip((px * ex + py * ey) / (ex * ex + ey * ey), 0.0, 1.0)
-    fx, fy = px - u * ex, py - u * ey
-    return fx * fx + fy * fy
+    return np.sqrt(_Walls(walls).distance2(x, y)).T
 
 
 _RAY_X = np.cos(np.array(RANGEFINDER_ANGLES) / 180.0 * PI) * RANGE  # each ray before the heading's rotation
 _RAY_Y = np.sin(np.array(RANGEFINDER_ANGLES) / 180.0 * PI) * RANGE
+_SLICE_LO = np.array([lo for lo, _ in RADAR_SLICES])
+_SLICE_HI = np.array([hi for _, hi in RADAR_SLICES])
+
+
+class _Walls:
+    """A map's walls as columns ``(W, 1)`` and work arrays for ``n`` robots. Every array is laid out robots
+    last (``(6, W, n)`` for the rays against the walls): numpy's inner loops then run over the robots, not over
+    13 walls, about twice as fast; each element still gets the same operations in the same order, so the
+    results are the same bits as the plain broadcast."""
+
+    def __init__(self, walls: np.ndarray, n: int = 0) -> None:
+        w = np.asarray(walls, dtype=np.float64)
+        self.ax, self.ay = w[:, 0, None].copy(), w[:, 1, None].copy()
+        self.ex, self.ey = (w[:, 2] - w[:, 0])[:, None].copy(), (w[:, 3] - w[:, 1])[:, None].copy()
+        self.ee = self.ex * self.ex + self.ey * self.ey
+        self.rx, self.ry = _RAY_X[:, None].copy(), _RAY_Y[:, None].copy()
+        self.n = -1
+        self._size(n)
+
+    def _size(self, n: int) -> None:
+        if n != self.n:
+            self.n, shape = n, (len(RANGEFINDER_ANGLES), len(self.ax), n)
+            self.bot, self.r, self.tmp = np.empty(shape), np.empty(shape), np.empty(shape)
+            self.hit, self.ok = np.empty(shape, dtype=bool), np.empty(shape, dtype=bool)
+
+    def distance2(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """``(W, N)``: squared distance from each point to each wall (the foot of the perpendicular, clamped)."""
+        px, py = x - self.ax, y - self.ay
+        u = np.clip((px * self.ex + py * self.ey) / self.ee, 0.0, 1.0)
+        fx, fy = px - u * self.ex, py - u * self.ey
+        return fx * fx + fy * fy
+
+    def rangefinders(self, x: np.ndarray, y: np.ndarray, heading: np.ndarray) -> np.ndarray:
+        """``(6, N)``: each ray's distance to the nearest wall it crosses (see ``rangefinders``)."""
+        self._size(len(x))
+        h = heading / 180.0 * PI
+        ch, sh = np.cos(h), np.sin(h)
+        dx = (ch * self.rx - sh * self.ry)[:, None, :]  # (6, 1, N): D - C
+        dy = (sh * self.rx + ch * self.ry)[:, None, :]
+        acx, acy = self.ax - x, self.ay - y  # (W, N): A - C
+        s_top = acy * self.ex - acx * self.ey
+        bot, r, tmp, hit, ok = self.bot, self.r, self.tmp, self.hit, self.ok
+        np.multiply(self.ex, dy, out=bot)
+        bot -= np.multiply(self.ey, dx, out=tmp)
+        np.multiply(acy, dx, out=r)
+        r -= np.multiply(acx, dy, out=tmp)
+        with np.errstate(divide="ignore", invalid="ignore"):  # (a ray parallel to a wall: bot 0, no crossing)
+            np.divide(r, bot, out=r)
+            s = np.divide(s_top, bot, out=bot)
+        np.greater(r, 0.0, out=hit)
+        hit &= np.less(r, 1.0, out=ok)
+        hit &= np.greater(s, 0.0, out=ok)  # (s >= 1 is past the ray's end: the minimum with 1 drops it)
+        return np.minimum(np.where(hit, s, 1.0).min(axis=1), 1.0) * RANGE  # (a masked reduce: 5x slower)
 
 
 def rangefinders(walls: np.ndarray, x: np.ndarray, y: np.ndarray, heading: np.ndarray) -> np.ndarray:
     """``(N, 6)``: each rangefinder's distance to the nearest wall it crosses, at most ``RANGE``
     (``update_rangefinders`` with ``Line::intersection``: both segment parameters strictly inside (0, 1); the
     distance from the robot to the crossing is the ray's parameter times its length)."""
-    h = heading / 180.0 * PI
-    ch, sh = np.cos(h)[:, None], np.sin(h)[:, None]
-    dx, dy = (ch * _RAY_X - sh * _RAY_Y)[:, :, None], (sh * _RAY_X + ch * _RAY_Y)[:, :, None]  # (N, 6, 1): D - C
-    ax, ay, ex, ey = walls[:, 0], walls[:, 1], walls[:, 2] - walls[:, 0], walls[:, 3] - walls[:, 1]
-    acx, acy = (ax - x[:, None])[:, None, :], (ay - y[:, None])[:, None, :]  # (N, 1, W): A - C
-    s_top = acy * ex - acx * ey
-    bot = ex * dy  # (N, 6, W); in place from here (this is most of a step's time)
-    bot -= ey * dx
-    r = acy * dx
-    r -= acx * dy
-    with np.errstate(divide="ignore", invalid="ignore"):  # (a ray parallel to a wall: bot 0, no crossing)
-        np.divide(r, bot, out=r)
-        s = np.divide(s_top, bot, out=bot)
-    hit = r > 0
-    hit &= r < 1
-    hit &= s > 0  # (s >= 1 is past the ray's end: the minimum with 1 below drops it)
-    np.copyto(s, 1.0, where=~hit)
-    return np.minimum(s.min(axis=2), 1.0) * RANGE
-
-
-_SLICE_LO = np.array([lo for lo, _ in RADAR_SLICES])
-_SLICE_HI = np.array([hi for _, hi in RADAR_SLICES])
+    return _Walls(walls, len(x)).rangefinders(x, y, heading).T
 
 
 def radar(goal: tuple[float, float], x: np.ndarray, y: np.ndarray, heading: np.ndarray) -> np.ndarray:
     """``(N, 4)``: 1 in the pie slice the goal lies in, seen from the robot's heading (``update_radar``)."""
     h = -heading / 180.0 * PI
     gx, gy = goal[0] - x, goal[1] - y
-    tx, ty = np.cos(h) * gx - np.sin(h) * gy, np.sin(h) * gx + np.cos(h) * gy
+    c, s = np.cos(h), np.sin(h)
+    tx, ty = c * gx - s * gy, s * gx + c * gy
     with np.errstate(divide="ignore", invalid="ignore"):
         ang = np.arctan(ty / tx) / PI * 180.0
-    ang = np.where(tx == 0, np.where(ty > 0, 90.0, 270.0), np.where(tx > 0, ang, ang + 180.0))[:, None]
+    ang[tx < 0] += 180.0
+    zero = tx == 0
+    if zero.any():
+        ang[zero] = np.where(ty[zero] > 0, 90.0, 270.0)
+    ang = ang[:, None]
     up = ang + 360.0
-    inside = ((ang >= _SLICE_LO) & (ang < _SLICE_HI)) | ((up >= _SLICE_LO) & (up < _SLICE_HI))
+    inside = (ang >= _SLICE_LO) & (ang < _SLICE_HI)
+    inside |= (up >= _SLICE_LO) & (up < _SLICE_HI)
     return inside.astype(np.float64)
 
 
@@ -188,6 +218,7 @@ class HardMazeBatch:
         self.maze = _maze(map)
         self.inputs = inputs
         self.n = int(n)
+        self._walls = _Walls(self.maze.walls, self.n)
         self.reset()
 
     def reset(self) -> np.ndarray:
@@ -211,7 +242,7 @@ class HardMazeBatch:
     def observe(self) -> np.ndarray:
         """``(n, 11)`` float32: bias, six rangefinders / 100, four radar (``inputs="code"``: as the C++ wrote them)."""
         x, y, h = self.state[:, 0], self.state[:, 1], self.state[:, 2]
-        ranges = rangefinders(self.maze.walls, x, y, h) / RANGE
+        ranges = self._walls.rangefinders(x, y, h).T / RANGE
         slices = radar(self.maze.goal, x, y, h)
         out = np.empty((self.n, 11), dtype=np.float32)
         out[:, 0] = 1.0
@@ -224,21 +255,22 @@ class HardMazeBatch:
     def step(self, actions: Any) -> np.ndarray:
         """One time step for every robot (``interpret_outputs`` then ``Update``); returns the new observations.
         ``actions`` ``(n, 2)`` in [-1, 1]: rotation and forward speed (``o - 0.5 = a / 2``)."""
-        a = np.clip(np.asarray(actions, dtype=np.float64).reshape(self.n, 2), -1.0, 1.0)
+        a = np.asarray(actions, dtype=np.float64).reshape(self.n, 2)
+        a = np.minimum(np.maximum(a, -1.0), 1.0)  # (np.clip's bits, without its Python overhead)
         s = self.state
-        s[:, 4] = np.clip(s[:, 4] + a[:, 0] * 0.5, -MAX_SPEED, MAX_SPEED)
-        s[:, 3] = np.clip(s[:, 3] + a[:, 1] * 0.5, -MAX_SPEED, MAX_SPEED)
+        s[:, 4] = np.minimum(np.maximum(s[:, 4] + a[:, 0] * 0.5, -MAX_SPEED), MAX_SPEED)
+        s[:, 3] = np.minimum(np.maximum(s[:, 3] + a[:, 1] * 0.5, -MAX_SPEED), MAX_SPEED)
         move = ~self.reached
         h = s[:, 2] / 180.0 * PI
         vx, vy = np.cos(h) * s[:, 3], np.sin(h) * s[:, 3]  # from the heading before this step's turn
         heading = s[:, 2] + s[:, 4]
-        heading = np.where(heading > 360, heading - 360, heading)
-        heading = np.where(heading < 0, heading + 360, heading)
-        s[:, 2] = np.where(move, heading, s[:, 2])
+        heading[heading > 360] -= 360
+        heading[heading < 0] += 360
+        s[move, 2] = heading[move]
         nx, ny = s[:, 0] + vx, s[:, 1] + vy
-        free = move & ~(_wall_distance2(self.maze.walls, nx, ny) < RADIUS * RADIUS).any(axis=1)
-        s[:, 0] = np.where(free, nx, s[:, 0])
-        s[:, 1] = np.where(free, ny, s[:, 1])
+        free = move & ~(self._walls.distance2(nx, ny) < RADIUS * RADIUS).any(axis=0)
+        s[free, 0] = nx[free]
+        s[free, 1] = ny[free]
         self.reached |= self.distance() < GOAL_RADIUS
         return self.observe()
 

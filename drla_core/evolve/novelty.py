@@ -119,20 +119,23 @@ class NoveltyArchive:
     def _nearest_admitted(self, behaviors: np.ndarray) -> np.ndarray:
         """The behaviours (tried in order, each against the archive as it would stand then) farther than the
         threshold from every archived one; the first goes straight in when the archive is empty (added here,
-        not returned)."""
+        not returned). Vectorised: each behaviour's distance to the archive and to the population come in two
+        array operations; the loop only keeps, per behaviour, the nearest of those admitted before it (the
+        same distances, so the same choices, as trying them one by one)."""
         b = np.asarray(behaviors, dtype=np.float64).reshape(len(behaviors), -1)
-        archive = self.array()
-        rows = [] if archive is None else list(archive)
+        if len(b) == 0:
+            return np.zeros(0, dtype=np.int64)
+        archive, first = self.array(), 0
+        if archive is None:  # (the C++ seeds the archive with it and scores it 0: not counted as an addition)
+            self.items.append([float(v) for v in b[0]])
+            archive, first = b[:1], 1
+        nearest = _distances(b, archive, self.config.distance).min(axis=1)
+        among = _distances(b, b, self.config.distance)
         added = []
-        for i in range(len(b)):
-            if not rows:
-                rows.append(b[i])
-                self.items.append([float(v) for v in b[i]])
-                continue  # (the C++ seeds the archive with it and scores it 0: not counted as an addition)
-            nearest = float(_distances(b[i:i + 1], np.asarray(rows), self.config.distance).min())
-            if nearest > self.threshold:
-                rows.append(b[i])
+        for i in range(first, len(b)):
+            if nearest[i] > self.threshold:
                 added.append(i)
+                np.minimum(nearest, among[:, i], out=nearest)  # (row i's own entry, 0, is never read again)
         return np.asarray(added, dtype=np.int64)  # (``score`` archives them)
 
     def state(self) -> dict[str, Any]:
