@@ -9,8 +9,7 @@ VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' blender_manifest.toml)
 ZIP := dist/drla-$(VERSION).zip
 OUT ?= out
 
-.PHONY: setup setup-demo setup-bpy45 setup-browser test test-cpu-paths test-fast test-blender test-gui test-matrix demo bench bench-evolution bench-gym-vector bench-walker-ppo lint format type check build validate clean help
-.PHONY: setup setup-demo setup-bpy45 setup-browser test test-cpu-paths test-fast test-blender test-gui test-matrix demo bench bench-evolution bench-evolution-workers bench-gym-vector lint format type check build validate clean help
+.PHONY: setup setup-demo setup-bpy45 setup-browser test test-cpu-paths test-fast test-blender test-gui test-matrix demo bench bench-evolution bench-evolution-workers bench-gym-vector bench-walker-ppo lint format type check build validate clean help
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
