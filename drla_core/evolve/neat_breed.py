@@ -31,14 +31,29 @@ Speciation stays ``neat_species.speciate``'s (each genome to the closest species
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from .neat_genome import Genome, crossover, paper_distance
+from .neat_genome import Genome, InnovationTracker, crossover, paper_distance
 
-if TYPE_CHECKING:
-    from .neat import NEAT
+
+class NEAT(Protocol):
+    """What these rules use of ``neat.NEAT`` (a Protocol: ``neat`` imports this module)."""
+
+    config: Any  # neat.NEATConfig
+    rng: np.random.Generator
+    tracker: InnovationTracker
+    generation: int
+    genomes: list[Genome]
+    species: list[dict[str, Any]]
+    breed_state: dict[str, Any]
+
+    def _add_node(self, g: Genome) -> None: ...
+
+    def _add_connection(self, g: Genome) -> bool: ...
+
+    def _speciate(self) -> None: ...
 
 __all__ = ["tell_cpp", "crossover_multipoint", "crossover_average", "mutate_weights_cpp"]
 
