@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from drla_core.nets.growth import GrowthRule
+from drla_core.io.model_io import read_model_bytes
+from drla_core.io.team_model import read_models
 
 from . import demo_flags, extension, train_flags
 from .common import (
@@ -87,8 +89,9 @@ def _import_bpy() -> Any:
     return bpy
 
 
-def open_scene(path: str | Path, tree_name: str | None) -> tuple[Any, Any, Any, Any]:
-    """Open ``path`` with bpy and return ``(bpy, ext, tree, scene)``; clear errors otherwise."""
+def open_scene(path: str | Path, tree_name: str | None, model_tree: str | None = None) -> tuple[Any, Any, Any, Any]:
+    """Open ``path`` with bpy and return ``(bpy, ext, tree, scene)``; clear errors otherwise. Without ``tree_name``
+    a model's own tree (``model_tree``, its ``meta.tree``) is used where the file has it, else the panel's."""
     path = Path(path)
     if path.is_dir():
         raise CLIError(f"{path} is a folder, not a .blend file")
@@ -107,7 +110,11 @@ def open_scene(path: str | Path, tree_name: str | None) -> tuple[Any, Any, Any, 
     if not trees:
         raise CLIError(f"{path} has no DRLA node tree: open it in Blender and add one (Add > DRLA Examples in "
                        "the 3D viewport, or a new tree in the DRLA node editor), or give another .blend")
-    if tree_name is None:
+    if tree_name is None and len(trees) > 1 and model_tree in [t.name for t in trees]:
+        tree = next(t for t in trees if t.name == model_tree)
+        print(f"{path.name}: tree {tree.name!r}, the one the model was trained on (--tree picks another)",
+              file=sys.stderr)
+    elif tree_name is None:
         tree = panel_tree(trees, bpy.context.scene)
         if tree is None:
             raise CLIError(f"{path} has several DRLA trees; pick one with --tree: {', '.join(t.name for t in trees)}")
@@ -377,6 +384,19 @@ def _evolution_workers(args: argparse.Namespace, compiled: Any, env: Any, steps:
         log=lambda text: print(text, file=sys.stderr, flush=True), **saving)
 
 
+def _trained_on(given: list[str]) -> str | None:
+    """The tree one model file names (``meta.tree``), for a .blend holding several; None when unsure (a damaged file
+    is reported when it is loaded)."""
+    if len(given) != 1 or not Path(given[0]).is_file():
+        return None
+    try:
+        model = read_models(read_model_bytes(given[0]))
+    except Exception:  # noqa: BLE001 - loading it later gives the message
+        return None
+    tree = getattr(model, "meta", {}).get("tree") if not isinstance(model, dict) else None
+    return tree if isinstance(tree, str) else None
+
+
 def play_scene(args: argparse.Namespace) -> int:
     """Try a trained model in the scene: greedy episodes (DQN) or random reachable targets (Learned IK); with
     ``--switcher``, the tree's Expert Switcher node (each step: pick an expert, it acts)."""
@@ -396,7 +416,7 @@ def play_scene(args: argparse.Namespace) -> int:
     frames = Path(args.frames) if args.frames else None
     if frames is not None and frames.exists() and not frames.is_dir():  # before the scene is opened
         raise CLIError(f"--frames {frames} is a file: give a folder for the frames")
-    bpy, ext, tree, scene = open_scene(args.scene, args.tree)
+    bpy, ext, tree, scene = open_scene(args.scene, args.tree, _trained_on(given))
     compiled = compile_or_explain(ext, tree, scene)
     kinds = addon_module("runs.kinds")
     kind = kinds.of(compiled)

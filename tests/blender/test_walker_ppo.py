@@ -98,6 +98,15 @@ def test_the_cli_trains_the_panel_s_tree_and_asks_when_the_panel_picks_none(ext,
         gymnasium.make("drla/Scene-v0", blend=str(tmp_path / "walker.blend"))
 
 
+def test_play_without_tree_plays_the_tree_the_model_was_trained_on(tmp_path):
+    out = _run("train", BLEND, "--tree", "Walker PPO", "--steps", "300", "--quiet", "--out", tmp_path / "m.json")
+    assert out.returncode == 0, out.stderr
+    out = _run("play", BLEND, "--model", tmp_path / "m.json", "--episodes", "1")
+    assert out.returncode == 0, out.stderr
+    assert "walker.blend: tree 'Walker PPO', the one the model was trained on (--tree picks another)" in out.stderr
+    assert "Walker PPO: mean return" in out.stdout
+
+
 @pytest.mark.slow
 def test_ppo_trained_by_the_cli_walks_farther_than_untrained(tmp_path):
     """Seed 3: untrained (one step: no update yet) the greedy policy shuffles 0.07 m in its 10 s; after 12 000 steps
