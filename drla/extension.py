@@ -11,6 +11,7 @@ exactly as they do inside Blender under ``bl_ext.<repo>.drla``. Where it lies (`
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import pkgutil
@@ -89,3 +90,15 @@ def unregister_extension() -> None:
     if ext is not None and getattr(ext, "_drla_registered", False):
         ext.unregister()
         ext._drla_registered = False
+
+
+def triton_first() -> None:
+    """Load Triton (PyTorch's compiler) now, where it is installed, before Blender makes its GPU context.
+
+    Mesa's llvmpipe (the GPU context of a camera or ``render()``) and Triton each load an LLVM; Triton loaded
+    after the GPU context kills the process with a segmentation fault, and every ``torch.optim`` optimizer loads
+    it (through ``torch._dynamo``), so a trainer built after the scene crashed. Loaded first, both work.
+    """
+    if importlib.util.find_spec("triton") is not None:
+        with contextlib.suppress(Exception):
+            importlib.import_module("triton")

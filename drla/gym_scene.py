@@ -30,8 +30,6 @@ it is closed (or freed by Python without ``close()``); the file on disk is never
 from __future__ import annotations
 
 import contextlib
-import importlib
-import importlib.util
 import re
 import sys
 import weakref
@@ -67,7 +65,7 @@ class _OpenFile:
         from . import scene as cli_scene
 
         self.path = path
-        _triton_first()
+        extension.triton_first()
         _without_bpy_scripts_on_path()
         try:
             self.bpy = cli_scene._import_bpy()
@@ -176,18 +174,6 @@ def _without_bpy_scripts_on_path() -> None:
     if "bpy" in sys.modules:
         return
     sys.path[:] = [p for p in sys.path if not re.search(r"[/\\]bpy[/\\][0-9.]+[/\\]scripts([/\\]|$)", p)]
-
-
-def _triton_first() -> None:
-    """Load Triton (PyTorch's compiler) now, where it is installed, before Blender makes its GPU context.
-
-    Mesa's llvmpipe (the GPU context of a camera or ``render()``) and Triton each load an LLVM; Triton loaded
-    after the GPU context kills the process with a segmentation fault, and every ``torch.optim`` optimizer loads
-    it (through ``torch._dynamo``), so a trainer built after the scene crashed. Loaded first, both work.
-    """
-    if importlib.util.find_spec("triton") is not None:
-        with contextlib.suppress(Exception):
-            importlib.import_module("triton")
 
 
 def open_blend(blend: str | Path | None) -> _OpenFile:

@@ -5,18 +5,16 @@ import pytest
 bpy = pytest.importorskip("bpy")
 
 import atexit  # noqa: E402
-import importlib.util  # noqa: E402
 import shutil  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from drla.extension import register_extension  # noqa: E402
+from drla.extension import register_extension, triton_first  # noqa: E402
 
-# Triton (PyTorch's compiler, where installed) must load before Blender's first GPU context (drla.gym_scene's
-# _triton_first says why): in one pytest process an offscreen drawing test can come before a gym env opens a file.
-if importlib.util.find_spec("triton") is not None:
-    import triton  # noqa: E402, F401
+# Triton (PyTorch's compiler, where installed) must load before Blender's first GPU context (triton_first says why):
+# in one pytest process an offscreen drawing test can come before a gym env opens a file.
+triton_first()
 
 ROOT = Path(__file__).resolve().parents[2]
 ROBOT_ARM_SCENE = ROOT / "scenes" / "robot_arm" / "robot_arm.blend"
