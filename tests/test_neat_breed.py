@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from drla_core.evolve.neat import NEAT, STEEPNESS, NEATConfig
-from drla_core.evolve.neat_breed import crossover_average, mutate_weights_cpp
+from drla_core.evolve.neat_breed import BreedRandom, crossover_average, mutate_weights_cpp
 from drla_core.evolve.neat_genome import Genome
 
 
@@ -131,3 +131,22 @@ def test_neat_cpp_start_weights_are_uniform_in_its_units():
     assert np.abs(w).mean() > 0.4 * STEEPNESS and np.abs(b).min() > 0.0  # uniform, not N(0, 1) nor zero biases
     plain = NEAT(6, 1, NEATConfig.paper(reproduction="neat-python"), np.random.default_rng(1))
     assert all(g.nodes[6][0] == 0.0 for g in plain.genomes)  # neat-python's start: biases 0
+
+
+def test_breeding_draws_come_from_one_seed_of_the_numpy_generator():
+    """A neat-c++ generation takes one draw of the population's numpy generator (its BreedRandom's seed) and
+    gives the generator back: the state between generations is the generator alone."""
+    r = BreedRandom(11)
+    ints = [r.integers(3) for _ in range(3000)]
+    assert set(ints) == {0, 1, 2} and 900 < ints.count(0) < 1100
+    u = [r.uniform(-2.5, 2.5) for _ in range(2000)]
+    assert -2.5 <= min(u) < -2.4 and 2.4 < max(u) < 2.5
+    assert [BreedRandom(5).normal() for _ in range(3)] == [BreedRandom(5).normal() for _ in range(3)]
+    neat = NEAT(3, 1, NEATConfig.paper(population_size=30), np.random.default_rng(2), output_activation="tanh")
+    gen = neat.rng
+    twin = np.random.default_rng(2)
+    NEAT(3, 1, NEATConfig.paper(population_size=30), twin, output_activation="tanh")
+    neat.tell(np.arange(30.0))
+    assert neat.rng is gen
+    twin.integers(2 ** 63)
+    assert gen.bit_generator.state == twin.bit_generator.state

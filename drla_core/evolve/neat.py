@@ -28,7 +28,7 @@ import numpy as np
 
 from ..nn.graph_net import GraphNetwork, RecurrentGraphNetwork
 from ..nn.mlp import ACTIVATIONS, _activate
-from .neat_breed import tell_cpp
+from .neat_breed import BreedRandom, tell_cpp
 from .neat_genome import Genome, InnovationTracker, compatibility_distance, crossover, paper_distance, reaches
 from .neat_species import speciate
 
@@ -420,8 +420,12 @@ class NEAT:
     def tell(self, fitness: np.ndarray) -> None:
         """Stagnation, fitness sharing, offspring per species, elites, crossover and mutation; speciate."""
         c, rng = self.config, self.rng
-        if c.reproduction == "neat-c++":
-            return tell_cpp(self, fitness)
+        if c.reproduction == "neat-c++":  # (its scalar draws from a generation's BreedRandom: 4x cheaper)
+            self.rng = BreedRandom(int(rng.integers(2 ** 63)))  # type: ignore[assignment]
+            try:
+                return tell_cpp(self, fitness)
+            finally:
+                self.rng = rng
         f = np.asarray(fitness, dtype=np.float64)
         # stagnation: a species whose best fitness has not improved for max_stagnation generations goes,
         # unless it is among the species_elitism best
