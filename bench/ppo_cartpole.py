@@ -12,7 +12,7 @@ process (start, imports, training, checks) until the threshold or the step budge
 
 Steps to the threshold: both sides give the same count for a seed on every run, and the counts spread widely over
 seeds (standard deviation about 7,000 steps, 2,048 to 36,864), so a 10-seed median moves by a few thousand steps
-with the seeds drawn (DRLA seeds 0-9: 14,336, 0-29: 12,288; SB3 0-9: 11,264, 0-19: 14,336). One update is SB3's to
+with the seeds drawn (seeds 0-9: DRLA 14,336, SB3 11,264; seeds 0-49: DRLA 12,288, SB3 14,336). One update is SB3's to
 float32 rounding from the same weights and rollout (``tests/test_ppo_fast.py``); compare over many seeds
 (``--seeds 10 --first-seed 10`` adds ten more).
 
