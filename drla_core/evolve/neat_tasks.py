@@ -32,9 +32,9 @@ from .neat_scalar import ScalarNetwork, finish
 __all__ = ["paper_distance", "RecurrentPopulation", "xor_generation", "balance", "run_task", "TASKS", "TASK_CONFIG"]
 
 _BOUNDED, _LIMITS = [0, 2, 4], np.array([TRACK_EDGE, FAILURE_ANGLE, FAILURE_ANGLE])
-#: ``balance`` finishes the episodes in Python floats once this many carts or fewer are left (measured: one
-#: network in floats costs about 9 us a step on a loaded 2-core machine, numpy 35 us for one cart and 210 for 8
-#: to 32; they cross near 30)
+#: ``balance`` finishes the episodes in Python floats once this many carts or fewer are left (measured on a loaded
+#: 2-core machine: one network in floats costs about 9 us a step, the numpy rows 30-35 us for one cart and 200-220
+#: for 8 to 32; they cross near 25 carts for a recurrent network of 3 hidden nodes, 30 for a feed-forward one)
 SCALAR_ROWS = 16
 
 #: task -> (inputs, recurrent networks by default)
