@@ -20,7 +20,10 @@ C++ counts them: ``150 * (generation - 1) + the winner's number``.
 DRLA: ``NEATConfig.paper()`` (150 genomes, the paper's c1, c2, c3, threshold and mutation rates, bred by NEAT
 C++'s rules: ``drla_core/evolve/neat_breed.py``, ported from Stanley's NEAT C++ 1.2.1 and its ``pole2_markov.ne``;
 tanh nodes: the paper's steepened sigmoid is the same shape on weights ``STEEPNESS`` times smaller, so its weight
-power, cap and c3 apply in its units), recurrent without velocities.
+power, cap and c3 apply in its units), recurrent without velocities. A generation's episodes step together in numpy
+until 16 carts or fewer are left; those (the 100,000-step test's one network among them) finish one at a time in
+Python floats (``neat_tasks.balance``, ``drla_core/evolve/neat_scalar.py``: the same physics bit for bit, the network
+in float64).
 neat-python 2.0.0 (run by bench/evolution.py's ``run_neat_python``, the one neat-python runner of the benches):
 its own XOR example's configuration (``examples/xor/config-feedforward`` in
 CodeReclaimers/neat-python: 150 genomes, sigmoid nodes, node add/delete 0.2/0.2, connection add/delete

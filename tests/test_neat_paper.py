@@ -246,9 +246,10 @@ def test_default_neat_is_unchanged_by_the_options():
     assert a.state() == b.state()
 
 
-def test_balance_matches_the_environment():
+@pytest.mark.parametrize("scalar_rows", [0, 12])  # all numpy; all in Python floats (neat_scalar)
+def test_balance_matches_the_environment(scalar_rows):
     neat = NEAT(6, 1, NEATConfig.paper(population_size=12), np.random.default_rng(4), output_activation="tanh")
-    steps, fitness = balance(neat, np.arange(12), np.tile(START_STATE, (12, 1)), 300, True)
+    steps, fitness = balance(neat, np.arange(12), np.tile(START_STATE, (12, 1)), 300, True, scalar_rows=scalar_rows)
     for i in range(12):
         net, env = neat.genome_network(neat.genomes[i]), DoublePole(max_steps=300)
         obs, _ = env.reset()
