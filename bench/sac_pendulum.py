@@ -37,10 +37,11 @@ ROOT = Path(__file__).resolve().parents[1]
 EVAL_EVERY, EVAL_EPISODES, EVAL_SEED = 1000, 10, 10_000
 
 
-def worker_drla(seed: int, steps: int) -> dict:
+def worker_drla(seed: int, steps: int, hidden: int = 0) -> dict:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     sys.path.insert(0, str(ROOT))
     from drla_core.envs import make
+    from drla_core.nn.mlp import LayerSpec
     from drla_core.rl.sac import SACAgent, SACConfig
     from drla_core.rl.train import Callback, TrainingRun
 
@@ -72,7 +73,8 @@ def worker_drla(seed: int, steps: int) -> dict:
                 self.seconds += time.perf_counter() - t0
 
     env = make("pendulum")
-    agent = SACAgent(env.observation_space, env.action_space, SACConfig(), seed=seed)
+    config = SACConfig() if not hidden else SACConfig(hidden=[LayerSpec(hidden, "relu"), LayerSpec(hidden, "relu")])
+    agent = SACAgent(env.observation_space, env.action_space, config, seed=seed)
     evals = Evals()
     run = TrainingRun(env, agent, steps, seed=seed, callbacks=[evals])
     run.run()  # at the end keep-best puts the best evaluated policy back
@@ -130,11 +132,11 @@ def worker_sb3(seed: int, steps: int, threads: int) -> dict:
             "train_s": train_s, "torch_threads": torch.get_num_threads()}
 
 
-def run_one(impl: str, seed: int, steps: int, threads: int) -> dict:
+def run_one(impl: str, seed: int, steps: int, threads: int, hidden: int = 0) -> dict:
     """One run in its own process: its figures and its whole wall time."""
     t0 = time.perf_counter()
     out = subprocess.run([sys.executable, __file__, "--worker", impl, "--seed", str(seed), "--steps", str(steps),
-                          "--torch-threads", str(threads)],
+                          "--torch-threads", str(threads), "--drla-hidden", str(hidden)],
                          capture_output=True, text=True, cwd=ROOT)
     wall = time.perf_counter() - t0
     if out.returncode != 0:
@@ -158,18 +160,20 @@ def main() -> None:
     parser.add_argument("--threshold", type=float, help="the return to reach (default: SB3's mean final return, "
                         "or -200 with --only drla)")
     parser.add_argument("--torch-threads", type=int, default=1, help="SB3's torch threads (0: torch's default)")
+    parser.add_argument("--drla-hidden", type=int, default=0,
+                        help="DRLA's two hidden layers' width (default 0: SACConfig()'s 64; SB3's is 256)")
     parser.add_argument("--worker", choices=("drla", "sb3"), help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        result = worker_drla(args.seed, args.steps) if args.worker == "drla" else \
+        result = worker_drla(args.seed, args.steps, args.drla_hidden) if args.worker == "drla" else \
             worker_sb3(args.seed, args.steps, args.torch_threads)
         result["cpu_s"] = time.process_time()  # the whole process's CPU time (imports included): on a busy
         print(json.dumps(result))               # machine a steadier figure than the wall time
         return
     impls = [args.only] if args.only else ["sb3", "drla"]
     seeds = range(args.first_seed, args.first_seed + args.seeds)
-    runs = {impl: [run_one(impl, seed, args.steps, args.torch_threads) for seed in seeds]
+    runs = {impl: [run_one(impl, seed, args.steps, args.torch_threads, args.drla_hidden) for seed in seeds]
             for impl in impls}
     threshold = args.threshold if args.threshold is not None else \
         statistics.mean(r["return"] for r in runs["sb3"]) if "sb3" in runs else -200.0
@@ -177,7 +181,8 @@ def main() -> None:
                      "torch_threads": args.torch_threads,
                      "threshold_from": "--threshold" if args.threshold is not None else "SB3's mean final return"
                      if "sb3" in runs else "fixed -200",
-                     "choices": {"drla": "SACConfig() defaults: 2x64 relu, buffer 100000, keep-best on",
+                     "choices": {"drla": "SACConfig() defaults: 2x64 relu, buffer 100000, keep-best on" + (
+                                 f"; hidden 2x{args.drla_hidden}" if args.drla_hidden else ""),
                                  "sb3": "rl-zoo Pendulum-v1: learning_rate 1e-3, SB3 defaults (2x256)"}}
     for impl, rs in runs.items():
         reached = [first_reaching(r["evals"], threshold) for r in rs]

@@ -111,27 +111,30 @@ def crossover_average(fit: Genome, other: Genome, rng: np.random.Generator) -> G
 
 def mutate_weights_cpp(g: Genome, power: float, cap: float, rng: np.random.Generator) -> None:
     """``Genome::mutate_link_weights(power, 1.0, GAUSSIAN)`` over the connection genes (innovation order),
-    then the node biases (id order)."""
+    then the node biases (id order). Each gene draws its odds then its move (``uniform(-power, power)``, written
+    out: numpy's and Python's formula, ``low + (high - low) * random()``)."""
     conns = [g.conns[k] for k in sorted(g.conns)]
     nodes = [g.nodes[k] for k in sorted(g.nodes)]
     n = len(conns) + len(nodes)
     if not n:
         return
-    uniform = rng.uniform
     draw = rng.random
     severe = draw() > 0.5
     tail = 0.8 * n if n >= 10 and not severe else math.inf  # genes past this index: the tail's odds
-    lo = -cap
-    for i, gene in enumerate(conns + nodes):  # (plain floats: a few genes, cheaper than numpy calls)
-        j = 2 if i < len(conns) else 0
-        r, d = draw(), uniform(-power, power)
-        if severe:
-            w = gene[j] + d if r > 0.3 else d if r > 0.1 else gene[j]
-        elif i > tail:
-            w = gene[j] + d if r > 0.5 else d if r > 0.3 else gene[j]
-        else:
-            w = gene[j] + d
-        gene[j] = min(max(w, lo), cap)
+    lo, span = -cap, power + power
+    low = -power
+    i = 0
+    for genes, j in ((conns, 2), (nodes, 0)):  # (plain floats: a few genes, cheaper than numpy calls)
+        for gene in genes:
+            r, d = draw(), low + span * draw()
+            if severe:
+                w = gene[j] + d if r > 0.3 else d if r > 0.1 else gene[j]
+            elif i > tail:
+                w = gene[j] + d if r > 0.5 else d if r > 0.3 else gene[j]
+            else:
+                w = gene[j] + d
+            gene[j] = w if lo <= w <= cap else (lo if w < lo else cap)
+            i += 1
 
 
 def _mutate_cpp(neat: NEAT, g: Genome) -> None:
