@@ -81,6 +81,27 @@ if bpy.app.binary_path:
     _python_stand_in()
 
 
+_EXIT_STATUS = [0]
+
+
+def pytest_sessionfinish(session, exitstatus):
+    _EXIT_STATUS[0] = int(exitstatus)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    """The ``bpy`` 4.5 wheel can hang as its process exits: a static destructor (``GlobalState``) destroys a condition
+    variable its delayed-file-close thread still waits on (seen 2026-11-27 with gdb after "447 passed", the junit
+    report written; ``make test-matrix`` then waited out its timeout). The reports are written by now, so on 4.x the
+    process leaves as ``os._exit`` does, with pytest's status; 5.x exits normally."""
+    if bpy.app.version < (5, 0, 0):
+        import os
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(_EXIT_STATUS[0])
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         item.add_marker(pytest.mark.blender)
