@@ -316,7 +316,9 @@ class CtrlC:
         try:
             yield self
         finally:
-            signal.signal(signal.SIGINT, old)
+            # None: the handler before was not Python's (inside a Blender binary, Blender's own), which Python
+            # cannot put back; the default action is the nearest (restoring None raises TypeError)
+            signal.signal(signal.SIGINT, signal.SIG_DFL if old is None else old)
 
 
 def finish_training(job: Any, model: Model | dict[str, Model], model_path: Path, report_path: Path, title: str,
